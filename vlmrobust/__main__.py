@@ -1,0 +1,5 @@
+import sys
+
+from vlmrobust.cli import main
+
+sys.exit(main())
