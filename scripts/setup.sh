@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Idempotent setup for a fresh Debian machine (this project's CI kind): a venv in
+# .venv with torch 2.14.1 / torchvision 0.29.1 (pip takes them from local disk here),
+# the project + dev extras, Debian's WordNet 3.0 (+ the nltk layout it needs) and,
+# with --browser, Debian's chromium + chromedriver for the leaderboard browser test.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+want_browser=0
+for arg in "$@"; do
+  case "$arg" in
+    --browser) want_browser=1 ;;
+    *) echo "setup.sh: unknown argument $arg" >&2; exit 2 ;;
+  esac
+done
+
+log() { printf '[setup] %s\n' "$*"; }
+
+apt_pkgs=(wordnet-base)
+if [ "$want_browser" = 1 ]; then apt_pkgs+=(chromium chromium-driver); fi
+missing=()
+for p in "${apt_pkgs[@]}"; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  log "apt-get install ${missing[*]}"
+  SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+PY="${PYTHON:-python3}"
+if [ ! -x .venv/bin/python ]; then
+  log "creating .venv"
+  "$PY" -m venv .venv
+  .venv/bin/python -m pip install -q --upgrade pip
+fi
+if ! .venv/bin/python -c "import torch, torchvision; assert torch.__version__.startswith('2.14.1')" 2>/dev/null; then
+  log "installing torch 2.14.1 + torchvision 0.29.1 (large; from the local wheel store when present)"
+  .venv/bin/python -m pip install -q torch==2.14.1 torchvision==0.29.1
+fi
+log "installing vlmrobust (editable) with dev extras"
+.venv/bin/python -m pip install -q -e '.[dev,metadata,sample]'
+log "WordNet 3.0 for nltk"
+.venv/bin/python -m builders.wordnet --install
+log "ready: $(.venv/bin/vlmrobust --version)"

@@ -1,0 +1,170 @@
+"""The dataset writer: loadable by `datasets`, deterministic, atomic."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import datasets
+import numpy as np
+import pytest
+from PIL import Image
+
+from builders.datadir import config_names, read_manifest, read_table
+from builders.hub import push_dataset
+from builders.writer import BuildInfo, write_dataset
+from vlmrobust.errors import VlmrobustError
+
+FEATURES = datasets.Features(
+    {
+        "id": datasets.Value("string"),
+        "image": datasets.Image(),
+        "question": datasets.Value("string"),
+        "options": datasets.Sequence(datasets.Value("string")),
+        "answer": datasets.Value("int32"),
+    }
+)
+
+
+def _png(seed: int) -> bytes:
+    rng = np.random.default_rng(seed)
+    arr = rng.integers(0, 256, size=(8, 10, 3), dtype=np.uint8)
+    buf = io.BytesIO()
+    Image.fromarray(arr).save(buf, format="PNG")
+    return buf.getvalue()
+
+
+def _rows(prefix: str, n: int, offset: int = 0) -> list[dict[str, Any]]:
+    return [
+        {
+            "id": f"{prefix}-{i}",
+            "image": {"bytes": _png(offset + i), "path": None},
+            "question": "What is in the image?",
+            "options": ["cat", "dog", "bird"],
+            "answer": i % 3,
+        }
+        for i in range(n)
+    ]
+
+
+def _build(out: Path, seed: int = 0, shard: int = 2) -> dict[str, Any]:
+    return write_dataset(
+        out,
+        configs={"a": _rows("a", 5), "b": _rows("b", 3, offset=100)},
+        features=FEATURES,
+        card="# Toy\n\nA toy dataset.",
+        info=BuildInfo(spec_name="toy", spec_version="1.0.0", seed=seed,
+                       source_fingerprints={"src": "abc"}),
+        rows_per_shard=shard,
+    )
+
+
+def test_load_dataset_reads_configs_with_images(tmp_path: Path) -> None:
+    out = tmp_path / "ds"
+    manifest = _build(out)
+    assert manifest["configs"] == {"a": 5, "b": 3}
+    assert config_names(out) == ["a", "b"]
+    ds = datasets.load_dataset(str(out), "a", split="test")
+    assert len(ds) == 5
+    assert ds[0]["id"] == "a-0"
+    assert isinstance(ds[0]["image"], Image.Image)
+    assert ds[0]["image"].size == (10, 8)
+    assert list(read_table(out, "b", ["id"]).column("id").to_pylist()) == ["b-0", "b-1", "b-2"]
+    # 5 rows at 2 per shard -> 3 shards, named for the HF convention
+    shards = sorted(p.name for p in (out / "data" / "a").iterdir())
+    assert shards == [f"test-0000{i}-of-00003.parquet" for i in range(3)]
+
+
+def test_same_input_same_bytes_and_fingerprint(tmp_path: Path) -> None:
+    m1 = _build(tmp_path / "x")
+    m2 = _build(tmp_path / "y")
+    assert m1["fingerprint"] == m2["fingerprint"]
+    files1 = sorted(p.relative_to(tmp_path / "x") for p in (tmp_path / "x").rglob("*") if p.is_file())
+    files2 = sorted(p.relative_to(tmp_path / "y") for p in (tmp_path / "y").rglob("*") if p.is_file())
+    assert files1 == files2
+    for rel in files1:
+        assert (tmp_path / "x" / rel).read_bytes() == (tmp_path / "y" / rel).read_bytes(), rel
+
+
+def test_fingerprint_sees_image_bytes(tmp_path: Path) -> None:
+    base = _build(tmp_path / "x")
+    changed = write_dataset(
+        tmp_path / "z",
+        configs={"a": _rows("a", 5, offset=1), "b": _rows("b", 3, offset=100)},
+        features=FEATURES, card="x",
+        info=BuildInfo(spec_name="toy", spec_version="1.0.0", seed=0),
+    )
+    assert changed["fingerprint"] != base["fingerprint"]
+
+
+def test_failed_build_leaves_previous_output(tmp_path: Path) -> None:
+    out = tmp_path / "ds"
+    before = _build(out)
+
+    def broken_rows():  # dies halfway, as a killed build would
+        yield from _rows("a", 2)
+        raise RuntimeError("boom")
+
+    with pytest.raises(RuntimeError):
+        write_dataset(out, configs={"a": broken_rows()}, features=FEATURES, card="x",
+                      info=BuildInfo(spec_name="toy", spec_version="1.0.0", seed=0))
+    assert read_manifest(out)["fingerprint"] == before["fingerprint"]
+    assert [p.name for p in tmp_path.iterdir()] == ["ds"]  # no temp dirs left behind
+
+
+def test_duplicate_ids_rejected_and_nothing_written(tmp_path: Path) -> None:
+    rows = _rows("a", 2) + _rows("a", 1)
+    with pytest.raises(ValueError, match="duplicate id 'a-0'"):
+        write_dataset(tmp_path / "ds", configs={"a": rows}, features=FEATURES, card="x",
+                      info=BuildInfo(spec_name="toy", spec_version="1.0.0", seed=0))
+    assert not (tmp_path / "ds").exists()
+
+
+def test_manifest_records_provenance(tmp_path: Path) -> None:
+    _build(tmp_path / "ds", seed=7)
+    m = json.loads((tmp_path / "ds" / "manifest.json").read_text())
+    assert m["spec"] == {"name": "toy", "version": "1.0.0"}
+    assert m["seed"] == 7
+    assert m["source_fingerprints"] == {"src": "abc"}
+    assert m["num_rows"] == 8
+    assert m["libraries"]["datasets"] == datasets.__version__
+    assert len(m["fingerprint"]) == 64
+    card = (tmp_path / "ds" / "README.md").read_text()
+    assert card.startswith("---\nconfigs:")
+
+
+def test_build_info_validates() -> None:
+    with pytest.raises(ValueError, match="seed must be an int"):
+        BuildInfo(spec_name="x", spec_version="1", seed="3")  # type: ignore[arg-type]
+
+
+class _FakeApi:
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, dict[str, Any]]] = []
+
+    def create_repo(self, repo_id: str, **kw: Any) -> None:
+        self.calls.append(("create_repo", {"repo_id": repo_id, **kw}))
+
+    def upload_folder(self, **kw: Any) -> None:
+        self.calls.append(("upload_folder", kw))
+
+    def create_tag(self, repo_id: str, **kw: Any) -> None:
+        self.calls.append(("create_tag", {"repo_id": repo_id, **kw}))
+
+
+def test_push_uploads_and_tags_version(tmp_path: Path) -> None:
+    _build(tmp_path / "ds")
+    api = _FakeApi()
+    assert push_dataset(tmp_path / "ds", "org/toy", api=api) == "v1.0.0"
+    assert [c[0] for c in api.calls] == ["create_repo", "upload_folder", "create_tag"]
+    assert api.calls[1][1]["folder_path"] == str(tmp_path / "ds")
+    assert api.calls[2][1]["tag"] == "v1.0.0"
+
+
+def test_push_refuses_sample_builds(tmp_path: Path) -> None:
+    write_dataset(tmp_path / "ds", configs={"a": _rows("a", 1)}, features=FEATURES, card="x",
+                  info=BuildInfo(spec_name="toy", spec_version="1", seed=0, sample=True))
+    with pytest.raises(VlmrobustError, match="embedded sample"):
+        push_dataset(tmp_path / "ds", "org/toy", api=_FakeApi())
