@@ -1,18 +1,130 @@
-"""`vlmrobust demo --out DIR`: the whole pipeline on the embedded sample."""
+"""`vlmrobust demo --out DIR`: the whole pipeline on the embedded sample.
+
+build (imagenet-mcq, bench-c, imagewikiqa from the sample) -> predict with the
+real EfficientNet-Lite0/1/2 classifiers -> score -> submissions/ -> static site.
+Leaves DIR/datasets/<family>/, DIR/predictions/, DIR/submissions/<model-id>/ and
+DIR/site/index.html. Stages whose output is already complete are reused, so a
+killed demo resumes where it stopped (use --fresh to rebuild everything)."""
 
 from __future__ import annotations
 
 import argparse
+import shutil
+import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from vlmrobust.errors import VlmrobustError
 
 
+@dataclass(frozen=True)
+class DemoOptions:
+    """Defaults of the demo (one place)."""
+
+    models: tuple[str, ...] = (
+        "classifier:efficientnet-lite0",
+        "classifier:efficientnet-lite1",
+        "classifier:efficientnet-lite2",
+    )
+    families: tuple[str, ...] = ("imagenet-mcq", "bench-c", "imagewikiqa")
+    batch_size: int = 16
+    workers: int = 2
+
+    def __post_init__(self) -> None:
+        if self.batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {self.batch_size}")
+        if self.workers < 1:
+            raise ValueError(f"workers must be >= 1, got {self.workers}")
+
+
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("demo", help="run the whole pipeline on the embedded sample")
+    p = sub.add_parser(
+        "demo",
+        help="run the whole pipeline on the embedded sample",
+        description="Build the sample datasets, run the EfficientNet-Lite models, score "
+        "them and render the leaderboard site.",
+    )
     p.add_argument("--out", type=Path, required=True, help="output folder")
+    p.add_argument("--workers", type=int, default=DemoOptions.workers, help="CPU workers")
+    p.add_argument("--batch-size", type=int, default=DemoOptions.batch_size)
+    p.add_argument("--fresh", action="store_true", help="rebuild every stage from scratch")
     p.set_defaults(func=run)
 
 
+def _stage(title: str) -> float:
+    print(f"\n==> {title}", flush=True)
+    return time.perf_counter()
+
+
+def _done(t0: float) -> None:
+    print(f"    done in {time.perf_counter() - t0:.1f} s", flush=True)
+
+
+def _model_id(model: str) -> str:
+    return model.split(":", 1)[-1].replace("/", "-").replace(":", "-")
+
+
 def run(args: argparse.Namespace) -> int:
-    raise VlmrobustError("'vlmrobust demo' is not built yet")
+    try:
+        opts = DemoOptions(batch_size=args.batch_size, workers=args.workers)
+    except ValueError as exc:
+        raise VlmrobustError(str(exc)) from None
+    out: Path = args.out.resolve()
+    if args.fresh and out.exists():
+        shutil.rmtree(out)
+    out.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+
+    from benchmarks import load_spec_yaml, resolve_spec
+    from builders.datadir import read_manifest
+    from builders.families import BuildOptions, get_builder
+
+    datasets_dir = out / "datasets"
+    built: dict[str, Path] = {}
+    for family in opts.families:
+        target = datasets_dir / family
+        t0 = _stage(f"build {family} from the embedded sample -> {target}")
+        if (target / "manifest.json").is_file():
+            print("    already built; reusing (pass --fresh to rebuild)")
+        else:
+            path = resolve_spec(family)
+            get_builder(family)(
+                load_spec_yaml(path), path,
+                BuildOptions(out=target, sample=True, workers=opts.workers),
+            )
+        m = read_manifest(target)
+        print(f"    {m['num_rows']} rows, configs: {', '.join(m['configs'])}")
+        built[family] = target
+        _done(t0)
+
+    from evaluation.predict import predict_dataset
+    from evaluation.submissions import add_submission
+
+    predictable = [f for f in ("imagenet-mcq", "bench-c") if f in built]
+    submissions = out / "submissions"
+    for model in opts.models:
+        model_id = _model_id(model)
+        for family in predictable:
+            pred = out / "predictions" / model_id / family / "predictions.parquet"
+            t0 = _stage(f"predict {model} on {family}")
+            if not pred.is_file():
+                predict_dataset(model, built[family], pred, batch_size=opts.batch_size)
+            _done(t0)
+            t0 = _stage(f"score + submit {model_id} / {family}")
+            add_submission(submissions, model_id, built[family], pred)
+            _done(t0)
+
+    from leaderboard.publish import build_site
+
+    site = out / "site"
+    t0 = _stage(f"render the leaderboard -> {site}")
+    build_site(submissions, site)
+    _done(t0)
+
+    print(f"\nDemo finished in {time.perf_counter() - started:.0f} s.")
+    print(f"  datasets:    {datasets_dir}/<family>  (datasets.load_dataset(DIR, CONFIG))")
+    for family, path in built.items():
+        print(f"               {path}")
+    print(f"  submissions: {submissions}/<model-id>/scores.json")
+    print(f"  site:        {site / 'index.html'}")
+    return 0
