@@ -19,7 +19,9 @@ class HubApi(Protocol):  # the subset of huggingface_hub.HfApi used here
 
 
 def version_tag(version: str) -> str:
-    """>>> version_tag("1.0.0")
+    """The hub tag of a spec version.
+
+    >>> version_tag("1.0.0")
     'v1.0.0'
     """
     return f"v{version}"
