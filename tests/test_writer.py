@@ -168,3 +168,49 @@ def test_push_refuses_sample_builds(tmp_path: Path) -> None:
                   info=BuildInfo(spec_name="toy", spec_version="1", seed=0, sample=True))
     with pytest.raises(VlmrobustError, match="embedded sample"):
         push_dataset(tmp_path / "ds", "org/toy", api=_FakeApi())
+
+
+_KILLED_BUILD = r"""
+import sys, time, io
+import datasets
+from builders.writer import BuildInfo, write_dataset
+sys.path.insert(0, sys.argv[2])
+from test_writer import FEATURES, _rows
+
+def slow_rows():
+    for i, row in enumerate(_rows("a", 1000)):
+        if i == 3:
+            print("halfway", flush=True)
+            time.sleep(60)
+        yield row
+
+write_dataset(sys.argv[1], configs={"a": slow_rows()}, features=FEATURES, card="x",
+              info=BuildInfo(spec_name="toy", spec_version="2.0.0", seed=0), rows_per_shard=2)
+"""
+
+
+def test_sigkill_midway_leaves_previous_output(tmp_path: Path) -> None:
+    import signal
+    import subprocess
+    import sys
+
+    out = tmp_path / "ds"
+    before = _build(out)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _KILLED_BUILD, str(out), str(Path(__file__).parent)],
+        stdout=subprocess.PIPE, text=True,
+    )
+    assert proc.stdout is not None
+    assert proc.stdout.readline().strip() == "halfway"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    manifest = read_manifest(out)
+    assert manifest["fingerprint"] == before["fingerprint"]
+    assert manifest["spec"]["version"] == "1.0.0"
+    assert datasets.load_dataset(str(out), "a", split="test").num_rows == 5
+    # the killed build's scratch dir is hidden beside the output; the next build
+    # removes it
+    leftovers = [p for p in tmp_path.iterdir() if p.name != "ds"]
+    assert leftovers and all(p.name.startswith(".ds.building-") for p in leftovers)
+    _build(out)
+    assert [p.name for p in tmp_path.iterdir()] == ["ds"]

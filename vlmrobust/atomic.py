@@ -30,6 +30,28 @@ def write_text_atomic(path: Path, text: str) -> None:
     write_bytes_atomic(path, text.encode("utf-8"))
 
 
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _remove_stale_scratch(target: Path) -> None:
+    """Scratch dirs of killed builds are named ``.<name>.building-<pid>-*``; remove
+    those whose process is gone so they do not pile up."""
+    for p in target.parent.glob(f".{target.name}.building-*"):
+        try:
+            pid = int(p.name.rsplit("building-", 1)[1].split("-", 1)[0])
+        except ValueError:
+            continue
+        if not _pid_alive(pid):
+            shutil.rmtree(p, ignore_errors=True)
+
+
 @contextlib.contextmanager
 def atomic_directory(target: Path) -> Iterator[Path]:
     """Yield a fresh temporary directory beside ``target``; on success it replaces
@@ -37,7 +59,10 @@ def atomic_directory(target: Path) -> Iterator[Path]:
     On any exception, or if the process is killed, ``target`` is left as it was."""
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.building-", dir=target.parent))
+    _remove_stale_scratch(target)
+    tmp = Path(
+        tempfile.mkdtemp(prefix=f".{target.name}.building-{os.getpid()}-", dir=target.parent)
+    )
     try:
         yield tmp
     except BaseException:
