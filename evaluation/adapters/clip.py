@@ -1,0 +1,1 @@
+"""clip adapter (in progress)."""

@@ -1,0 +1,1 @@
+"""vlm adapter (in progress)."""
