@@ -190,7 +190,7 @@ def test_objectnet_missing_files(tmp_path):
     with pytest.raises(VlmrobustError, match="folder_to_objectnet_label"):
         load_objectnet_folders(d)
     (d / "folder_to_objectnet_label.json").write_text(json.dumps({"x": "Apple"}))
-    with pytest.raises(VlmrobustError, match="'Banana'.*no folder"):
+    with pytest.raises(VlmrobustError, match=r"'Banana'.*no folder"):
         load_objectnet_folders(d)
 
 
