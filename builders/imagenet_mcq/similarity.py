@@ -11,9 +11,14 @@ the two classes and rate both pairs alike, which is the wrong ranking for
 confusable distractors. The ImageNet classes are all nouns under
 ``entity.n.01``, so no simulated root is needed.
 
-This is an array re-implementation of nltk's ``Synset.wup_similarity`` (same
-subsumer choice and tie-breaks), tested against nltk: nltk recomputes a
-breadth-first search per call, which would take minutes for 1000 x 1000 pairs.
+The least common subsumer is the common hypernym of greatest *maximum* depth
+(nltk's ``lowest_common_hypernyms`` default and Pedersen's WordNet::Similarity).
+nltk's ``wup_similarity`` instead keeps NLTK2's min-depth choice, which picks
+``canine`` over ``dog`` for two dog breeds (``dog`` is also a shallow
+``domestic_animal``) and so ranks hyena above Dalmatian for Golden Retriever.
+``use_min_depth=True`` reproduces nltk's ``wup_similarity`` exactly; both modes
+are tested against nltk. This re-implementation precomputes ancestor tables:
+nltk runs a breadth-first search per call, minutes for 1000 x 1000 pairs.
 """
 
 from __future__ import annotations
@@ -32,8 +37,9 @@ class WupTable:
     ``instance_hypernyms()``, ``min_depth()``, ``max_depth()`` and ``name()``).
     """
 
-    def __init__(self, synsets: Sequence[Any]) -> None:
+    def __init__(self, synsets: Sequence[Any], use_min_depth: bool = False) -> None:
         self.n = len(synsets)
+        self.use_min_depth = use_min_depth
         self._ancestors: list[dict[Any, int]] = [self._distances(s) for s in synsets]
         self._synsets = list(synsets)
         nodes = {a for anc in self._ancestors for a in anc}
@@ -72,10 +78,11 @@ class WupTable:
         common = [s for s in ai if s in aj]
         if not common:
             return 0.0
-        # nltk (use_min_depth=True): deepest common hypernyms by min_depth, then the
-        # first synset i itself if it is among them, else the first by name
-        best = max(self._min_depth[s] for s in common)
-        subsumers = [s for s in common if self._min_depth[s] == best]
+        # deepest common hypernyms (by max_depth, or min_depth as nltk's wup does),
+        # then synset i itself if it is among them, else the first by name
+        depth_of = self._min_depth if self.use_min_depth else self._max_depth
+        best = max(depth_of[s] for s in common)
+        subsumers = [s for s in common if depth_of[s] == best]
         me = self._synsets[i]
         sub = me if me in subsumers else min(subsumers, key=lambda s: self._names[s])
         depth = self._max_depth[sub] + 1

@@ -1,0 +1,245 @@
+"""imagenet-mcq builder: spec + sources (or the embedded sample) -> one dataset
+directory with a config per (variant, strategy).
+
+Everything that can fail on bad input (spec, source folders, label tables,
+image decoding, WordNet, the embedding model) runs before the writer starts,
+and the writer swaps the directory in atomically, so a failed build leaves
+nothing behind."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from builders.families import BuildOptions
+from builders.imagenet_mcq.card import VariantSummary, licence_counts, render_card
+from builders.imagenet_mcq.distractors import (
+    random_distractors,
+    visual_distractors,
+    wordnet_distractors,
+)
+from builders.imagenet_mcq.items import Item, check_images, clean_items, image_bytes, select_items
+from builders.imagenet_mcq.prompts import PROMPTS
+from builders.imagenet_mcq.questions import balanced_positions, make_row
+from builders.imagenet_mcq.seeding import item_rng
+from builders.imagenet_mcq.similarity import LabelSpaceSimilarity
+from builders.imagenet_mcq.spec import McqSpec, parse_spec
+from builders.imagenet_mcq.visual import Embedder, prototype_note, visual_neighbours
+from builders.writer import BuildInfo, write_dataset
+from vlmrobust.errors import SourceError, VlmrobustError
+
+FAMILY = "imagenet-mcq"
+SAMPLE_SPACE = tuple(range(1000))
+
+
+@dataclass(frozen=True)
+class VariantInput:
+    """One variant's cleaned items (before selection) and where they came from."""
+
+    name: str
+    space: tuple[int, ...]
+    items: tuple[Item, ...]
+    dropped: int
+    licences: Mapping[str, tuple[str, str]]  # item key -> (source, licence)
+
+    def __post_init__(self) -> None:
+        if not self.space:
+            raise ValueError(f"variant {self.name}: empty label space")
+
+
+def features() -> Any:
+    from datasets import Features, Image, List, Value
+
+    return Features({
+        "id": Value("string"),
+        "image": Image(),
+        "question": Value("string"),
+        "options": List(Value("string")),
+        "answer": Value("int32"),
+        "label": Value("int32"),
+        "option_class_ids": List(Value("int32")),
+        "variant": Value("string"),
+        "distractors": Value("string"),
+    })
+
+
+def sample_inputs(spec: McqSpec) -> list[VariantInput]:
+    """Sample photos (reference) and renditions (shifted) as two variants over
+    the full ImageNet-1k label space; licences per image from sample.csv."""
+    from builders.sample import load_sample
+
+    images = load_sample()
+    out = []
+    for name, group in spec.sample_variants:
+        chosen = [im for im in images if im.group == group]
+        items, dropped = clean_items(
+            name, ((im.key, Path(im.path), (int(im.class_index),)) for im in chosen), SAMPLE_SPACE
+        )
+        licences = {im.key: (str(im.origin_package), str(im.licence)) for im in chosen}
+        out.append(VariantInput(name, SAMPLE_SPACE, tuple(items), dropped, licences))
+    return out
+
+
+def source_inputs(spec: McqSpec, root: Path) -> list[VariantInput]:
+    """Every variant of the spec read from ``root`` with the on-disk readers."""
+    from builders.classes import label_space
+    from builders.sources import read_variant
+
+    clean = None
+    if spec.clean_labels:
+        clean = root / spec.clean_labels
+        if not clean.is_file():
+            raise SourceError(
+                f"{clean}: clean-label file named in the spec (clean_labels) not found; "
+                "put it there or set clean_labels: null"
+            )
+    out = []
+    for v in spec.variants:
+        space = tuple(label_space(v.name))
+        sources = read_variant(v.name, root, clean_labels=clean)
+        items, dropped = clean_items(
+            v.name, ((s.key, Path(s.path), tuple(s.labels)) for s in sources), space
+        )
+        licences = {it.key: (v.homepage or v.name, v.licence) for it in items}
+        out.append(VariantInput(v.name, space, tuple(items), dropped, licences))
+    return out
+
+
+def wordnet_similarity(space: tuple[int, ...]) -> LabelSpaceSimilarity:
+    from builders.classes import load_imagenet_classes
+    from builders.wordnet import synset_for_wnid
+
+    wnids = {c.index: c.wnid for c in load_imagenet_classes()}
+    return LabelSpaceSimilarity(space, {c: synset_for_wnid(wnids[c]) for c in space})
+
+
+def load_embedder(spec: McqSpec, device: str | None) -> Embedder:
+    from evaluation.adapters import load_adapter
+
+    adapter: Embedder = load_adapter(spec.visual.encoder, device=device)
+    return adapter
+
+
+def build(raw_spec: dict[str, Any], spec_path: Path, options: BuildOptions) -> dict[str, Any]:
+    """The family entry point (``vlmrobust build imagenet-mcq``)."""
+    spec = parse_spec(raw_spec, spec_path)
+    if options.sample:
+        inputs = sample_inputs(spec)
+        reference = spec.sample_reference
+    else:
+        if options.source_root is None:
+            raise VlmrobustError(
+                "imagenet-mcq needs --source-root DIR (the ImageNet variant folders) or --sample"
+            )
+        inputs = source_inputs(spec, Path(options.source_root))
+        reference = spec.reference_variant
+    return build_dataset(
+        spec, inputs, Path(options.out), reference=reference, sample=options.sample,
+        progress=options.progress, limit=options.limit, device=options.device,
+    )
+
+
+def build_dataset(
+    spec: McqSpec, inputs: Sequence[VariantInput], out: Path, *, reference: str,
+    sample: bool, progress: bool = True, limit: int | None = None,
+    device: str | None = None, embedder: Embedder | None = None,
+    similarity: Mapping[tuple[int, ...], LabelSpaceSimilarity] | None = None,
+) -> dict[str, Any]:
+    """Select, clean, mine distractors and write ``out``. ``embedder`` and
+    ``similarity`` can be injected (tests); by default they are the spec's
+    encoder and Wu-Palmer over WordNet."""
+    from builders.classes import load_imagenet_classes
+
+    names = {c.index: c.name for c in load_imagenet_classes()}
+    if len(set(names.values())) != len(names):
+        raise VlmrobustError("class names are not unique; fix builders/data class table")
+    n = min(spec.questions_per_variant, limit or math.inf)
+    k = spec.options - 1
+    chosen: dict[str, list[Item]] = {}
+    fingerprints: dict[str, str] = {}
+    for v in inputs:
+        if len(v.space) < spec.options:
+            raise VlmrobustError(
+                f"variant {v.name}: label space of {len(v.space)} classes < {spec.options} options"
+            )
+        chosen[v.name] = select_items(v.items, int(n), spec.seed)
+        fingerprints[v.name] = check_images(chosen[v.name], progress, f"checking {v.name}")
+
+    rankings: dict[str, LabelSpaceSimilarity] = {}
+    if "wordnet" in spec.strategies:
+        cache: dict[tuple[int, ...], LabelSpaceSimilarity] = dict(similarity or {})
+        for v in inputs:
+            if v.space not in cache:
+                cache[v.space] = wordnet_similarity(v.space)
+            rankings[v.name] = cache[v.space]
+            for it in chosen[v.name]:
+                rankings[v.name].similarities(it.label)  # fail before writing
+
+    neighbours: dict[tuple[str, str], tuple[int, ...]] = {}
+    if "visual" in spec.strategies:
+        enc = embedder if embedder is not None else load_embedder(spec, device)
+        neighbours = visual_neighbours(
+            [(v.space, chosen[v.name]) for v in inputs], enc, spec.visual, k, progress
+        )
+
+    def distractors(v: VariantInput, it: Item, strategy: str) -> tuple[int, ...]:
+        if strategy == "random":
+            rng = item_rng(spec.seed, v.name, it.key, "random")
+            return random_distractors(v.space, it.valid, k, rng)
+        if strategy == "wordnet":
+            rng = item_rng(spec.seed, v.name, it.key, "wordnet")
+            ranking = rankings[v.name].ranking(it.label)
+            return wordnet_distractors(ranking, it.valid, k, spec.wordnet.top_k, rng)
+        return visual_distractors(neighbours[(v.name, it.key)], it.valid, k)
+
+    # questions are computed up front (cheap) so a strategy that cannot fill its
+    # options fails before anything is written
+    planned: dict[str, list[tuple[Item, tuple[int, ...], int]]] = {}
+    for v in inputs:
+        items = chosen[v.name]
+        pos = balanced_positions(len(items), spec.options, item_rng(spec.seed, v.name, "answers"))
+        for strategy in spec.strategies:
+            planned[f"{v.name}-{strategy}"] = [
+                (it, distractors(v, it, strategy), int(p)) for it, p in zip(items, pos, strict=True)
+            ]
+
+    def rows(config: str, strategy: str) -> Iterator[dict[str, Any]]:
+        from tqdm import tqdm
+
+        for it, dis, answer in tqdm(planned[config], desc=f"writing {config}", unit="q",
+                                    disable=not progress):
+            yield make_row(it, strategy, dis, answer, names, spec.question, spec.seed,
+                           image_bytes(it.path))
+
+    configs = {
+        f"{v.name}-{s}": rows(f"{v.name}-{s}", s) for v in inputs for s in spec.strategies
+    }
+    summaries = [
+        VariantSummary(
+            name=v.name, questions=len(chosen[v.name]), available=len(v.items),
+            dropped=v.dropped, space_size=len(v.space),
+            class_counts=dict(sorted(Counter(it.label for it in chosen[v.name]).items())),
+            licences=licence_counts([v.licences[it.key] for it in chosen[v.name]]),
+        )
+        for v in inputs
+    ]
+    card = render_card(spec, summaries, names, reference, sample, prototype_note(spec.visual))
+    extra = {
+        "reference_variant": reference,
+        "variants": [v.name for v in inputs],
+        "strategies": list(spec.strategies),
+        "options": spec.options,
+        "question_prompt": spec.question_prompt,
+        "prompts": dict(PROMPTS),
+        "wordnet": {"measure": "wu-palmer", "top_k": spec.wordnet.top_k},
+        "visual": {"encoder": spec.visual.encoder, "prototypes": spec.visual.prototypes,
+                   "search": "faiss IndexFlatIP (exact inner product)"},
+        "dropped": {v.name: v.dropped for v in inputs},
+        "label_space_sizes": {v.name: len(v.space) for v in inputs},
+    }
+    info = BuildInfo(FAMILY, spec.version, spec.seed, fingerprints, extra, sample)
+    return write_dataset(out, configs=configs, features=features(), card=card, info=info)

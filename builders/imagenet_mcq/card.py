@@ -1,0 +1,115 @@
+"""The dataset card (README body): how the questions were made, label cleaning,
+strategies, counts per variant and class, and the licence of every source."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from builders.imagenet_mcq.spec import McqSpec
+
+
+@dataclass(frozen=True)
+class VariantSummary:
+    """What the card says about one variant."""
+
+    name: str
+    questions: int
+    available: int
+    dropped: int
+    space_size: int
+    class_counts: Mapping[int, int]
+    licences: tuple[tuple[str, str, int], ...]  # (source, licence, number of images)
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> list[str]:
+    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    out += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return out
+
+
+def render_card(
+    spec: McqSpec, summaries: Sequence[VariantSummary], names: Mapping[int, str],
+    reference: str, sample: bool, prototype_note: str,
+) -> str:
+    k = spec.options
+    lines = [
+        f"# {spec.name} v{spec.version}" + (" (embedded sample)" if sample else ""),
+        "",
+        f"{k}-way multiple-choice image classification over ImageNet variants, to "
+        "measure how robust vision-language models and CLIP-style encoders are to "
+        "natural distribution shift. Each config is one (variant, distractor "
+        "strategy) pair, named `<variant>-<strategy>`; the reference (in-distribution) "
+        f"variant is `{reference}`. Load with "
+        "`datasets.load_dataset(DIR, '<config>', split='test')`.",
+        "",
+        "## How the questions were made",
+        "",
+        f"- Every question shows one image and asks: \"{spec.question}\" "
+        f"(prompt id `{spec.question_prompt}`; the other named prompts are in "
+        "`manifest.json` under `prompts`).",
+        f"- Up to {spec.questions_per_variant} images per variant are chosen with seed "
+        f"{spec.seed}: images are ranked by sha256(seed, variant, image key), so the "
+        "choice, the distractors and the option order of one image never depend on "
+        "another image or variant.",
+        f"- The {k} options are the true class and {k - 1} distractors, all from the "
+        "variant's own label space, shown by their unique clean class names (no two "
+        "ImageNet classes share a name). `option_class_ids` gives the ImageNet-1k "
+        "index of each option, `label` the index of the answer.",
+        f"- Answer positions are balanced: within each config every position occurs "
+        f"floor(N/{k}) or ceil(N/{k}) times (a seeded permutation of a balanced list, "
+        "shared by the three strategies of a variant).",
+        "- Ids are `<variant>-<strategy>-<sha256(image key)[:12]>`, unique across the "
+        "whole dataset; image bytes are the source JPEG/PNG bytes, unchanged.",
+        "",
+        "## Label cleaning",
+        "",
+        "- The answer is a valid label of the image; every other valid label of the "
+        "image (ImageNet ReaL multi-labels for ImageNet val, the clean-label file when "
+        "given, all ImageNet classes mapped to the same ObjectNet class) is excluded "
+        "from the distractors, so exactly one option is correct.",
+        "- Images that have no valid label after cleaning are dropped (counts below).",
+        "",
+        "## Distractor strategies",
+        "",
+        "- `random`: uniform over the non-valid classes of the label space (the "
+        "saturated baseline).",
+        f"- `wordnet` (text obfuscation): classes ranked by Wu-Palmer similarity to the "
+        f"true class over the WordNet 3.0 noun hierarchy; {k - 1} are drawn uniformly "
+        f"among the {spec.wordnet.top_k} most similar non-valid classes. Wu-Palmer is "
+        "depth-normalised, so fine-grained siblings deep in the hierarchy rank above "
+        "siblings under a generic subsumer, which path length alone cannot tell apart.",
+        f"- `visual` (visual obfuscation): the image is embedded with "
+        f"`{spec.visual.encoder}` (L2-normalised pooled features) and the {k - 1} "
+        "nearest non-valid class prototypes by exact inner-product search "
+        f"(FAISS `IndexFlatIP`) are the distractors. {prototype_note}",
+        "",
+        "## Counts per variant",
+        "",
+    ]
+    lines += _table(
+        ["variant", "questions per config", "images available", "dropped (no valid label)",
+         "label space", "classes asked"],
+        [(s.name, s.questions, s.available, s.dropped, s.space_size, len(s.class_counts))
+         for s in summaries],
+    )
+    lines += ["", "## Sources and licences", ""]
+    rows = [(s.name, src, lic, n) for s in summaries for src, lic, n in s.licences]
+    lines += _table(["variant", "source", "licence", "images"], rows)
+    lines += ["", "## Counts per class", ""]
+    all_classes = sorted({c for s in summaries for c in s.class_counts})
+    lines += _table(
+        ["index", "class", *[s.name for s in summaries]],
+        [(c, names[c], *[s.class_counts.get(c, 0) for s in summaries]) for c in all_classes],
+    )
+    return "\n".join(lines) + "\n"
+
+
+def licence_counts(entries: Sequence[tuple[str, str]]) -> tuple[tuple[str, str, int], ...]:
+    """``(source, licence)`` per image -> sorted ``(source, licence, count)``.
+
+    >>> licence_counts([("skimage", "BSD"), ("skimage", "BSD"), ("openmoji", "CC-BY-SA")])
+    (('openmoji', 'CC-BY-SA', 1), ('skimage', 'BSD', 2))
+    """
+    return tuple((src, lic, n) for (src, lic), n in sorted(Counter(entries).items()))

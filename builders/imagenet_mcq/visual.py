@@ -1,0 +1,93 @@
+"""The visual strategy's neighbour lists: embed every question image, build
+class prototypes, search them with FAISS, nearest first.
+
+Prototypes (spec ``visual.prototypes``):
+
+- ``classifier`` (default): the rows of the classifier's final linear layer
+  (``adapter.class_prototypes()``). The logit of class c is ``w_c · f + b_c``, so
+  ``w_c`` is a genuine prototype of c in the very space of the pooled features,
+  and it exists for every class, including the many classes that have no image
+  in a small build such as the embedded sample.
+- ``images``: the normalised mean of the normalised embeddings of the build's
+  images of each class (over all variants). Classes without any image have no
+  prototype and can then never be visual distractors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+import numpy as np
+
+from builders.imagenet_mcq.items import Item
+from builders.imagenet_mcq.mining import (
+    embed_files,
+    image_prototypes,
+    l2_normalise,
+    nearest_prototypes,
+)
+from builders.imagenet_mcq.spec import VisualSpec
+from vlmrobust.errors import VlmrobustError
+
+NUM_CLASSES = 1000
+
+
+class Embedder(Protocol):
+    def embed_images(self, images: Sequence[Any]) -> np.ndarray: ...
+
+
+def prototype_note(visual: VisualSpec) -> str:
+    if visual.prototypes == "classifier":
+        return ("Class prototypes are the L2-normalised weight rows of the classifier's "
+                "final layer (one per class, in the same feature space).")
+    return ("Class prototypes are the normalised mean embeddings of the images of each "
+            "class in this build; classes without images are never visual distractors.")
+
+
+def _prototypes(
+    visual: VisualSpec, embedder: Embedder, emb: np.ndarray, items: Sequence[Item]
+) -> tuple[np.ndarray, np.ndarray]:
+    """(NUM_CLASSES, D) prototypes and the mask of classes that have one."""
+    if visual.prototypes == "classifier":
+        fn = getattr(embedder, "class_prototypes", None)
+        if fn is None:
+            raise VlmrobustError(
+                f"visual.encoder {visual.encoder!r} has no classifier weights to use as "
+                "prototypes; set visual.prototypes: images in the spec"
+            )
+        protos = l2_normalise(np.asarray(fn(), dtype=np.float32))
+        if protos.shape != (NUM_CLASSES, emb.shape[1]):
+            raise VlmrobustError(
+                f"{visual.encoder}: class prototypes {protos.shape} do not match "
+                f"{NUM_CLASSES} classes x embedding size {emb.shape[1]}"
+            )
+        return protos, np.ones(NUM_CLASSES, dtype=bool)
+    return image_prototypes(emb, [it.label for it in items], range(NUM_CLASSES))
+
+
+def visual_neighbours(
+    variants: Sequence[tuple[tuple[int, ...], Sequence[Item]]], embedder: Embedder,
+    visual: VisualSpec, k: int, progress: bool,
+) -> dict[tuple[str, str], tuple[int, ...]]:
+    """(variant, key) -> classes of the variant's label space, nearest prototype
+    first, long enough to leave ``k`` after removing the item's valid labels."""
+    items = [it for _, its in variants for it in its]
+    emb = embed_files(
+        embedder.embed_images, [it.path for it in items], visual.batch_size, progress,
+        desc=f"embedding with {visual.encoder}",
+    )
+    protos, has = _prototypes(visual, embedder, emb, items)
+    out: dict[tuple[str, str], tuple[int, ...]] = {}
+    start = 0
+    for space, its in variants:
+        rows = emb[start:start + len(its)]
+        start += len(its)
+        if not its:
+            continue
+        cand = np.array([c for c in space if has[c]], dtype=np.int64)
+        depth = min(len(cand), k + max(len(it.valid) for it in its))
+        _, idx = nearest_prototypes(rows, protos[cand], depth)
+        for it, row in zip(its, idx, strict=True):
+            out[(it.variant, it.key)] = tuple(int(cand[j]) for j in row if j >= 0)
+    return out
