@@ -1,0 +1,77 @@
+"""Photometric and digital corruptions: brightness, contrast, saturate,
+jpeg_compression, pixelate, elastic_transform."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+from PIL import Image
+from scipy import ndimage
+
+from builders.corruptions import filters
+from builders.corruptions.draws import Draws
+
+BRIGHTNESS = (0.1, 0.2, 0.3, 0.4, 0.5)
+CONTRAST = (0.4, 0.3, 0.2, 0.1, 0.05)
+SATURATE = ((0.3, 0.0), (0.1, 0.0), (2.0, 0.0), (5.0, 0.1), (20.0, 0.2))  # gain, offset
+JPEG_QUALITY = (25, 18, 15, 10, 7)
+PIXELATE = (0.6, 0.5, 0.4, 0.3, 0.25)
+ELASTIC_ALPHA = tuple(250 * a for a in (0.05, 0.065, 0.085, 0.1, 0.12))
+
+
+def brightness(x: np.ndarray, severity: int, draws: Draws) -> np.ndarray:
+    hsv = filters.rgb_to_hsv(x / 255.0)
+    hsv[..., 2] = np.clip(hsv[..., 2] + BRIGHTNESS[severity - 1], 0, 1)
+    return np.clip(filters.hsv_to_rgb(hsv), 0, 1) * 255
+
+
+def contrast(x: np.ndarray, severity: int, draws: Draws) -> np.ndarray:
+    f = x / 255.0
+    means = f.mean(axis=(0, 1), keepdims=True)
+    return np.clip((f - means) * CONTRAST[severity - 1] + means, 0, 1) * 255
+
+
+def saturate(x: np.ndarray, severity: int, draws: Draws) -> np.ndarray:
+    gain, offset = SATURATE[severity - 1]
+    hsv = filters.rgb_to_hsv(x / 255.0)
+    hsv[..., 1] = np.clip(hsv[..., 1] * gain + offset, 0, 1)
+    return np.clip(filters.hsv_to_rgb(hsv), 0, 1) * 255
+
+
+def jpeg_compression(x: np.ndarray, severity: int, draws: Draws) -> np.ndarray:
+    buf = io.BytesIO()
+    Image.fromarray(x).save(buf, "JPEG", quality=JPEG_QUALITY[severity - 1])
+    buf.seek(0)
+    with Image.open(buf) as im:
+        return np.asarray(im.convert("RGB"))
+
+
+def pixelate(x: np.ndarray, severity: int, draws: Draws) -> np.ndarray:
+    h, w = x.shape[:2]
+    c = PIXELATE[severity - 1]
+    # at least one block per axis, so that tiny images still work
+    small = Image.fromarray(x).resize((max(1, int(w * c)), max(1, int(h * c))), Image.BOX)
+    return np.asarray(small.resize((w, h), Image.NEAREST))
+
+
+def elastic_transform(x: np.ndarray, severity: int, draws: Draws) -> np.ndarray:
+    """Resample along a smooth random displacement field (Simard et al.):
+    uniform noise blurred with σ = 1 % of the image side, scaled by α."""
+    f = x.astype(np.float32) / 255.0
+    h, w = f.shape[:2]
+    sigma = np.array([h, w]) * 0.01
+    alpha = ELASTIC_ALPHA[severity - 1]
+    # both amplitudes come from the height in ImageNet-C
+    amp = h * 0.005
+    fields = []
+    for _ in range(2):
+        noise = draws.uniform(-amp, amp, (h, w))
+        fields.append((ndimage.gaussian_filter(noise, sigma, mode="reflect", truncate=3)
+                       * alpha).astype(np.float32))
+    dx, dy = fields
+    yy, xx = np.meshgrid(np.arange(h), np.arange(w), indexing="ij")
+    coords = np.stack([yy + dy, xx + dx])
+    out = np.stack([ndimage.map_coordinates(f[..., c], coords, order=1, mode="reflect")
+                    for c in range(3)], axis=-1)
+    return np.clip(out, 0, 1) * 255

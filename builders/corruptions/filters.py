@@ -1,0 +1,120 @@
+"""Shared building blocks: Gaussian filtering as scikit-image does it, the
+linear zoom of ``scipy.ndimage.zoom(order=1)`` done as two separable gathers,
+and motion blur as one sparse line kernel instead of a loop of image shifts."""
+
+from __future__ import annotations
+
+import math
+
+import cv2
+import numpy as np
+from scipy import ndimage
+
+
+def gaussian(x: np.ndarray, sigma: float, *, channels: bool, mode: str = "nearest",
+             truncate: float = 4.0) -> np.ndarray:
+    """``skimage.filters.gaussian`` on a float array (channel axis last when
+    ``channels``); same defaults (nearest border, truncate 4)."""
+    sig: float | list[float] = [sigma, sigma, 0.0] if channels else sigma
+    return ndimage.gaussian_filter(x, sig, mode=mode, truncate=truncate)
+
+
+def _linear_axis(n_in: int, n_out: int, n_keep: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Source indices and weights of the first ``n_keep`` of ``n_out`` samples
+    that ``ndimage.zoom(order=1, grid_mode=False)`` takes along one axis: output
+    i sits at input coordinate i·(n_in − 1)/(n_out − 1)."""
+    i = np.arange(n_keep, dtype=np.float64)
+    coord = i * ((n_in - 1) / (n_out - 1)) if n_out > 1 else np.zeros_like(i)
+    lo = np.floor(coord).astype(np.intp)
+    lo = np.clip(lo, 0, n_in - 1)
+    hi = np.minimum(lo + 1, n_in - 1)
+    w = coord - lo
+    return lo, hi, w
+
+
+def center_zoom(x: np.ndarray, factor: float, out_hw: tuple[int, int] | None = None) -> np.ndarray:
+    """Crop the centre 1/factor of ``x`` (H, W[, C]) and zoom it back by ``factor``
+    with linear interpolation (ImageNet-C's ``clipped_zoom``). ``out_hw`` keeps
+    only the top-left rows/columns of the zoomed result (all when None)."""
+    h, w = x.shape[:2]
+    ch, cw = math.ceil(h / factor), math.ceil(w / factor)
+    top, left = (h - ch) // 2, (w - cw) // 2
+    crop = x[top:top + ch, left:left + cw]
+    zh, zw = round(ch * factor), round(cw * factor)
+    kh, kw = (zh, zw) if out_hw is None else (min(zh, out_hw[0]), min(zw, out_hw[1]))
+    lo, hi, wr = _linear_axis(ch, zh, kh)
+    extra = (None,) * (x.ndim - 2)
+    rows = crop[lo] * (1.0 - wr)[(slice(None), None, *extra)] + crop[hi] * wr[
+        (slice(None), None, *extra)]
+    lo, hi, wc = _linear_axis(cw, zw, kw)
+    out = rows[:, lo] * (1.0 - wc)[(None, slice(None), *extra)] + rows[:, hi] * wc[
+        (None, slice(None), *extra)]
+    return out.astype(x.dtype, copy=False)
+
+
+def motion_kernel(radius: int, sigma: float, angle_deg: float, shape_hw: tuple[int, int]
+                  ) -> tuple[np.ndarray, int]:
+    """The line kernel of ImageNet-C motion blur: weights of a half-Gaussian
+    (width 2r+1, normalised over the full width) at integer offsets along
+    ``angle``; taps stop at the first offset that leaves the image (weights are
+    not renormalised, as in the reference). Returns (kernel, anchor), the kernel
+    laid out for ``cv2.filter2D`` correlation around (anchor, anchor)."""
+    width = 2 * radius + 1
+    weights = np.exp(-np.arange(width, dtype=np.float64) ** 2 / (2 * sigma**2)) / (
+        math.sqrt(2 * math.pi) * sigma)
+    weights /= weights.sum()
+    py = width * math.sin(math.radians(angle_deg))
+    px = width * math.cos(math.radians(angle_deg))
+    hyp = math.hypot(py, px)
+    taps: list[tuple[int, int, float]] = []
+    for i in range(width):
+        dy = -math.ceil(i * py / hyp - 0.5)
+        dx = -math.ceil(i * px / hyp - 0.5)
+        if abs(dy) >= shape_hw[0] or abs(dx) >= shape_hw[1]:
+            break
+        taps.append((dy, dx, float(weights[i])))
+    reach = max([max(abs(dy), abs(dx)) for dy, dx, _ in taps] + [0])
+    kernel = np.zeros((2 * reach + 1, 2 * reach + 1), np.float64)
+    # a shift by (dy, dx) reads the source at (y − dy, x − dx)
+    for dy, dx, wgt in taps:
+        kernel[reach - dy, reach - dx] += wgt
+    return kernel, reach
+
+
+def motion_blur(x: np.ndarray, radius: int, sigma: float, angle_deg: float) -> np.ndarray:
+    """Sum of edge-replicated shifts of ``x`` (2-D or H×W×C) weighted by the line
+    kernel, as float64."""
+    kernel, reach = motion_kernel(radius, sigma, angle_deg, x.shape[:2])
+    src = np.asarray(x, dtype=np.float64)
+    return cv2.filter2D(src, cv2.CV_64F, kernel, anchor=(reach, reach),
+                        borderType=cv2.BORDER_REPLICATE)
+
+
+def rgb_to_hsv(rgb: np.ndarray) -> np.ndarray:
+    """Textbook RGB -> HSV on floats in [0, 1] (hue in [0, 1), s = v = 0 for black),
+    with the same tie-breaking as scikit-image (blue wins over green over red)."""
+    v = rgb.max(-1)
+    delta = v - rgb.min(-1)
+    safe_delta = np.where(delta == 0.0, 1.0, delta)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        s = np.where(delta == 0.0, 0.0, delta / np.where(v == 0.0, 1.0, v))
+    r, g, b = rgb[..., 0], rgb[..., 1], rgb[..., 2]
+    h = np.where(b == v, 4.0 + (r - g) / safe_delta,
+                 np.where(g == v, 2.0 + (b - r) / safe_delta, (g - b) / safe_delta))
+    h = (h / 6.0) % 1.0
+    h[delta == 0.0] = 0.0
+    return np.stack((h, s, v), axis=-1)
+
+
+def hsv_to_rgb(hsv: np.ndarray) -> np.ndarray:
+    h, s, v = hsv[..., 0], hsv[..., 1], hsv[..., 2]
+    sector = np.floor(h * 6)
+    f = h * 6 - sector
+    p = v * (1 - s)
+    q = v * (1 - f * s)
+    t = v * (1 - (1 - f) * s)
+    k = np.broadcast_to((sector.astype(np.uint8) % 6)[..., None], hsv.shape)
+    table = np.stack([np.stack(c, axis=-1) for c in
+                      ((v, t, p), (q, v, p), (p, v, t), (p, q, v), (t, p, v), (v, p, q))])
+    out: np.ndarray = np.take_along_axis(table, k[None].astype(np.intp), axis=0)[0]
+    return out

@@ -1,0 +1,67 @@
+"""Image normalisation (any PIL mode or array -> RGB uint8) and deterministic PNG
+encoding."""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+import numpy as np
+from PIL import Image
+
+from vlmrobust.errors import VlmrobustError
+
+# Transparent pixels have no colour of their own; white is what a viewer shows
+# for emoji and icons, so alpha is composited over white rather than dropped.
+_BACKGROUND = (255, 255, 255)
+
+
+def _composite(rgba: Image.Image) -> Image.Image:
+    base = Image.new("RGBA", rgba.size, (*_BACKGROUND, 255))
+    return Image.alpha_composite(base, rgba).convert("RGB")
+
+
+def to_rgb_array(image: Any) -> np.ndarray:
+    """(H, W, 3) uint8 from a PIL image of any mode or a uint8 array of shape
+    (H, W), (H, W, 1), (H, W, 3) or (H, W, 4); alpha is composited over white.
+
+    >>> to_rgb_array(np.zeros((4, 5), np.uint8)).shape
+    (4, 5, 3)
+    >>> to_rgb_array(Image.new("LA", (3, 2), (0, 0)))[0, 0].tolist()
+    [255, 255, 255]
+    """
+    if isinstance(image, Image.Image):
+        has_alpha = image.mode in ("RGBA", "LA", "PA") or (
+            image.mode == "P" and "transparency" in image.info
+        )
+        if has_alpha:
+            return np.asarray(_composite(image.convert("RGBA")))
+        return np.asarray(image.convert("RGB"))
+    arr = np.asarray(image)
+    if arr.dtype != np.uint8:
+        raise VlmrobustError(f"image array must be uint8, got {arr.dtype}; convert it first")
+    if arr.ndim == 3 and arr.shape[2] == 1:
+        arr = arr[:, :, 0]
+    if arr.ndim == 2:
+        return np.repeat(arr[:, :, None], 3, axis=2)
+    if arr.ndim == 3 and arr.shape[2] == 3:
+        return np.ascontiguousarray(arr)
+    if arr.ndim == 3 and arr.shape[2] == 4:
+        return np.asarray(_composite(Image.fromarray(arr, "RGBA")))
+    raise VlmrobustError(
+        f"image array of shape {arr.shape} is not (H, W), (H, W, 1), (H, W, 3) or (H, W, 4)"
+    )
+
+
+def encode_png(rgb: np.ndarray) -> bytes:
+    """Lossless PNG with fixed encoder settings, so equal pixels give equal bytes."""
+    buf = io.BytesIO()
+    Image.fromarray(np.ascontiguousarray(rgb), "RGB").save(buf, format="PNG", compress_level=6,
+                                                           optimize=False)
+    return buf.getvalue()
+
+
+def decode_image(data: bytes) -> Image.Image:
+    with Image.open(io.BytesIO(data)) as im:
+        im.load()
+        return im.copy()

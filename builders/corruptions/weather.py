@@ -1,0 +1,167 @@
+"""Weather corruptions: fog (plasma fractal), frost (photos of frost shipped
+inside the imagecorruptions package), snow, spatter."""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import math
+from pathlib import Path
+
+import cv2
+import numpy as np
+
+from builders.corruptions import filters
+from builders.corruptions.draws import Draws
+from vlmrobust.errors import VlmrobustError
+
+FOG = ((1.5, 2.0), (2.0, 2.0), (2.5, 1.7), (2.5, 1.5), (3.0, 1.4))  # strength, wibble decay
+FROST = ((1.0, 0.4), (0.8, 0.6), (0.7, 0.7), (0.65, 0.7), (0.6, 0.75))  # image, frost weight
+# The reference lists six frost photos but draws from the first five only.
+FROST_FILES = ("frost1.png", "frost2.png", "frost3.png", "frost4.jpg", "frost5.jpg")
+# loc, scale, zoom, threshold, blur radius, blur sigma, image weight
+SNOW = (
+    (0.1, 0.3, 3.0, 0.5, 10, 4, 0.8),
+    (0.2, 0.3, 2.0, 0.5, 12, 4, 0.7),
+    (0.55, 0.3, 4.0, 0.9, 12, 8, 0.7),
+    (0.55, 0.3, 4.5, 0.85, 12, 8, 0.65),
+    (0.55, 0.3, 2.5, 0.85, 12, 12, 0.55),
+)
+# loc, scale, sigma, threshold, intensity, mud (1) or water (0)
+SPATTER = (
+    (0.65, 0.3, 4, 0.69, 0.6, 0),
+    (0.65, 0.3, 3, 0.68, 0.6, 0),
+    (0.65, 0.3, 2, 0.68, 0.5, 0),
+    (0.65, 0.3, 1, 0.65, 1.5, 1),
+    (0.67, 0.4, 1, 0.65, 1.5, 1),
+)
+WATER_RGB = np.array([175, 238, 238], np.float32) / np.float32(255)
+MUD_RGB = np.array([63, 42, 20], np.float64) / 255.0
+
+
+def plasma(size: int, decay: float, draws: Draws) -> np.ndarray:
+    """Diamond-square height map of side ``size`` (a power of two), scaled to
+    [0, 1]. Each new point is the mean of its 4 neighbours plus uniform noise
+    of amplitude w² (w starts at 100 and is divided by ``decay`` per level);
+    draws per level: square centres, then edge points on corner rows, then on
+    centre rows."""
+    grid = np.zeros((size, size), np.float64)
+    step, amp = size, 100.0
+    while step >= 2:
+        half = step // 2
+        corners = grid[0:size:step, 0:size:step]
+        around = corners + np.roll(corners, -1, axis=0)
+        around = around + np.roll(around, -1, axis=1)
+        grid[half:size:step, half:size:step] = around / 4 + amp * draws.uniform(
+            -amp, amp, around.shape)
+        centres = grid[half:size:step, half:size:step]
+        corners = grid[0:size:step, 0:size:step]
+        top = centres + np.roll(centres, 1, axis=0) + corners + np.roll(corners, -1, axis=1)
+        grid[0:size:step, half:size:step] = top / 4 + amp * draws.uniform(-amp, amp, top.shape)
+        left = centres + np.roll(centres, 1, axis=1) + corners + np.roll(corners, -1, axis=0)
+        grid[half:size:step, 0:size:step] = left / 4 + amp * draws.uniform(-amp, amp, left.shape)
+        step //= 2
+        amp /= decay
+    grid -= grid.min()
+    return grid / grid.max()
+
+
+def fog(x: np.ndarray, severity: int, draws: Draws) -> np.ndarray:
+    strength, decay = FOG[severity - 1]
+    h, w = x.shape[:2]
+    # the reference sizes the map from max(H, W, channels)
+    size = 1 << (max(h, w, x.shape[2]) - 1).bit_length()
+    f = x / 255.0
+    peak = f.max()
+    f += strength * plasma(size, decay, draws)[:h, :w, None]
+    return np.clip(f * peak / (peak + strength), 0, 1) * 255
+
+
+def _frost_dir() -> Path:
+    spec = importlib.util.find_spec("imagecorruptions")
+    if spec is None or not spec.submodule_search_locations:
+        raise VlmrobustError(
+            "frost needs the frost photos shipped in imagecorruptions; "
+            "install it with 'pip install imagecorruptions==1.1.2'"
+        )
+    return Path(next(iter(spec.submodule_search_locations))) / "frost"
+
+
+@functools.lru_cache(maxsize=64)
+def frost_layer(index: int, h: int, w: int) -> np.ndarray:
+    """Frost photo ``index`` (BGR) bicubically scaled to cover (h, w) with a 10 %
+    margin, as the reference scales it."""
+    path = _frost_dir() / FROST_FILES[index]
+    img = cv2.imread(str(path))
+    if img is None:
+        raise VlmrobustError(f"cannot read frost image {path}; reinstall imagecorruptions")
+    fh, fw = img.shape[:2]
+    if fh >= h and fw >= w:
+        scale = 1.0
+    elif fh < h and fw >= w:
+        scale = h / fh
+    elif fh >= h and fw < w:
+        scale = w / fw
+    else:
+        scale = max(h / fh, w / fw)
+    scale *= 1.1
+    size = (math.ceil(fw * scale), math.ceil(fh * scale))
+    out = cv2.resize(img, dsize=size, interpolation=cv2.INTER_CUBIC)
+    out.setflags(write=False)
+    return out
+
+
+def frost(x: np.ndarray, severity: int, draws: Draws) -> np.ndarray:
+    w_img, w_frost = FROST[severity - 1]
+    index = int(draws.integers(0, len(FROST_FILES)))
+    h, w = x.shape[:2]
+    layer = frost_layer(index, h, w)
+    top = int(draws.integers(0, layer.shape[0] - h))
+    left = int(draws.integers(0, layer.shape[1] - w))
+    patch = layer[top:top + h, left:left + w][..., ::-1]
+    return np.clip(w_img * x + w_frost * patch, 0, 255)
+
+
+def snow(x: np.ndarray, severity: int, draws: Draws) -> np.ndarray:
+    loc, scale, zoom, thresh, radius, sigma, keep = SNOW[severity - 1]
+    f = x.astype(np.float32) / 255.0
+    h, w = f.shape[:2]
+    flakes = draws.normal(loc, scale, (h, w))
+    flakes = filters.center_zoom(flakes, zoom)
+    flakes[flakes < thresh] = 0
+    flakes = np.clip(flakes, 0, 1)
+    # the streaks are blurred on the whole zoomed layer, then cropped
+    flakes = filters.motion_blur(flakes, radius, sigma, float(draws.uniform(-135, -45)))
+    flakes = (np.round(flakes * 255).astype(np.uint8) / 255.0)[:h, :w, None]
+    grey = cv2.cvtColor(f, cv2.COLOR_RGB2GRAY)[..., None]
+    f = keep * f + (1 - keep) * np.maximum(f, grey * 1.5 + 0.5)
+    return np.clip(f + flakes + flakes[::-1, ::-1], 0, 1) * 255
+
+
+def _water_mask(liquid: np.ndarray) -> np.ndarray:
+    """Liquid intensity × a shading term from the distance to liquid edges."""
+    liquid8 = (liquid * 255).astype(np.uint8)
+    far = cv2.distanceTransform(255 - cv2.Canny(liquid8, 50, 150), cv2.DIST_L2, 5)
+    _, far = cv2.threshold(far, 20, 20, cv2.THRESH_TRUNC)
+    shade = cv2.equalizeHist(cv2.blur(far, (3, 3)).astype(np.uint8))
+    emboss = np.array([[-2, -1, 0], [-1, 1, 1], [0, 1, 2]])
+    shade = cv2.blur(cv2.filter2D(shade, cv2.CV_8U, emboss), (3, 3)).astype(np.float32)
+    return liquid8 * shade
+
+
+def spatter(x: np.ndarray, severity: int, draws: Draws) -> np.ndarray:
+    loc, scale, sigma, thresh, intensity, mud = SPATTER[severity - 1]
+    f = x.astype(np.float32) / 255.0
+    liquid = filters.gaussian(draws.normal(loc, scale, f.shape[:2]), sigma, channels=False)
+    liquid[liquid < thresh] = 0
+    if not mud:
+        m = _water_mask(liquid)
+        peak = m.max()
+        if peak > 0:
+            m /= peak
+        m *= np.float32(intensity)
+        return np.clip(f + m[..., None] * WATER_RGB, 0, 1) * 255
+    blot = filters.gaussian((liquid > thresh).astype(np.float32), intensity, channels=False)
+    blot[blot < 0.8] = 0
+    f *= 1 - blot[..., None]
+    return np.clip(f + MUD_RGB * blot[..., None], 0, 1) * 255
