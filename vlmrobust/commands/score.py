@@ -1,16 +1,39 @@
-"""`vlmrobust score` (placeholder until its issue lands)."""
+"""`vlmrobust score --dataset DIR [--config C] --predictions FILE --out FILE`."""
 
 from __future__ import annotations
 
 import argparse
-
-from vlmrobust.errors import VlmrobustError
+from pathlib import Path
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("score", help="(not built yet)")
+    p = sub.add_parser(
+        "score",
+        help="validate predictions and write scores.json",
+        description="Validate a predictions file against its dataset, then write scores.json "
+        "(accuracy + CI, ECE/NLL before/after temperature scaling, Bench-C RAS). Nothing is "
+        "written if validation fails.",
+    )
+    p.add_argument("--dataset", type=Path, required=True, help="dataset directory")
+    p.add_argument("--config", default=None, help="score one config only (default: all)")
+    p.add_argument("--predictions", type=Path, required=True, help="predictions file")
+    p.add_argument("--out", type=Path, required=True, help="scores.json to write")
+    p.add_argument("--model-id", default=None, help="model id recorded in scores.json "
+                   "(default: the model named in meta.yaml beside the predictions)")
+    p.add_argument("--seed", type=int, default=0, help="seed of bootstrap CIs and calibration splits")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    raise VlmrobustError("'vlmrobust score' is not built yet")
+    from evaluation.score import score
+
+    scores = score(args.dataset, args.predictions, args.out, args.config, args.model_id, args.seed)
+    for name, section in scores["datasets"].items():
+        accs = ", ".join(f"{c} {v['accuracy']:.3f}" for c, v in section["configs"].items())
+        line = f"{name}: accuracy {accs}"
+        bench_c = section.get("bench_c")
+        if bench_c and bench_c["aggregate"]["ras"] is not None:
+            line += f"; RAS {bench_c['aggregate']['ras']:.4f}"
+        print(line)
+    print(f"wrote {args.out}")
+    return 0

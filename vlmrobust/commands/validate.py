@@ -1,16 +1,28 @@
-"""`vlmrobust validate` (placeholder until its issue lands)."""
+"""`vlmrobust validate --dataset DIR [--config C] --predictions FILE`."""
 
 from __future__ import annotations
 
 import argparse
-
-from vlmrobust.errors import VlmrobustError
+from pathlib import Path
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("validate", help="(not built yet)")
+    p = sub.add_parser(
+        "validate",
+        help="check a predictions file against its dataset",
+        description="Check that a predictions file (parquet or JSONL: id + logits or prediction) "
+        "answers every row of the dataset exactly once with one finite logit per option, and "
+        "that the meta.yaml beside it names this dataset build. Writes nothing.",
+    )
+    p.add_argument("--dataset", type=Path, required=True, help="dataset directory")
+    p.add_argument("--config", default=None, help="check one config only (default: all)")
+    p.add_argument("--predictions", type=Path, required=True, help="predictions file")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    raise VlmrobustError("'vlmrobust validate' is not built yet")
+    from evaluation.validate import validate
+
+    report = validate(args.dataset, args.predictions, args.config)
+    print(report.summary())
+    return 0

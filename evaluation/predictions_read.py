@@ -1,0 +1,292 @@
+"""Reading a predictions file (parquet or JSONL) into flat numpy columns without
+trusting it: structural failures raise :class:`SubmissionError` naming the file
+(and line), row-level type problems are collected as :class:`Problem` records
+so that validation can report every kind of problem at once.
+
+Columns: ``id`` (string), ``logits`` (list of numbers, one per option) and/or
+``prediction`` (int option index). When ``logits`` is present it is used.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from vlmrobust.errors import SubmissionError
+
+PARQUET_SUFFIXES = (".parquet", ".pq")
+JSONL_SUFFIXES = (".jsonl", ".ndjson", ".json")
+# How many offending rows a problem lists (the count is always complete).
+MAX_EXAMPLES = 5
+FORMAT_HINT = (
+    "a predictions file is parquet or JSONL with columns id (string) and logits "
+    "(list of floats, one per option) or prediction (int)"
+)
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One kind of problem: a short ``kind``, a ``detail`` with the fix, the
+    first few offending rows as "row 3 (id 'x')" strings, and the total count."""
+
+    kind: str
+    detail: str
+    examples: tuple[str, ...] = ()
+    count: int = 0
+
+    def __post_init__(self) -> None:
+        if not self.kind:
+            raise ValueError("Problem.kind must not be empty")
+        if self.count < len(self.examples):
+            raise ValueError("Problem.count must be >= the number of examples")
+
+    def one_line(self) -> str:
+        rows = ""
+        if self.count:
+            shown = ", ".join(self.examples)
+            more = f", … {self.count - len(self.examples)} more" if self.count > len(self.examples) else ""
+            rows = f" [{self.count} row{'s' if self.count != 1 else ''}: {shown}{more}]"
+        return f"{self.kind}: {self.detail}{rows}"
+
+
+@dataclass(frozen=True)
+class PredictionsFile:
+    """Columns of a predictions file, one entry per data row.
+
+    ``logits_len[i]`` is the number of logits of row i (−1 when the row has no
+    usable list); row i's logits are ``logits_flat[offsets[i]:offsets[i] + len]``
+    (null entries read as NaN). ``prediction`` is float so that a missing or
+    malformed value can be NaN.
+    """
+
+    path: Path
+    format: str
+    ids: NDArray[np.object_]
+    logits_len: NDArray[np.int64] | None
+    logits_flat: NDArray[np.float64] | None
+    prediction: NDArray[np.float64] | None
+    line_numbers: NDArray[np.int64] | None = None
+    problems: tuple[Problem, ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        if self.format not in ("parquet", "jsonl"):
+            raise ValueError(f"format must be parquet or jsonl, got {self.format!r}")
+        n = self.ids.shape[0]
+        for name in ("logits_len", "prediction", "line_numbers"):
+            arr = getattr(self, name)
+            if arr is not None and arr.shape != (n,):
+                raise ValueError(f"{name} has shape {arr.shape}, expected ({n},)")
+
+    @property
+    def n_rows(self) -> int:
+        return int(self.ids.shape[0])
+
+    @property
+    def has_logits(self) -> bool:
+        return self.logits_len is not None
+
+    @property
+    def offsets(self) -> NDArray[np.int64]:
+        assert self.logits_len is not None
+        out = np.zeros(self.n_rows + 1, dtype=np.int64)
+        np.cumsum(np.maximum(self.logits_len, 0), out=out[1:])
+        return out
+
+    def where(self, row: int) -> str:
+        """Human locator of data row ``row``: JSONL line number or parquet row."""
+        rid = self.ids[row]
+        tag = f" (id {rid!r})" if isinstance(rid, str) else ""
+        if self.line_numbers is not None:
+            return f"line {int(self.line_numbers[row])}{tag}"
+        return f"row {row}{tag}"
+
+
+def row_problem(pf: PredictionsFile, kind: str, detail: str, rows: Sequence[int] | NDArray[Any]) -> Problem:
+    """A Problem listing the first few of ``rows`` (data row indices) of ``pf``."""
+    rows = list(rows)
+    return Problem(kind, detail, tuple(pf.where(int(r)) for r in rows[:MAX_EXAMPLES]), len(rows))
+
+
+def sniff_format(path: Path) -> str:
+    """"parquet" or "jsonl": by suffix, else by content (parquet starts with PAR1)."""
+    suffix = path.suffix.lower()
+    if suffix in PARQUET_SUFFIXES:
+        return "parquet"
+    if suffix in JSONL_SUFFIXES:
+        return "jsonl"
+    with open(path, "rb") as f:
+        head = f.read(4)
+    if head == b"PAR1":
+        return "parquet"
+    if head.lstrip()[:1] in (b"{", b""):
+        return "jsonl"
+    raise SubmissionError(f"{path}: neither parquet nor JSONL (unknown suffix, unrecognised content); {FORMAT_HINT}")
+
+
+def read_predictions(path: Path | str) -> PredictionsFile:
+    """Read ``path`` (format by suffix, else sniffed). Raises SubmissionError for
+    a missing, empty, unreadable or column-less file."""
+    path = Path(path)
+    if not path.is_file():
+        raise SubmissionError(f"{path}: predictions file not found")
+    if path.stat().st_size == 0:
+        raise SubmissionError(f"{path}: the file is empty; {FORMAT_HINT}")
+    fmt = sniff_format(path)
+    return _read_parquet(path) if fmt == "parquet" else _read_jsonl(path)
+
+
+def _read_parquet(path: Path) -> PredictionsFile:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        table = pq.read_table(path)
+    except (pa.ArrowException, OSError, ValueError) as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise SubmissionError(
+            f"{path}: not a readable parquet file ({first}); it may be truncated — "
+            "write it again (pyarrow.parquet.write_table) or submit JSONL"
+        ) from None
+    return predictions_from_table(table, path)
+
+
+def predictions_from_table(table: Any, path: Path | str = "<table>") -> PredictionsFile:
+    """Turn a pyarrow Table with id / logits / prediction columns into a
+    PredictionsFile (schema errors raise SubmissionError)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    path = Path(path)
+    if table.num_rows == 0:
+        raise SubmissionError(f"{path}: the file has no rows; {FORMAT_HINT}")
+    names = set(table.column_names)
+    if "id" not in names:
+        raise SubmissionError(f"{path}: no 'id' column (columns: {sorted(names)}); {FORMAT_HINT}")
+    if "logits" not in names and "prediction" not in names:
+        raise SubmissionError(
+            f"{path}: neither a 'logits' nor a 'prediction' column (columns: {sorted(names)}); {FORMAT_HINT}"
+        )
+    id_col = table.column("id")
+    if not (pa.types.is_string(id_col.type) or pa.types.is_large_string(id_col.type)):
+        raise SubmissionError(
+            f"{path}: column 'id' has type {id_col.type}, expected string; write the dataset ids as strings"
+        )
+    ids = np.asarray(id_col.to_pylist(), dtype=object)
+    logits_len = logits_flat = prediction = None
+    if "logits" in names:
+        col = table.column("logits")
+        t = col.type
+        if not (pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)) or not (
+            pa.types.is_floating(t.value_type) or pa.types.is_integer(t.value_type)
+        ):
+            raise SubmissionError(
+                f"{path}: column 'logits' has type {t}, expected a list of floats (one per option)"
+            )
+        arr = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
+        lengths = pc.list_value_length(arr).fill_null(-1)
+        logits_len = np.asarray(lengths.to_numpy(zero_copy_only=False), dtype=np.int64)
+        values = pc.list_flatten(arr).cast(pa.float64())
+        logits_flat = np.asarray(values.to_numpy(zero_copy_only=False), dtype=np.float64)
+    if "prediction" in names:
+        col = table.column("prediction")
+        if not (pa.types.is_integer(col.type) or pa.types.is_floating(col.type)):
+            raise SubmissionError(
+                f"{path}: column 'prediction' has type {col.type}, expected an int option index"
+            )
+        prediction = np.asarray(col.cast(pa.float64()).to_numpy(zero_copy_only=False), dtype=np.float64)
+    return PredictionsFile(path, "parquet", ids, logits_len, logits_flat, prediction)
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _read_jsonl(path: Path) -> PredictionsFile:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        line = path.read_bytes()[: exc.start].count(b"\n") + 1
+        raise SubmissionError(f"{path}: line {line} is not UTF-8 text; {FORMAT_HINT}") from None
+    ids: list[str | None] = []
+    lines: list[int] = []
+    lengths: list[int] = []
+    flat: list[float] = []
+    preds: list[float] = []
+    seen_logits = seen_pred = False
+    bad: dict[str, list[int]] = {}  # kind -> data row indices
+    not_json: list[str] = []
+    for lineno, raw in enumerate(text.splitlines(), start=1):
+        if not raw.strip():
+            continue
+        try:
+            obj = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            not_json.append(f"line {lineno} ({exc.msg} at column {exc.colno})")
+            continue
+        if not isinstance(obj, dict):
+            not_json.append(f"line {lineno} (a JSON {type(obj).__name__}, not an object)")
+            continue
+        row = len(ids)
+        lines.append(lineno)
+        rid = obj.get("id")
+        ids.append(rid if isinstance(rid, str) else None)
+        if not isinstance(rid, str):
+            bad.setdefault("id missing or not a string", []).append(row)
+        logits = obj.get("logits")
+        if "logits" in obj:
+            seen_logits = True
+        if isinstance(logits, list) and all(_is_number(v) or v is None for v in logits):
+            lengths.append(len(logits))
+            flat.extend(float("nan") if v is None else float(v) for v in logits)
+        else:
+            lengths.append(-1)
+            if "logits" in obj:
+                bad.setdefault("logits not a list of numbers", []).append(row)
+        pred = obj.get("prediction")
+        if "prediction" in obj:
+            seen_pred = True
+        if isinstance(pred, (int, float)) and not isinstance(pred, bool) and math.isfinite(pred):
+            preds.append(float(pred))
+        else:
+            preds.append(float("nan"))
+    if not ids and not not_json:
+        raise SubmissionError(f"{path}: the file holds no JSON lines; {FORMAT_HINT}")
+    problems: list[Problem] = []
+    if not_json:
+        problems.append(Problem(
+            "line is not a JSON object",
+            "each line must be one JSON object such as {\"id\": \"...\", \"logits\": [0.1, 2.3]}",
+            tuple(not_json[:MAX_EXAMPLES]), len(not_json),
+        ))
+    if ids and not seen_logits and not seen_pred:
+        raise SubmissionError(f"{path}: no line has 'logits' or 'prediction'; {FORMAT_HINT}")
+    pf = PredictionsFile(
+        path, "jsonl", np.asarray(ids, dtype=object),
+        np.asarray(lengths, dtype=np.int64) if seen_logits else None,
+        np.asarray(flat, dtype=np.float64) if seen_logits else None,
+        np.asarray(preds, dtype=np.float64) if seen_pred else None,
+        np.asarray(lines, dtype=np.int64),
+    )
+    if seen_logits:
+        malformed = set(bad.get("logits not a list of numbers", []))
+        missing = [r for r, n in enumerate(lengths) if n < 0 and r not in malformed]
+        if missing:
+            bad.setdefault("logits missing", []).extend(missing)
+    fixes = {
+        "id missing or not a string": "every line needs \"id\": the dataset row id as a string",
+        "logits not a list of numbers": "\"logits\" must be a list of numbers, one per option",
+        "logits missing": "other lines give logits, so every line must",
+    }
+    for kind, rows in bad.items():
+        problems.append(row_problem(pf, kind, fixes[kind], rows))
+    return PredictionsFile(
+        pf.path, pf.format, pf.ids, pf.logits_len, pf.logits_flat, pf.prediction,
+        pf.line_numbers, tuple(problems),
+    )

@@ -1,0 +1,356 @@
+"""Checking a predictions file against the dataset it claims to answer.
+
+``validate(dataset_dir, predictions, config=None)`` reads the dataset's ids,
+option counts and answers (never its images), reads the predictions, and checks:
+every id of the chosen configs exactly once, no unknown ids, one finite logit
+per option (or a ``prediction`` in range), the Bench-C clean copy of every
+corrupted question, and the dataset fingerprint in a ``meta.yaml`` beside the
+predictions. Every kind of problem is reported with its first offending rows
+in one :class:`SubmissionError`; on success the returned report holds the
+predictions aligned to dataset order, ready for scoring.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from evaluation.predictions_read import (
+    MAX_EXAMPLES,
+    PredictionsFile,
+    Problem,
+    read_predictions,
+    row_problem,
+)
+from vlmrobust.errors import SubmissionError, VlmrobustError
+
+META_NAME = "meta.yaml"
+# Columns scoring may use besides id/options/answer (read when the dataset has them).
+FAMILY_COLUMNS = ("variant", "distractors", "source_id", "corruption", "severity", "kappa")
+CLEAN = "none"
+
+
+@dataclass(frozen=True)
+class DatasetIndex:
+    """What scoring needs of a dataset: one entry per row of the chosen configs,
+    in dataset order, as numpy arrays (``columns`` holds the family columns)."""
+
+    manifest: Mapping[str, Any]
+    configs: tuple[str, ...]
+    ids: NDArray[np.object_]
+    config: NDArray[np.object_]
+    n_options: NDArray[np.int64]
+    answer: NDArray[np.int64]
+    columns: Mapping[str, NDArray[Any]] = field(default_factory=dict)
+    other_ids: Mapping[str, str] = field(default_factory=dict)  # id -> unselected config
+
+    def __post_init__(self) -> None:
+        n = self.ids.shape
+        for name in ("config", "n_options", "answer"):
+            if getattr(self, name).shape != n:
+                raise ValueError(f"{name} has shape {getattr(self, name).shape}, expected {n}")
+        for name, arr in self.columns.items():
+            if arr.shape != n:
+                raise ValueError(f"column {name} has shape {arr.shape}, expected {n}")
+
+    @property
+    def n_rows(self) -> int:
+        return int(self.ids.shape[0])
+
+    @property
+    def name(self) -> str:
+        return str(self.manifest.get("spec", {}).get("name", ""))
+
+    @classmethod
+    def from_table(cls, table: Any, manifest: Mapping[str, Any], config_column: str | None = None,
+                   other_ids: Mapping[str, str] | None = None) -> DatasetIndex:
+        """From a pyarrow Table with id, options (or n_options), answer and any
+        family columns; ``config_column`` names a column with each row's config
+        (else every row belongs to the manifest's single/first config)."""
+        import pyarrow.compute as pc
+
+        names = table.column_names
+        if "n_options" in names:
+            k = np.asarray(table.column("n_options").to_numpy(), dtype=np.int64)
+        else:
+            k = np.asarray(pc.list_value_length(table.column("options")).to_numpy(), dtype=np.int64)
+        if config_column is not None:
+            config = np.asarray(table.column(config_column).to_pylist(), dtype=object)
+        else:
+            first = next(iter(manifest.get("configs", {"default": 0})))
+            config = np.full(table.num_rows, first, dtype=object)
+        cols: dict[str, NDArray[Any]] = {}
+        for name in FAMILY_COLUMNS:
+            if name in names:
+                col = table.column(name)
+                if name in ("severity",):
+                    cols[name] = np.asarray(col.to_numpy(), dtype=np.int64)
+                elif name == "kappa":
+                    cols[name] = np.asarray(col.to_numpy(), dtype=np.float64)
+                else:
+                    cols[name] = np.asarray(col.to_pylist(), dtype=object)
+        return cls(
+            manifest=manifest,
+            configs=tuple(dict.fromkeys(config.tolist())),
+            ids=np.asarray(table.column("id").to_pylist(), dtype=object),
+            config=config,
+            n_options=k,
+            answer=np.asarray(table.column("answer").to_numpy(), dtype=np.int64),
+            columns=cols,
+            other_ids=dict(other_ids or {}),
+        )
+
+
+def load_dataset_index(dataset_dir: Path, config: str | None = None) -> DatasetIndex:
+    """Read ids/options/answers (+ family columns) of ``config`` (all when None)."""
+    import pyarrow as pa
+
+    from builders.datadir import read_manifest, read_table
+
+    manifest = read_manifest(dataset_dir)
+    all_configs = list(manifest.get("configs", {}))
+    if not all_configs:
+        raise VlmrobustError(f"{dataset_dir}/manifest.json lists no configs; rebuild the dataset")
+    chosen = all_configs if config is None else [config]
+    features = set(manifest.get("features", {}))
+    wanted = ["id", "options", "answer", *[c for c in FAMILY_COLUMNS if c in features]]
+    if features and not {"id", "options", "answer"} <= features:
+        raise VlmrobustError(f"{dataset_dir}: the dataset lacks id/options/answer columns; rebuild it")
+    tables = []
+    for name in chosen:
+        t = read_table(dataset_dir, name, columns=wanted)
+        tables.append(t.append_column("__config", pa.array([name] * t.num_rows, pa.string())))
+    other: dict[str, str] = {}
+    for name in all_configs:
+        if name not in chosen:
+            other.update(dict.fromkeys(read_table(dataset_dir, name, columns=["id"]).column("id").to_pylist(), name))
+    return DatasetIndex.from_table(pa.concat_tables(tables), manifest, "__config", other)
+
+
+def read_meta(predictions: Path) -> tuple[dict[str, Any] | None, Problem | None]:
+    """The meta.yaml beside ``predictions`` (None if absent), or a Problem if unreadable."""
+    import yaml
+
+    path = Path(predictions).parent / META_NAME
+    if not path.is_file():
+        return None, None
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        return None, Problem("meta.yaml unreadable", f"{path}: not valid YAML ({first}); fix or remove it")
+    if not isinstance(data, dict):
+        return None, Problem("meta.yaml unreadable", f"{path}: expected a mapping of fields")
+    return data, None
+
+
+def _meta_problems(meta: Mapping[str, Any], manifest: Mapping[str, Any], meta_path: Path) -> list[Problem]:
+    ds = meta.get("dataset")
+    if not isinstance(ds, Mapping):
+        return []
+    problems = []
+    want_fp = manifest.get("fingerprint")
+    got_fp = ds.get("fingerprint")
+    if got_fp is not None and want_fp is not None and str(got_fp) != str(want_fp):
+        problems.append(Problem(
+            "dataset fingerprint mismatch",
+            f"{meta_path} says fingerprint {str(got_fp)[:16]}…, the dataset's manifest.json has "
+            f"{str(want_fp)[:16]}…; these predictions were made on another build: predict again on this one",
+        ))
+    want_name = manifest.get("spec", {}).get("name")
+    got_name = ds.get("name")
+    if got_name is not None and want_name is not None and str(got_name) != str(want_name):
+        problems.append(Problem(
+            "dataset name mismatch",
+            f"{meta_path} says dataset {got_name!r}, the dataset directory holds {want_name!r}",
+        ))
+    return problems
+
+
+@dataclass(frozen=True)
+class Alignment:
+    """Predictions in dataset order: ``row_of[i]`` is the predictions row answering
+    dataset row i; ``logits`` is (N, K_max) with −inf padding, ``predicted`` ŷ."""
+
+    row_of: NDArray[np.int64]
+    logits: NDArray[np.float64] | None
+    predicted: NDArray[np.int64]
+
+
+def check_predictions(index: DatasetIndex, pf: PredictionsFile) -> list[Problem]:
+    """Every problem of ``pf`` against ``index`` (empty when it is valid)."""
+    problems = list(pf.problems)
+    ids = pf.ids
+    n = pf.n_rows
+    lookup = {rid: i for i, rid in enumerate(index.ids.tolist())}
+    pos = np.fromiter((lookup.get(r, -1) if r is not None else -2 for r in ids.tolist()),
+                      dtype=np.int64, count=n)
+    if pf.format == "parquet":
+        null_ids = np.flatnonzero(pos == -2)
+        if null_ids.size:
+            problems.append(row_problem(pf, "null id", "every row needs the dataset row id", null_ids))
+    unknown = np.flatnonzero(pos == -1)
+    if unknown.size:
+        elsewhere = sorted({index.other_ids[ids[r]] for r in unknown if ids[r] in index.other_ids})
+        hint = (f"; some belong to config(s) {', '.join(elsewhere)} which were not selected "
+                "(drop --config to score every config)") if elsewhere else ""
+        problems.append(row_problem(
+            pf, "unknown id", f"not an id of configs {', '.join(index.configs)}{hint}", unknown))
+    matched = np.flatnonzero(pos >= 0)
+    order = matched[np.argsort(pos[matched], kind="stable")]
+    dup_mask = np.zeros(order.size, dtype=bool)
+    dup_mask[1:] = pos[order[1:]] == pos[order[:-1]]
+    dups = np.sort(order[dup_mask])
+    if dups.size:
+        problems.append(row_problem(pf, "duplicate id", "each id must appear exactly once", dups))
+    first = order[~dup_mask]  # first occurrence of each answered dataset row
+    row_of = np.full(index.n_rows, -1, dtype=np.int64)
+    row_of[pos[first]] = first
+    missing = np.flatnonzero(row_of < 0)
+    if missing.size:
+        shown = tuple(repr(index.ids[i]) for i in missing[:MAX_EXAMPLES])
+        problems.append(Problem(
+            "missing id", "these dataset rows have no prediction; predict every row of "
+            f"configs {', '.join(index.configs)}", shown, int(missing.size)))
+    k_of_row = np.full(n, -1, dtype=np.int64)
+    k_of_row[matched] = index.n_options[pos[matched]]
+    if pf.has_logits:
+        assert pf.logits_len is not None and pf.logits_flat is not None
+        lens = pf.logits_len
+        null_rows = np.flatnonzero(lens < 0) if pf.format == "parquet" else np.empty(0, np.int64)
+        if null_rows.size:
+            problems.append(row_problem(pf, "null logits", "every row needs a list of logits", null_rows))
+        wrong_k = np.flatnonzero((lens >= 0) & (k_of_row >= 0) & (lens != k_of_row))
+        if wrong_k.size:
+            r = int(wrong_k[0])
+            problems.append(row_problem(
+                pf, "wrong number of logits",
+                f"one logit per option, in the dataset's option order (e.g. {pf.where(r)} has "
+                f"{int(lens[r])} logits for {int(k_of_row[r])} options)", wrong_k))
+        row_of_value = np.repeat(np.arange(n), np.maximum(lens, 0))
+        nonfinite = np.bincount(row_of_value, weights=~np.isfinite(pf.logits_flat), minlength=n)
+        bad = np.flatnonzero(nonfinite > 0)
+        if bad.size:
+            problems.append(row_problem(
+                pf, "non-finite logits", "logits must be finite numbers (no NaN, inf or null)", bad))
+    elif pf.prediction is not None:
+        p = pf.prediction
+        out = np.flatnonzero(~np.isfinite(p) | (p != np.round(p)) | (p < 0)
+                             | ((k_of_row >= 0) & (p >= k_of_row)))
+        if out.size:
+            problems.append(row_problem(
+                pf, "prediction out of range",
+                "prediction must be an integer option index in [0, K) for the row's K options", out))
+    problems.extend(_clean_copy_problems(index, row_of))
+    return problems
+
+
+def _clean_copy_problems(index: DatasetIndex, row_of: NDArray[np.int64]) -> list[Problem]:
+    """Bench-C: every corrupted row needs its question's clean copy (by source_id)."""
+    if "corruption" not in index.columns or "source_id" not in index.columns:
+        return []
+    corruption = index.columns["corruption"]
+    source = index.columns["source_id"]
+    is_clean = corruption == CLEAN
+    clean_row = {s: i for i, s in zip(np.flatnonzero(is_clean).tolist(), source[is_clean].tolist(), strict=True)}
+    problems = []
+    no_clean_in_data = []
+    no_clean_pred = []
+    for i in np.flatnonzero(~is_clean & (row_of >= 0)).tolist():
+        c = clean_row.get(source[i])
+        if c is None:
+            no_clean_in_data.append(i)
+        elif row_of[c] < 0:
+            no_clean_pred.append(i)
+    if no_clean_pred:
+        srcs = list(dict.fromkeys(source[i] for i in no_clean_pred))
+        problems.append(Problem(
+            "missing clean copy",
+            "corrupted copies are scored against the clean copy of the same question "
+            f"(same source_id, corruption 'none'); predict the clean copies of source_id "
+            f"{', '.join(repr(s) for s in srcs[:MAX_EXAMPLES])}" + (" …" if len(srcs) > MAX_EXAMPLES else ""),
+            tuple(repr(index.ids[i]) for i in no_clean_pred[:MAX_EXAMPLES]), len(no_clean_pred)))
+    if no_clean_in_data:
+        problems.append(Problem(
+            "dataset lacks clean copy",
+            "the dataset has no clean copy (corruption 'none') for these rows' source_id; rebuild it",
+            tuple(repr(index.ids[i]) for i in no_clean_in_data[:MAX_EXAMPLES]), len(no_clean_in_data)))
+    return problems
+
+
+def align(index: DatasetIndex, pf: PredictionsFile) -> Alignment:
+    """Predictions in dataset order (call only after check_predictions found nothing)."""
+    lookup = {rid: i for i, rid in enumerate(pf.ids.tolist())}
+    row_of = np.fromiter((lookup[r] for r in index.ids.tolist()), dtype=np.int64, count=index.n_rows)
+    if not pf.has_logits:
+        assert pf.prediction is not None
+        return Alignment(row_of, None, pf.prediction[row_of].astype(np.int64))
+    assert pf.logits_len is not None and pf.logits_flat is not None
+    k_max = int(index.n_options.max()) if index.n_rows else 1
+    logits = np.full((index.n_rows, k_max), -np.inf, dtype=np.float64)
+    lens = pf.logits_len[row_of]
+    starts = pf.offsets[row_of]
+    dest_row = np.repeat(np.arange(index.n_rows), lens)
+    col = np.arange(dest_row.size) - np.repeat(np.cumsum(lens) - lens, lens)
+    logits[dest_row, col] = pf.logits_flat[np.repeat(starts, lens) + col]
+    return Alignment(row_of, logits, np.asarray(logits.argmax(axis=1), dtype=np.int64))
+
+
+@dataclass(frozen=True)
+class ValidationReport:
+    """A predictions file that passed every check, aligned to its dataset."""
+
+    dataset_dir: Path | None
+    predictions: Path
+    index: DatasetIndex
+    file: PredictionsFile
+    aligned: Alignment
+    meta: Mapping[str, Any] | None = None
+
+    @property
+    def has_logits(self) -> bool:
+        return self.aligned.logits is not None
+
+    def summary(self) -> str:
+        kind = "logits" if self.has_logits else "predictions only"
+        return (f"{self.predictions}: valid — {self.index.n_rows} rows of "
+                f"{self.index.name or 'dataset'} configs {', '.join(self.index.configs)} ({kind})")
+
+
+def failure_message(pf_path: Path, problems: list[Problem], where: str) -> str:
+    kinds = "; ".join(p.one_line() for p in problems)
+    return (f"{pf_path} does not match {where}: {len(problems)} kind"
+            f"{'s' if len(problems) != 1 else ''} of problem — {kinds}")
+
+
+def validate_against(index: DatasetIndex, pf: PredictionsFile, *, dataset_dir: Path | None = None,
+                     meta: Mapping[str, Any] | None = None,
+                     extra: list[Problem] | None = None) -> ValidationReport:
+    """Check ``pf`` against an in-memory ``index``; raise SubmissionError listing
+    every kind of problem, or return the aligned report."""
+    problems = [*(extra or []), *check_predictions(index, pf)]
+    if problems:
+        raise SubmissionError(failure_message(pf.path, problems, str(dataset_dir or index.name)))
+    return ValidationReport(dataset_dir, pf.path, index, pf, align(index, pf), meta)
+
+
+def validate(dataset_dir: Path | str, predictions: Path | str, config: str | None = None) -> ValidationReport:
+    """Validate ``predictions`` against ``dataset_dir`` (all configs, or ``config``).
+
+    Raises SubmissionError (a VlmrobustError; the CLI exits 1) naming every kind
+    of problem and its first offending rows; never writes anything.
+    """
+    dataset_dir = Path(dataset_dir)
+    predictions = Path(predictions)
+    index = load_dataset_index(dataset_dir, config)
+    pf = read_predictions(predictions)
+    meta, meta_problem = read_meta(predictions)
+    extra = [meta_problem] if meta_problem else []
+    if meta is not None:
+        extra.extend(_meta_problems(meta, index.manifest, predictions.parent / META_NAME))
+    return validate_against(index, pf, dataset_dir=dataset_dir, meta=meta, extra=extra)
