@@ -132,18 +132,29 @@ def find_corpus() -> Path | None:
     return None
 
 
+def _reader_class() -> Any:
+    from nltk.corpus.reader.wordnet import WordNetCorpusReader
+
+    class OfflineWordNet(WordNetCorpusReader):
+        def map_wn(self, version: str = "wordnet") -> Any:
+            # nltk maps the "wordnet" corpus onto the loaded one for OMW lookups by
+            # reading index.sense twice (~half the load time); here both are the same
+            # WordNet 3.0 and there is no OMW, so the map is the identity (None).
+            return None
+
+    return OfflineWordNet
+
+
 @functools.lru_cache(maxsize=1)
 def get_wordnet() -> Any:
     """nltk's WordNet 3.0 reader; VlmrobustError with the install command if absent."""
     corpus = find_corpus()
     if corpus is None:
         raise VlmrobustError(f"WordNet 3.0 corpus not found on nltk.data.path; {INSTALL_HINT}")
-    from nltk.corpus.reader.wordnet import WordNetCorpusReader
-
     with warnings.catch_warnings():
         # No Open Multilingual WordNet offline: English is all we need.
         warnings.simplefilter("ignore")
-        reader = WordNetCorpusReader(str(corpus), None)
+        reader = _reader_class()(str(corpus), None)
     version = reader.get_version()
     if version != "3.0":
         raise VlmrobustError(
