@@ -169,10 +169,18 @@ def synset_for_wnid(wnid: str) -> Any:
     if m is None:
         raise VlmrobustError(f"{wnid!r} is not a wnid; fix: use 'n' + 8 digits, e.g. n01440764")
     wn = get_wordnet()
+    offset = int(m.group(1))
     try:
-        return wn.synset_from_pos_and_offset("n", int(m.group(1)))
-    except Exception as exc:  # nltk raises WordNetError / ValueError on a bad offset
-        raise VlmrobustError(f"{wnid}: no WordNet 3.0 noun synset at this offset ({exc})") from exc
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # nltk warns and returns None on a bad offset
+            syn = wn.synset_from_pos_and_offset("n", offset)
+    except Exception as exc:  # nltk raises WordNetError / ValueError on some bad offsets
+        syn, why = None, f" ({exc})"
+    else:
+        why = ""
+    if syn is None or syn.offset() != offset:
+        raise VlmrobustError(f"{wnid}: no WordNet 3.0 noun synset at this offset{why}; fix: check the wnid")
+    return syn
 
 
 def main(argv: list[str] | None = None) -> int:
