@@ -1,0 +1,156 @@
+"""Baseline-line fits for effective robustness, vectorised over bootstrap resamples.
+
+Formulas (Taori et al. 2020; Miller et al. 2021, "accuracy on the line"):
+``t(acc_shift) = a·t(acc_ref) + b`` fitted by ordinary least squares over the
+baseline models, with t = Φ⁻¹ (probit) or logit; a model's effective robustness is
+``ER = acc_shift − t⁻¹(a·t(acc_ref) + b)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+from scipy.special import expit, logit, ndtr, ndtri
+
+# Accuracies of exactly 0 or 1 have no finite probit; clip them just inside.
+EPS = 1e-4
+
+
+def transform(acc: ArrayLike, kind: str = "probit") -> NDArray[np.float64]:
+    """t(acc): Φ⁻¹(acc) (probit) or log(acc / (1 − acc)) (logit), acc clipped to
+    [1e-4, 1 − 1e-4].
+
+    >>> [round(float(v), 4) for v in transform([0.5, 0.8413447], "probit")]
+    [0.0, 1.0]
+    >>> round(float(transform(0.75, "logit")), 4)
+    1.0986
+    """
+    a = np.clip(np.asarray(acc, dtype=np.float64), EPS, 1.0 - EPS)
+    if kind == "probit":
+        return np.asarray(ndtri(a), dtype=np.float64)
+    if kind == "logit":
+        return np.asarray(logit(a), dtype=np.float64)
+    raise ValueError(f"unknown transform {kind!r}")
+
+
+def inverse(z: ArrayLike, kind: str = "probit") -> NDArray[np.float64]:
+    """t⁻¹(z): Φ(z) or 1 / (1 + e^(−z)).
+
+    >>> round(float(inverse(1.0, "probit")), 4), round(float(inverse(0.0, "logit")), 4)
+    (0.8413, 0.5)
+    """
+    zz = np.asarray(z, dtype=np.float64)
+    if kind == "probit":
+        return np.asarray(ndtr(zz), dtype=np.float64)
+    if kind == "logit":
+        return np.asarray(expit(zz), dtype=np.float64)
+    raise ValueError(f"unknown transform {kind!r}")
+
+
+def least_squares(x: NDArray[np.float64], y: NDArray[np.float64],
+                  w: NDArray[np.float64] | None = None,
+                  ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Weighted least-squares slope and intercept of y = a·x + b, one fit per row
+    of the weights ``w`` (shape (..., m); all ones when None):
+    x̄ = Σwx/Σw, a = Σw(x − x̄)(y − ȳ) / Σw(x − x̄)², b = ȳ − a·x̄.
+    Integer weights are bootstrap multiplicities; a zero weight leaves a point out.
+    Fits whose x has no spread get NaN.
+
+    >>> a, b = least_squares(np.array([0.0, 1.0, 2.0]), np.array([1.0, 3.0, 5.0]))
+    >>> float(a), float(b)
+    (2.0, 1.0)
+    >>> a, b = least_squares(np.array([0.0, 1.0, 2.0]), np.array([1.0, 3.0, 9.0]),
+    ...                      np.array([[1.0, 1.0, 0.0], [0.0, 0.0, 4.0]]))
+    >>> a.tolist(), b.tolist()
+    [2.0, nan], [1.0, nan]
+    """
+    ww = np.ones_like(x) if w is None else np.asarray(w, dtype=np.float64)
+    sw = ww.sum(axis=-1)
+    safe_sw = np.where(sw > 0, sw, 1.0)
+    xm = (ww * x).sum(axis=-1) / safe_sw
+    ym = (ww * y).sum(axis=-1) / safe_sw
+    dx = x - xm[..., None]
+    sxx = (ww * dx**2).sum(axis=-1)
+    sxy = (ww * dx * (y - ym[..., None])).sum(axis=-1)
+    # Relative tolerance: a resample that drew one model n times has sxx ~ 1e-30.
+    ok = (sw > 0) & (sxx > 1e-12 * np.maximum(1.0, (ww * x**2).sum(axis=-1)))
+    a = np.where(ok, sxy / np.where(ok, sxx, 1.0), np.nan)
+    b = np.where(ok, ym - a * xm, np.nan)
+    return np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+
+
+def bootstrap_weights(m: int, n_boot: int, rng: np.random.Generator) -> NDArray[np.float64]:
+    """Multiplicities of ``m`` items in ``n_boot`` resamples drawn with replacement,
+    shape (n_boot, m); each row sums to m."""
+    if m == 0 or n_boot == 0:
+        return np.zeros((n_boot, m))
+    idx = rng.integers(0, m, size=(n_boot, m))
+    counts = np.zeros((n_boot, m))
+    np.add.at(counts, (np.arange(n_boot)[:, None], idx), 1.0)
+    return counts
+
+
+@dataclass(frozen=True)
+class LineFit:
+    slope: float
+    intercept: float
+    n: int
+    transform: str
+    r2: float
+
+    def __post_init__(self) -> None:
+        if self.n < 2:
+            raise ValueError("a line needs at least 2 points")
+
+    def predict(self, acc_ref: ArrayLike) -> NDArray[np.float64]:
+        """Accuracy on the shift that the baseline line expects at ``acc_ref``."""
+        return inverse(self.slope * transform(acc_ref, self.transform) + self.intercept,
+                       self.transform)
+
+
+def fit_line(acc_ref: Sequence[float], acc_shift: Sequence[float],
+             kind: str = "probit") -> LineFit | None:
+    """Least-squares line in transformed space; None when the reference accuracies
+    do not spread (fewer than 2 distinct points): no line is defined then."""
+    x = transform(acc_ref, kind)
+    y = transform(acc_shift, kind)
+    if x.size < 2:
+        return None
+    a, b = least_squares(x, y)
+    if not np.isfinite(a):
+        return None
+    resid = y - (a * x + b)
+    sst = float(((y - y.mean()) ** 2).sum())
+    r2 = 1.0 - float((resid**2).sum()) / sst if sst > 0 else 1.0
+    return LineFit(float(a), float(b), int(x.size), kind, r2)
+
+
+def effective_robustness(acc_ref: ArrayLike, acc_shift: ArrayLike, slope: ArrayLike,
+                         intercept: ArrayLike, kind: str = "probit") -> NDArray[np.float64]:
+    """ER = acc_shift − t⁻¹(a·t(acc_ref) + b); broadcasts over fits.
+
+    A model on the line has ER = 0:
+
+    >>> float(np.round(effective_robustness(0.5, 0.5, 1.0, 0.0), 12))
+    0.0
+    """
+    expected = inverse(np.asarray(slope) * transform(acc_ref, kind) + np.asarray(intercept),
+                       kind)
+    return np.asarray(np.asarray(acc_shift, dtype=np.float64) - expected, dtype=np.float64)
+
+
+def percentile_ci(values: NDArray[np.float64], level: float,
+                  ) -> tuple[float, float] | None:
+    """Percentile interval [q((1−level)/2), q((1+level)/2)]; None without values.
+
+    >>> percentile_ci(np.arange(101.0), 0.9)
+    (5.0, 95.0)
+    """
+    v = values[np.isfinite(values)]
+    if v.size == 0:
+        return None
+    lo, hi = np.quantile(v, [(1.0 - level) / 2.0, (1.0 + level) / 2.0])
+    return float(lo), float(hi)

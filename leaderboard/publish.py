@@ -1,0 +1,257 @@
+"""Build and publish the static site.
+
+Both commands render into a fresh temporary directory beside the target, check
+it, and only then swap it in with a rename (:func:`vlmrobust.atomic.atomic_directory`):
+an exception or a kill at any point leaves the previous site exactly as it was.
+``publish`` also appends a release (version, date, code version, baseline fits,
+model changes) to ``releases.json``, the changelog shown on the site.
+
+Hosting is a separate, documented step: upload the folder as it is, e.g.
+``huggingface_hub.upload_folder(repo_id=..., repo_type="space", folder_path=SITE)``
+for a static Space, or any static file host.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import hashlib
+import json
+import os
+import shutil
+from collections.abc import Iterator, Mapping
+from html.parser import HTMLParser
+from pathlib import Path, PurePosixPath
+from typing import Any
+from urllib.parse import urlsplit
+
+from tqdm import tqdm
+
+from leaderboard.aggregate import Leaderboard, aggregate
+from leaderboard.baselines import load_baselines
+from leaderboard.load import Submission, load_submissions
+from leaderboard.render import render_site
+from vlmrobust import __version__
+from vlmrobust.atomic import atomic_directory
+from vlmrobust.errors import VlmrobustError
+
+RELEASES = "releases.json"
+RELEASES_SCHEMA = 1
+# Files whose presence marks a folder as a site we built (and may replace).
+SITE_MARKERS = ("index.html", "leaderboard.json")
+
+
+class PublishError(VlmrobustError):
+    """The site could not be built, checked or published."""
+
+
+def _submission_digest(s: Submission) -> str:
+    h = hashlib.sha256()
+    for name in ("meta.yaml", "scores.json"):
+        h.update((s.folder / name).read_bytes())
+    return h.hexdigest()
+
+
+def read_releases(site: Path) -> list[dict[str, Any]]:
+    path = Path(site) / RELEASES
+    if not path.exists():
+        return []
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise PublishError(f"{path}: not valid JSON ({exc}); restore it from a backup or "
+                           "the hosted site before publishing") from None
+    if (not isinstance(data, dict) or data.get("schema_version") != RELEASES_SCHEMA
+            or not isinstance(data.get("releases"), list)):
+        raise PublishError(f"{path}: expected {{'schema_version': {RELEASES_SCHEMA}, "
+                           "'releases': [...]}; restore it before publishing")
+    return list(data["releases"])
+
+
+def _next_version(previous: list[dict[str, Any]], requested: str | None) -> str:
+    used = {str(r.get("version")) for r in previous}
+    if requested is not None:
+        if not requested.strip() or requested in used:
+            raise PublishError(f"release version {requested!r} is empty or already published "
+                               f"(published: {sorted(used)}); pass a new --version")
+        return requested
+    if not previous:
+        return "1"
+    last = str(previous[-1].get("version"))
+    if not last.isdigit():
+        raise PublishError(f"cannot increment the last release version {last!r}; "
+                           "pass --version")
+    return str(int(last) + 1)
+
+
+def make_release(lb: Leaderboard, previous: list[dict[str, Any]], version: str,
+                 now: dt.datetime) -> dict[str, Any]:
+    models = {s.model_id: _submission_digest(s) for s in lb.submissions}
+    release: dict[str, Any] = {
+        "version": version,
+        "date": now.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "code_version": __version__,
+        "baselines": lb.spec.as_record(),
+        "overview_strategy": lb.strategy,
+        "fits": [f.as_record() for f in lb.fits],
+        "n_models": len(models),
+        "models": models,
+        "changes": None,
+    }
+    if previous:
+        old: Mapping[str, str] = previous[-1].get("models") or {}
+        release["changes"] = {
+            "added": sorted(set(models) - set(old)),
+            "removed": sorted(set(old) - set(models)),
+            "updated": sorted(m for m in set(models) & set(old) if models[m] != old[m]),
+        }
+    return release
+
+
+class _SiteParser(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.links: list[str] = []
+        self.overview_rows = 0
+        self._in_overview = False
+        self._in_body = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = dict(attrs)
+        if tag == "table" and a.get("id") == "overview":
+            self._in_overview = True
+        elif tag == "tbody" and self._in_overview:
+            self._in_body = True
+        elif tag == "tr" and self._in_body:
+            self.overview_rows += 1
+        for key in ("href", "src"):
+            if a.get(key):
+                self.links.append(str(a[key]))
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "table":
+            self._in_overview = self._in_body = False
+
+
+def check_site(root: Path, expected: Mapping[str, bytes], n_models: int) -> None:
+    """The built folder holds exactly the rendered bytes, one overview row per model,
+    and every local link resolves; no page refers to another host."""
+    root = Path(root)
+    for rel, data in expected.items():
+        p = root / rel
+        if not p.is_file() or p.read_bytes() != data:
+            raise PublishError(f"{p}: missing or different from what was rendered; "
+                               "the disk may be full: free space and publish again")
+    for rel in expected:
+        if not rel.endswith(".html"):
+            continue
+        parser = _SiteParser()
+        parser.feed(expected[rel].decode("utf-8"))
+        if rel == "index.html" and parser.overview_rows != n_models:
+            raise PublishError(f"index.html has {parser.overview_rows} overview rows for "
+                               f"{n_models} submissions; this is a bug, please report it")
+        for link in parser.links:
+            parts = urlsplit(link)
+            if parts.scheme == "data":
+                continue
+            if parts.scheme or parts.netloc:
+                raise PublishError(f"{rel} links to {link!r}; the site must not load "
+                                   "anything from the network")
+            target = (PurePosixPath(rel).parent / parts.path).as_posix() if parts.path else rel
+            norm = os.path.normpath(target).replace(os.sep, "/")
+            if norm not in expected:
+                raise PublishError(f"{rel} links to missing {link!r}; this is a bug, "
+                                   "please report it")
+    table = json.loads(expected["leaderboard.json"])
+    if len(table["rows"]) != n_models:
+        raise PublishError("leaderboard.json row count differs from the submissions")
+
+
+def _write_one(root: Path, rel: str, data: bytes) -> None:
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+
+
+def _refuse_foreign(target: Path) -> None:
+    """Never replace a folder that is not a site we built (e.g. a mistyped --out)."""
+    if target.exists() and (not target.is_dir() or (
+            any(target.iterdir()) and not all((target / m).is_file() for m in SITE_MARKERS))):
+        raise PublishError(f"{target} exists and is not a vlmrobust site; choose a new or "
+                           "empty folder, or remove it first")
+
+
+@contextlib.contextmanager
+def _site_lock(target: Path) -> Iterator[None]:
+    """One writer per site; stale temp folders of killed runs are removed under the lock."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    lock_path = target.parent / f".{target.name}.lock"
+    with open(lock_path, "a+") as fh:
+        try:
+            import fcntl
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except ImportError:  # pragma: no cover - non-POSIX: no locking available
+            pass
+        except BlockingIOError:
+            raise PublishError(f"{target} is being built by another process; wait for it "
+                               "and run again") from None
+        for stale in target.parent.glob(f".{target.name}.building-*"):
+            shutil.rmtree(stale, ignore_errors=True)
+        for stale in target.parent.glob(f".{target.name}.old-*"):
+            shutil.rmtree(stale, ignore_errors=True)
+        yield
+
+
+def _write_site(target: Path, files: Mapping[str, bytes], n_models: int,
+                progress: bool) -> None:
+    _refuse_foreign(target)
+    with _site_lock(target), atomic_directory(target) as tmp:
+        # mkdtemp creates 0700; a web server must be able to read the swapped-in site.
+        umask = os.umask(0)
+        os.umask(umask)
+        tmp.chmod(0o777 & ~umask)
+        for rel in tqdm(sorted(files), desc="writing site", unit="file", disable=not progress):
+            _write_one(tmp, rel, files[rel])
+        check_site(tmp, files, n_models)
+
+
+def _leaderboard(submissions: Path, baselines: Path | None) -> Leaderboard:
+    return aggregate(load_submissions(Path(submissions)), load_baselines(baselines))
+
+
+def build_site(submissions: Path, out: Path, *, baselines: Path | None = None,
+               progress: bool = False) -> Path:
+    """Preview build: render ``submissions`` into ``out`` (no new release; the
+    changelog of an existing site in ``out`` is kept). Returns ``out/index.html``."""
+    out = Path(out)
+    lb = _leaderboard(submissions, baselines)
+    _refuse_foreign(out)
+    releases = read_releases(out) if out.is_dir() else []
+    files = render_site(lb, releases=releases, code_version=__version__)
+    if releases:
+        files[RELEASES] = _releases_json(releases)
+    _write_site(out, files, len(lb.submissions), progress)
+    return out / "index.html"
+
+
+def _releases_json(releases: list[dict[str, Any]]) -> bytes:
+    return (json.dumps({"schema_version": RELEASES_SCHEMA, "releases": releases}, indent=1,
+                       ensure_ascii=False, allow_nan=False) + "\n").encode("utf-8")
+
+
+def publish_site(submissions: Path, site: Path, *, version: str | None = None,
+                 baselines: Path | None = None, now: dt.datetime | None = None,
+                 progress: bool = False) -> dict[str, Any]:
+    """Render, check and atomically swap in a new release of the site at ``site``;
+    returns the release record appended to ``releases.json``."""
+    site = Path(site)
+    lb = _leaderboard(submissions, baselines)
+    _refuse_foreign(site)
+    previous = read_releases(site) if site.is_dir() else []
+    release = make_release(lb, previous, _next_version(previous, version),
+                           now or dt.datetime.now(dt.timezone.utc))
+    releases = [*previous, release]
+    files = render_site(lb, releases=releases, release=release, code_version=__version__)
+    files[RELEASES] = _releases_json(releases)
+    _write_site(site, files, len(lb.submissions), progress)
+    return release

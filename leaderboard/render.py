@@ -1,0 +1,284 @@
+"""Render a :class:`Leaderboard` into the files of the static site (pure: no I/O
+besides reading the package's templates and static files).
+
+Pages are autoescaped Jinja2; CSS and the sorting script are inlined, and a
+Content-Security-Policy allows no network access at all and only the one inline
+script whose hash it names, so even a template mistake could not run injected
+script or fetch anything.
+"""
+
+from __future__ import annotations
+
+import base64
+import csv
+import hashlib
+import io
+import json
+import math
+from collections.abc import Mapping, Sequence
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from markupsafe import Markup
+
+from leaderboard import svg
+from leaderboard.aggregate import BENCH_C, IMAGENET, IMAGEWIKIQA, Leaderboard, ShiftFit
+from leaderboard.load import AGGREGATE_METRICS, QUADRANTS, TRANSITIONS, Submission
+
+HERE = Path(__file__).parent
+# imagecorruptions' order (Hendrycks & Dietterich 2019: noise, blur, weather, digital, extra).
+CORRUPTIONS = ("gaussian_noise", "shot_noise", "impulse_noise", "defocus_blur", "glass_blur",
+               "motion_blur", "zoom_blur", "snow", "frost", "fog", "brightness", "contrast",
+               "elastic_transform", "pixelate", "jpeg_compression", "speckle_noise",
+               "gaussian_blur", "spatter", "saturate")
+SEVERITIES = (1, 2, 3, 4, 5)
+# CSV cells starting with these are formulas in spreadsheet programs.
+_CSV_FORMULA = ("=", "+", "-", "@", "\t", "\r")
+
+
+def pct(v: float | None, digits: int = 1) -> str:
+    """Accuracy as a percentage, "—" when not measured.
+
+    >>> pct(0.8123), pct(None)
+    ('81.2', '—')
+    """
+    return "—" if v is None or not math.isfinite(v) else f"{v * 100:.{digits}f}"
+
+
+def signed(v: float | None, digits: int = 3, scale: float = 1.0) -> str:
+    """Signed number ("−" as the minus sign), "—" when undefined.
+
+    >>> signed(-0.0123), signed(0.5, 1, 100.0), signed(None)
+    ('−0.012', '+50.0', '—')
+    """
+    if v is None or not math.isfinite(v):
+        return "—"
+    s = f"{v * scale:+.{digits}f}"
+    return s.replace("-", "−")
+
+
+def num(v: float | None, digits: int = 3) -> str:
+    """>>> num(0.12345), num(None)
+    ('0.123', '—')
+    """
+    return "—" if v is None or not math.isfinite(v) else f"{v:.{digits}f}"
+
+
+def params(v: int | None) -> str:
+    """Parameter count in K/M/B.
+
+    >>> params(4652008), params(7_000_000_000), params(None)
+    ('4.65M', '7B', '—')
+    """
+    if v is None:
+        return "—"
+    for unit, size in (("B", 1e9), ("M", 1e6), ("K", 1e3)):
+        if v >= size:
+            return f"{v / size:.3g}{unit}"
+    return str(v)
+
+
+def data_v(v: object) -> str:
+    """Raw sort key for a cell's data-v attribute ("" = missing)."""
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+        return ""
+    return repr(v) if isinstance(v, float) else str(v)
+
+
+def tone(v: float | None) -> str:
+    return "" if v is None or v == 0 else ("pos" if v > 0 else "neg")
+
+
+@cache
+def _static(name: str) -> str:
+    return (HERE / "static" / name).read_text(encoding="utf-8")
+
+
+@cache
+def _env() -> Environment:
+    env = Environment(loader=FileSystemLoader(str(HERE / "templates")), autoescape=True,
+                      undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+                      keep_trailing_newline=True)
+    env.filters.update(pct=pct, signed=signed, num=num, params=params, data_v=data_v,
+                       tone=tone)
+    return env
+
+
+def _csp(script: str) -> str:
+    digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode()
+    return (f"default-src 'none'; script-src 'sha256-{digest}'; style-src 'unsafe-inline'; "
+            "img-src data:; base-uri 'none'; form-action 'none'")
+
+
+def corruption_order(names: set[str]) -> list[str]:
+    return [c for c in CORRUPTIONS if c in names] + sorted(names - set(CORRUPTIONS))
+
+
+def _fit_plot(f: ShiftFit) -> Markup:
+    return svg.probit_scatter(
+        [(p.name, p.acc_ref, p.acc_shift, p.is_baseline) for p in f.points],
+        slope=f.slope, intercept=f.intercept, chance=f.chance, transform=f.transform,
+        x_name=f.reference, y_name=f.shift, title=f"{f.family} · {f.strategy} · {f.shift}")
+
+
+def _benchc_maps(s: Submission, text: bool) -> tuple[Markup, Markup] | None:
+    d = s.datasets.get(BENCH_C)
+    if d is None or d.bench_c is None or not d.bench_c.cells:
+        return None
+    rows = corruption_order({c.corruption for c in d.bench_c.cells})
+    ras = {(c.corruption, c.severity): c.metrics.get("ras") for c in d.bench_c.cells}
+    dacc = {(c.corruption, c.severity): c.metrics.get("delta_acc") for c in d.bench_c.cells}
+    # RAS lies in [−2, 1] and ΔAcc in [−1, 1]; a shared ±1 scale keeps models comparable.
+    return (svg.heatmap(rows, SEVERITIES, ras, title="RAS", vmax=1.0, cell_text=text),
+            svg.heatmap(rows, SEVERITIES, dacc, title="ΔAcc", vmax=1.0, cell_text=text))
+
+
+def _mean_maps(subs: Sequence[Submission]) -> tuple[Markup, Markup] | None:
+    sums: dict[str, dict[tuple[str, int], list[float]]] = {"ras": {}, "delta_acc": {}}
+    for s in subs:
+        d = s.datasets.get(BENCH_C)
+        if d is None or d.bench_c is None:
+            continue
+        for c in d.bench_c.cells:
+            for k in sums:
+                v = c.metrics.get(k)
+                if v is not None:
+                    sums[k].setdefault((c.corruption, c.severity), []).append(v)
+    if not sums["ras"] and not sums["delta_acc"]:
+        return None
+    rows = corruption_order({k[0] for m in sums.values() for k in m})
+    mean = {k: {cell: sum(v) / len(v) for cell, v in m.items()} for k, m in sums.items()}
+    vals: dict[str, dict[tuple[str, int], float | None]] = {
+        k: dict(v) for k, v in mean.items()}
+    return (svg.heatmap(rows, SEVERITIES, vals["ras"], title="mean RAS over models", vmax=1.0),
+            svg.heatmap(rows, SEVERITIES, vals["delta_acc"], title="mean ΔAcc over models",
+                        vmax=1.0))
+
+
+def table_records(lb: Leaderboard) -> tuple[list[str], list[dict[str, Any]]]:
+    """The full table at full precision (for the CSV and JSON downloads)."""
+    in_cols = sorted({(c.variant, c.strategy or "") for s in lb.submissions
+                      if IMAGENET in s.datasets for c in s.datasets[IMAGENET].configs
+                      if c.variant is not None})
+    er_cols = sorted({(v.strategy, v.shift) for vals in lb.er.values() for v in vals})
+    columns = ["model_id", "name", "family", "vision_encoder", "params", "prompt_id", "date",
+               "tool_version", "adapter"]
+    columns += [f"imagenet-mcq:{v}:{st}:accuracy" for v, st in in_cols]
+    columns += [f"er:{st}:{sh}" for st, sh in er_cols]
+    columns += ["mean_er", "mean_er_ci_low", "mean_er_ci_high", "bench-c:clean_accuracy"]
+    columns += [f"bench-c:{k}" for k in AGGREGATE_METRICS]
+    columns += [f"bench-c:{k}" for k in (*QUADRANTS, *TRANSITIONS)]
+    columns += ["imagewikiqa:accuracy"]
+    rows_by_id = {r.model_id: r for r in lb.rows}
+    records = []
+    for s in lb.submissions:
+        m = s.meta
+        rec: dict[str, Any] = {
+            "model_id": m.model_id, "name": m.name, "family": m.family,
+            "vision_encoder": m.vision_encoder, "params": m.params, "prompt_id": m.prompt_id,
+            "date": m.date, "tool_version": m.tool_version, "adapter": m.adapter}
+        accs = ({(c.variant, c.strategy or ""): c.accuracy
+                 for c in s.datasets[IMAGENET].configs} if IMAGENET in s.datasets else {})
+        for v, st in in_cols:
+            rec[f"imagenet-mcq:{v}:{st}:accuracy"] = accs.get((v, st))
+        ers = {(e.strategy, e.shift): e.er for e in lb.er.get(m.model_id, ())}
+        for st, sh in er_cols:
+            rec[f"er:{st}:{sh}"] = ers.get((st, sh))
+        row = rows_by_id[m.model_id]
+        rec["mean_er"] = row.mean_er
+        rec["mean_er_ci_low"] = row.mean_er_ci[0] if row.mean_er_ci else None
+        rec["mean_er_ci_high"] = row.mean_er_ci[1] if row.mean_er_ci else None
+        bc = s.datasets[BENCH_C].bench_c if BENCH_C in s.datasets else None
+        rec["bench-c:clean_accuracy"] = bc.clean_accuracy if bc else None
+        for k in AGGREGATE_METRICS:
+            rec[f"bench-c:{k}"] = bc.aggregate.get(k) if bc else None
+        for k in QUADRANTS:
+            rec[f"bench-c:{k}"] = bc.quadrants.get(k) if bc else None
+        for k in TRANSITIONS:
+            rec[f"bench-c:{k}"] = bc.transitions.get(k) if bc else None
+        rec["imagewikiqa:accuracy"] = row.iwqa
+        records.append(rec)
+    return columns, records
+
+
+def _csv_cell(v: Any) -> str:
+    if v is None:
+        return ""
+    if isinstance(v, float):
+        return repr(v)
+    s = str(v)
+    # Neutralise spreadsheet formulas in model-supplied text (OWASP CSV injection).
+    return "'" + s if s.startswith(_CSV_FORMULA) else s
+
+
+def to_csv(columns: list[str], records: list[dict[str, Any]]) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(columns)
+    for r in records:
+        w.writerow([_csv_cell(r.get(c)) for c in columns])
+    return buf.getvalue()
+
+
+def render_site(lb: Leaderboard, *, releases: Sequence[Mapping[str, Any]] = (),
+                release: Mapping[str, Any] | None = None, code_version: str = "",
+                ) -> dict[str, bytes]:
+    """All site files as {relative path: bytes}. ``releases`` is the changelog
+    (oldest first); ``release`` the one being published (None for a preview build).
+    Same inputs give byte-identical files."""
+    env = _env()
+    script = _static("sort.js")
+    common = {
+        "css": Markup(_static("style.css")), "script": Markup(script), "csp": _csp(script),
+        "lb": lb, "release": release, "code_version": code_version,
+        "baselines": lb.spec, "n_models": len(lb.submissions),
+    }
+    files: dict[str, str] = {}
+
+    def page(path: str, template: str, **ctx: Any) -> None:
+        depth = path.count("/")
+        files[path] = env.get_template(template).render(
+            **common, **ctx, root="../" * depth, current=path)
+
+    ref_sorted = sorted(lb.rows, key=lambda r: (
+        -(r.imagenet.get(lb.variants[0]) or -1.0) if lb.variants else 0.0, r.model_id))
+    page("index.html", "index.html.j2", rows=ref_sorted)
+    by_family: dict[str, list[tuple[ShiftFit, Markup]]] = {}
+    for f in lb.fits:
+        by_family.setdefault(f"{f.family} · {f.strategy}", []).append((f, _fit_plot(f)))
+    ordered = sorted(by_family.items(), key=lambda kv: (
+        kv[1][0][0].strategy != lb.strategy, kv[0]))
+    page("robustness.html", "robustness.html.j2", groups=ordered)
+    bc_subs = [s for s in lb.submissions
+               if BENCH_C in s.datasets and s.datasets[BENCH_C].bench_c is not None]
+    ras_points = []
+    for s in bc_subs:
+        bc = s.datasets[BENCH_C].bench_c
+        assert bc is not None
+        dr, cr = bc.aggregate.get("destructive_ras"), bc.aggregate.get("corrective_ras")
+        if dr is not None and cr is not None:
+            ras_points.append((s.meta.name, dr, cr))
+    page("bench-c.html", "bench_c.html.j2", subs=bc_subs,
+         maps={s.model_id: _benchc_maps(s, text=False) for s in bc_subs},
+         mean_maps=_mean_maps(bc_subs),
+         ras_plot=svg.linear_scatter(ras_points, x_label="destructive RAS (RR ∪ RW)",
+                                     y_label="corrective RAS (WW ∪ WR)",
+                                     title="destructive vs corrective RAS"),
+         quadrants=QUADRANTS, transitions=TRANSITIONS)
+    page("releases.html", "releases.html.j2", releases=list(reversed(list(releases))))
+    for s in lb.submissions:
+        page(lb.pages[s.model_id], "model.html.j2", s=s, er=lb.er.get(s.model_id, ()),
+             maps=_benchc_maps(s, text=True), imagenet=IMAGENET, bench_c=BENCH_C,
+             iwqa=IMAGEWIKIQA, quadrants=QUADRANTS, transitions=TRANSITIONS,
+             fits=[f for f in lb.fits if f.family == s.meta.family])
+    columns, records = table_records(lb)
+    out = {k: v.encode("utf-8") for k, v in files.items()}
+    out["leaderboard.csv"] = to_csv(columns, records).encode("utf-8")
+    out["leaderboard.json"] = (json.dumps(
+        {"schema_version": 1, "overview_strategy": lb.strategy,
+         "baselines": lb.spec.as_record(), "fits": [f.as_record() for f in lb.fits],
+         "columns": columns, "rows": records},
+        indent=1, ensure_ascii=False, allow_nan=False) + "\n").encode("utf-8")
+    return out

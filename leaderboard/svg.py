@@ -1,0 +1,213 @@
+"""Hand-written SVG: probit scatter plots with baseline lines, plain scatter plots and
+corruption × severity heat maps. Every text that comes from a submission goes
+through :func:`markupsafe.escape`; the functions return :class:`Markup` so the
+autoescaping templates embed them as they are."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from markupsafe import Markup, escape
+
+from leaderboard import fit
+
+# Accuracy ticks for transformed axes: probit squeezes the middle, so the ends get more.
+ACC_TICKS = (0.01, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99)
+FONT = "font-family:system-ui,sans-serif;font-size:11px"
+
+
+def _n(x: float) -> str:
+    """Compact coordinates keep pages with many plots small."""
+    return f"{x:.1f}".rstrip("0").rstrip(".") if math.isfinite(x) else "0"
+
+
+@dataclass(frozen=True)
+class Frame:
+    """Maps data coordinates into a w × h box with margins (y grows upwards)."""
+
+    x0: float
+    x1: float
+    y0: float
+    y1: float
+    width: int = 360
+    height: int = 320
+    left: int = 48
+    right: int = 12
+    top: int = 26
+    bottom: int = 40
+
+    def __post_init__(self) -> None:
+        if not (self.x1 > self.x0 and self.y1 > self.y0):
+            raise ValueError("empty data range")
+
+    def px(self, x: float) -> float:
+        w = self.width - self.left - self.right
+        return self.left + (x - self.x0) / (self.x1 - self.x0) * w
+
+    def py(self, y: float) -> float:
+        h = self.height - self.top - self.bottom
+        return self.top + h - (y - self.y0) / (self.y1 - self.y0) * h
+
+
+def _padded(lo: float, hi: float, pad: float = 0.08) -> tuple[float, float]:
+    if hi - lo < 1e-9:
+        lo, hi = lo - 0.5, hi + 0.5
+    span = hi - lo
+    return lo - pad * span, hi + pad * span
+
+
+def _axes(f: Frame, xticks: Sequence[tuple[float, str]], yticks: Sequence[tuple[float, str]],
+          xlabel: str, ylabel: str, title: str) -> list[str]:
+    out = [f'<rect x="{f.left}" y="{f.top}" width="{f.width - f.left - f.right}" '
+           f'height="{f.height - f.top - f.bottom}" fill="#fff" stroke="#999"/>']
+    for v, lab in xticks:
+        x = _n(f.px(v))
+        out.append(f'<line x1="{x}" x2="{x}" y1="{f.top}" y2="{f.height - f.bottom}" '
+                   'stroke="#eee"/>')
+        out.append(f'<text x="{x}" y="{f.height - f.bottom + 13}" text-anchor="middle">'
+                   f"{escape(lab)}</text>")
+    for v, lab in yticks:
+        y = _n(f.py(v))
+        out.append(f'<line x1="{f.left}" x2="{f.width - f.right}" y1="{y}" y2="{y}" '
+                   'stroke="#eee"/>')
+        out.append(f'<text x="{f.left - 4}" y="{y}" text-anchor="end" '
+                   f'dominant-baseline="middle">{escape(lab)}</text>')
+    out.append(f'<text x="{_n((f.left + f.width - f.right) / 2)}" y="{f.height - 6}" '
+               f'text-anchor="middle">{escape(xlabel)}</text>')
+    out.append(f'<text transform="translate(12 {_n((f.top + f.height - f.bottom) / 2)}) '
+               f'rotate(-90)" text-anchor="middle">{escape(ylabel)}</text>')
+    out.append(f'<text x="{f.left}" y="16" font-weight="bold">{escape(title)}</text>')
+    return out
+
+
+def _svg(f: Frame, body: list[str], label: str) -> Markup:
+    return Markup(
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="plot" role="img" '
+        f'aria-label="{escape(label)}" width="{f.width}" height="{f.height}" '
+        f'viewBox="0 0 {f.width} {f.height}" style="{FONT}">' + "".join(body) + "</svg>")
+
+
+def _clip_line(f: Frame, a: float, b: float) -> tuple[float, float, float, float] | None:
+    """Segment of y = a·x + b inside the frame (clipped against the y range)."""
+    xs = [f.x0, f.x1]
+    if a != 0:
+        xs += [(f.y0 - b) / a, (f.y1 - b) / a]
+    inside = sorted(x for x in xs if f.x0 - 1e-9 <= x <= f.x1 + 1e-9
+                    and f.y0 - 1e-9 <= a * x + b <= f.y1 + 1e-9)
+    if len(inside) < 2:
+        return None
+    return inside[0], a * inside[0] + b, inside[-1], a * inside[-1] + b
+
+
+def probit_scatter(points: Sequence[tuple[str, float, float, bool]], *, slope: float | None,
+                   intercept: float | None, chance: float, transform: str, x_name: str,
+                   y_name: str, title: str) -> Markup:
+    """Reference accuracy (x) vs shifted accuracy (y) on transformed axes labelled
+    in accuracy. ``points``: (label, acc_ref, acc_shift, is_baseline). Draws y = x
+    (dashed), the baseline line when given, and the random-guess point (1/K, 1/K)."""
+    t: Callable[[float], float] = lambda a: float(fit.transform(a, transform))  # noqa: E731
+    xs = [t(p[1]) for p in points] + [t(chance)]
+    ys = [t(p[2]) for p in points] + [t(chance)]
+    lo, hi = _padded(min(*xs, *ys), max(*xs, *ys))
+    f = Frame(lo, hi, lo, hi)
+    ticks = [(t(a), f"{a * 100:g}%") for a in ACC_TICKS if lo <= t(a) <= hi]
+    body = _axes(f, ticks, ticks, f"{x_name} accuracy ({transform} scale)",
+                 f"{y_name} accuracy", title)
+    seg = _clip_line(f, 1.0, 0.0)
+    if seg:
+        body.append(f'<line class="identity" x1="{_n(f.px(seg[0]))}" y1="{_n(f.py(seg[1]))}" '
+                    f'x2="{_n(f.px(seg[2]))}" y2="{_n(f.py(seg[3]))}" stroke="#888" '
+                    'stroke-dasharray="4 3"><title>y = x</title></line>')
+    if slope is not None and intercept is not None:
+        seg = _clip_line(f, slope, intercept)
+        if seg:
+            body.append(
+                f'<line class="fit" x1="{_n(f.px(seg[0]))}" y1="{_n(f.py(seg[1]))}" '
+                f'x2="{_n(f.px(seg[2]))}" y2="{_n(f.py(seg[3]))}" stroke="#d62728" '
+                f'stroke-width="2"><title>baseline: {transform}(y) = {slope:.3f}·'
+                f"{transform}(x) {'+' if intercept >= 0 else '−'} {abs(intercept):.3f}"
+                "</title></line>")
+    cx, cy = _n(f.px(t(chance))), _n(f.py(t(chance)))
+    body.append(f'<path class="chance" d="M{cx} {float(cy) - 6:.1f}l5 6l-5 6l-5 -6z" '
+                f'fill="#7f7f7f"><title>random guess ({chance * 100:g}%)</title></path>')
+    for label, ar, ash, base in points:
+        fill = "#1f77b4" if base else "#fff"
+        body.append(
+            f'<circle class="pt" cx="{_n(f.px(t(ar)))}" cy="{_n(f.py(t(ash)))}" r="4" '
+            f'fill="{fill}" stroke="#1f77b4" stroke-width="1.5"><title>{escape(label)}: '
+            f"{x_name} {ar * 100:.1f}%, {y_name} {ash * 100:.1f}%"
+            f"{' (baseline)' if base else ''}</title></circle>")
+    return _svg(f, body, title)
+
+
+def linear_scatter(points: Sequence[tuple[str, float, float]], *, x_label: str, y_label: str,
+                   title: str, identity: bool = True) -> Markup:
+    """Plain scatter on linear axes (e.g. destructive vs corrective RAS)."""
+    if not points:
+        f = Frame(0.0, 1.0, 0.0, 1.0)
+        return _svg(f, [*_axes(f, [], [], x_label, y_label, title),
+                        f'<text x="{f.width // 2}" y="{f.height // 2}" text-anchor="middle">'
+                        "no data</text>"], title)
+    xs = [p[1] for p in points]
+    ys = [p[2] for p in points]
+    lo, hi = _padded(min(*xs, *ys), max(*xs, *ys))
+    f = Frame(lo, hi, lo, hi)
+    ticks = [(float(v), f"{v:.2g}") for v in np.linspace(lo, hi, 6)[1:-1]]
+    body = _axes(f, ticks, ticks, x_label, y_label, title)
+    seg = _clip_line(f, 1.0, 0.0) if identity else None
+    if seg:
+        body.append(f'<line class="identity" x1="{_n(f.px(seg[0]))}" y1="{_n(f.py(seg[1]))}" '
+                    f'x2="{_n(f.px(seg[2]))}" y2="{_n(f.py(seg[3]))}" stroke="#888" '
+                    'stroke-dasharray="4 3"/>')
+    for label, x, y in points:
+        body.append(f'<circle class="pt" cx="{_n(f.px(x))}" cy="{_n(f.py(y))}" r="4" '
+                    f'fill="#1f77b4"><title>{escape(label)}: {x:.3f}, {y:.3f}</title></circle>')
+    return _svg(f, body, title)
+
+
+def diverging_colour(v: float | None, vmax: float) -> str:
+    """Red (negative) – white (0) – blue (positive); grey when missing.
+
+    >>> diverging_colour(0.0, 1.0), diverging_colour(-1.0, 1.0), diverging_colour(None, 1.0)
+    ('#ffffff', '#d6604d', '#dddddd')
+    """
+    if v is None or not math.isfinite(v):
+        return "#dddddd"
+    s = max(-1.0, min(1.0, v / vmax)) if vmax > 0 else 0.0
+    end = (0x21, 0x66, 0xAC) if s > 0 else (0xD6, 0x60, 0x4D)
+    rgb = [round(255 + (e - 255) * abs(s)) for e in end]
+    return "#" + "".join(f"{c:02x}" for c in rgb)
+
+
+def heatmap(rows: Sequence[str], cols: Sequence[int],
+            values: dict[tuple[str, int], float | None], *, title: str, vmax: float,
+            cell_text: bool = True, cell: int = 26) -> Markup:
+    """Corruption (rows) × severity (columns) heat map on a symmetric diverging scale
+    [−vmax, vmax]; every cell has a tooltip, and optionally its value printed."""
+    left, top = 120, 30
+    width = left + cell * len(cols) + 10
+    height = top + 14 * len(rows) + 24 if not cell_text else top + 16 * len(rows) + 24
+    rh = 14 if not cell_text else 16
+    f = Frame(0.0, 1.0, 0.0, 1.0, width=width, height=height)
+    body = [f'<text x="4" y="14" font-weight="bold">{escape(title)}</text>']
+    for j, c in enumerate(cols):
+        body.append(f'<text x="{left + j * cell + cell // 2}" y="{top - 4}" '
+                    f'text-anchor="middle">{c}</text>')
+    for i, r in enumerate(rows):
+        y = top + i * rh
+        body.append(f'<text x="{left - 4}" y="{y + rh - 4}" text-anchor="end">'
+                    f"{escape(r)}</text>")
+        for j, c in enumerate(cols):
+            v = values.get((r, c))
+            shown = "n/a" if v is None else f"{v:.3f}"
+            body.append(f'<rect class="cell" x="{left + j * cell}" y="{y}" width="{cell - 1}" '
+                        f'height="{rh - 1}" fill="{diverging_colour(v, vmax)}">'
+                        f"<title>{escape(r)}, severity {c}: {shown}</title></rect>")
+            if cell_text and v is not None:
+                body.append(f'<text x="{left + j * cell + cell // 2}" y="{y + rh - 4}" '
+                            f'text-anchor="middle" font-size="8">{v:.2f}</text>')
+    body.append(f'<text x="{left}" y="{height - 6}">severity →  scale ±{vmax:g}</text>')
+    return _svg(f, body, title)
