@@ -1,0 +1,225 @@
+"""The reference evaluator: a model adapter + a dataset -> predictions file + meta.yaml.
+
+Deterministic row order (configs in manifest order, rows in file order), fixed
+batches, an append-only journal (evaluation.predictions_io) so that a run
+killed at any point and started again with the same arguments ends with
+exactly one row per dataset row, identical to an uninterrupted run. Under
+torchrun each rank takes rows ``i % world == rank`` and rank 0 merges.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from evaluation.adapters.base import Adapter, AdapterSpec, load_adapter, parse_adapter_name
+from evaluation.adapters.runtime import to_pil
+from evaluation.distributed import DistContext, init_distributed
+from evaluation.predictions_io import (
+    JournalWriter,
+    journal_path,
+    partial_dir,
+    predictions_table,
+    read_journal,
+    remove_partial,
+    start_journal,
+    write_meta,
+    write_predictions,
+)
+from evaluation.rows import DatasetReader, PlannedRow, plan_rows
+from vlmrobust import __version__
+from vlmrobust.errors import VlmrobustError
+
+
+def predict_dataset(
+    model: str | Adapter,
+    dataset: str | Path,
+    out: str | Path,
+    config: str | None = None,
+    batch_size: int = 16,
+    device: str | None = None,
+    limit: int | None = None,
+    progress: bool = True,
+    prompt: str | None = None,
+    after_batch: Callable[[int], None] | None = None,
+) -> Path:
+    """Predict option logits for every row of ``dataset`` (all configs, or ``config``)
+    and write ``out`` (parquet: id, logits list<float32>, config) + ``meta.yaml``.
+
+    ``model`` is an adapter name (``classifier:efficientnet-lite0``, ...) or a loaded
+    adapter; ``limit`` keeps the first rows of each config; ``after_batch(n)`` is
+    called after the n-th batch of this run is journaled (a hook for tests and
+    progress reporting). Returns ``out``.
+    """
+    out = Path(out)
+    if batch_size < 1:
+        raise VlmrobustError(f"--batch-size must be >= 1, got {batch_size}")
+    if out.suffix not in (".parquet", ".jsonl"):
+        raise VlmrobustError(f"--out {out}: use a .parquet (or .jsonl) file name")
+    spec = _spec_for(model, prompt)
+    reader = DatasetReader(dataset)
+    configs = reader.configs(config)
+    plan = plan_rows(reader, configs, spec.required_columns, limit, spec.max_options)
+    info = reader.info
+
+    ctx = init_distributed(device)
+    try:
+        pdir = partial_dir(out)
+        run_key = {
+            "model": spec.name,
+            "prompt": prompt,
+            "dataset_fingerprint": info.fingerprint,
+            "configs": configs,
+            "limit": limit,
+            "rows": len(plan),
+            "ids_sha256": hashlib.sha256("\n".join(p.id for p in plan).encode()).hexdigest(),
+        }
+        if ctx.is_main:
+            start_journal(pdir, run_key)
+        ctx.barrier()
+        done = _check_done(read_journal(pdir), plan, pdir)
+        adapter = model if not isinstance(model, str) else _load(spec, device, prompt)
+        mine = [p for p in plan if ctx.owns(p.index)]
+        todo = [p for p in mine if p.index not in done]
+        if todo:
+            _run_batches(adapter, reader, todo, batch_size, journal_path(pdir, ctx.rank,
+                         ctx.world_size), progress and ctx.is_main, len(mine), after_batch,
+                         desc=f"predict {spec.name}")
+        ctx.barrier()
+        if ctx.is_main:
+            _merge(out, plan, read_journal(pdir), pdir)
+            write_meta(out, _meta(adapter, spec, info, configs, prompt, limit, len(plan),
+                                  batch_size, ctx))
+            remove_partial(pdir)
+        ctx.barrier()
+    finally:
+        ctx.close()
+    return out
+
+
+def _spec_for(model: str | Adapter, prompt: str | None) -> AdapterSpec:
+    if isinstance(model, str):
+        spec = parse_adapter_name(model)
+    else:
+        from evaluation.adapters.classifier import CLASSIFIER_COLUMNS
+
+        cols = CLASSIFIER_COLUMNS if model.family == "classifier" else AdapterSpec.required_columns
+        spec = AdapterSpec(model.name, model.family, model.name, required_columns=cols,
+                           max_options=getattr(model, "max_options", None))
+    if prompt is not None and spec.family == "classifier":
+        raise VlmrobustError(f"--prompt applies to clip and vlm models, not {spec.name}")
+    return spec
+
+
+def _load(spec: AdapterSpec, device: str | None, prompt: str | None) -> Adapter:
+    opts = {"prompt": prompt} if prompt is not None else {}
+    return load_adapter(spec.name, device=device, **opts)
+
+
+def _check_done(done: dict[int, tuple[str, list[float]]], plan: Sequence[PlannedRow],
+                pdir: Path) -> dict[int, tuple[str, list[float]]]:
+    for index, (rid, _) in done.items():
+        if index >= len(plan) or plan[index].id != rid:
+            raise VlmrobustError(
+                f"{pdir}: journal row {index} (id {rid!r}) does not match the dataset; "
+                "delete that folder to start over"
+            )
+    return done
+
+
+def _batches(reader: DatasetReader, todo: Sequence[PlannedRow],
+             batch_size: int) -> Iterator[list[tuple[PlannedRow, dict[str, Any]]]]:
+    batch: list[tuple[PlannedRow, dict[str, Any]]] = []
+    by_config: dict[str, dict[int, PlannedRow]] = {}
+    for p in todo:
+        by_config.setdefault(p.config, {})[p.row] = p
+    # plan order is config-major, so streaming config by config keeps it
+    for config, rows in by_config.items():
+        for r, row in reader.iter_rows(config, set(rows)):
+            batch.append((rows[r], row))
+            if len(batch) == batch_size:
+                yield batch
+                batch = []
+    if batch:
+        yield batch
+
+
+def _run_batches(adapter: Adapter, reader: DatasetReader, todo: Sequence[PlannedRow],
+                 batch_size: int, journal: Path, progress: bool, total: int,
+                 after_batch: Callable[[int], None] | None, desc: str) -> None:
+    from tqdm.auto import tqdm
+
+    writer = JournalWriter(journal)
+    bar = tqdm(total=total, initial=total - len(todo), disable=not progress, desc=desc,
+               unit="row", dynamic_ncols=True)
+    try:
+        for n, batch in enumerate(_batches(reader, todo, batch_size), start=1):
+            rows = []
+            for p, row in batch:
+                row["image"] = to_pil(row["image"], f"{reader.where(p.config)} row {p.row}")
+                rows.append(row)
+            logits = np.asarray(adapter.option_logits(rows), dtype=np.float32)
+            if logits.ndim != 2 or logits.shape[0] != len(rows):
+                raise VlmrobustError(
+                    f"adapter {adapter.name} returned shape {logits.shape} for {len(rows)} rows"
+                )
+            out = []
+            for (p, row), vec in zip(batch, logits, strict=True):
+                k = len(row["options"])
+                if logits.shape[1] < k:
+                    raise VlmrobustError(
+                        f"adapter {adapter.name} gave {logits.shape[1]} logits for row {p.id!r} "
+                        f"with {k} options"
+                    )
+                out.append((p.index, p.id, vec[:k]))
+            writer.append(out)
+            bar.update(len(batch))
+            if after_batch is not None:
+                after_batch(n)
+    finally:
+        bar.close()
+        writer.close()
+
+
+def _merge(out: Path, plan: Sequence[PlannedRow], done: dict[int, tuple[str, list[float]]],
+           pdir: Path) -> None:
+    missing = [p for p in plan if p.index not in done]
+    if missing:
+        raise VlmrobustError(
+            f"{pdir}: {len(missing)} rows have no prediction (first: {missing[0].id!r}); "
+            "run the same command again to finish"
+        )
+    write_predictions(out, predictions_table([p.id for p in plan], [p.config for p in plan],
+                                             [done[p.index][1] for p in plan]))
+
+
+def _meta(adapter: Adapter, spec: AdapterSpec, info: Any, configs: Sequence[str],
+          prompt: str | None, limit: int | None, n_rows: int, batch_size: int,
+          ctx: DistContext) -> dict[str, Any]:
+    return {
+        "model": adapter.name,
+        "family": adapter.family,
+        "vision_encoder": getattr(adapter, "vision_encoder", None),
+        "params": getattr(adapter, "params", None),
+        "prompt_id": getattr(adapter, "prompt_id", prompt),
+        "dataset": {
+            "name": info.name,
+            "version": info.version,
+            "fingerprint": info.fingerprint,
+            "source": info.source,
+            "sample": info.sample,
+        },
+        "configs": list(configs),
+        "n_rows": n_rows,
+        "limit": limit,
+        "adapter": spec.name,
+        "batch_size": batch_size,
+        "world_size": ctx.world_size,
+        "date": _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat(),
+        "tool_version": __version__,
+    }

@@ -1,0 +1,138 @@
+"""Writing predictions: the append-only journal that makes runs resumable, and
+the final predictions file (parquet, or JSONL by suffix) + ``meta.yaml``.
+
+Journal: ``<out dir>/.<out name>.partial/`` holds ``run.json`` (the arguments
+that determine the result) and one ``rank-R-of-W.jsonl`` per process; each line
+is one finished batch ``{"rows": [[index, id, [logits...]], ...]}``, flushed and
+fsynced. A line cut short by a crash has no trailing newline: it is dropped on
+read and truncated away before appending, so a restart redoes exactly that
+batch. Logits are float32 values written as shortest float64 repr, which reads
+back to the identical float32.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from vlmrobust.atomic import write_bytes_atomic, write_text_atomic
+from vlmrobust.errors import VlmrobustError
+
+RUN_FILE = "run.json"
+
+
+def partial_dir(out: Path) -> Path:
+    return out.parent / f".{out.name}.partial"
+
+
+def journal_path(pdir: Path, rank: int, world: int) -> Path:
+    return pdir / f"rank-{rank}-of-{world}.jsonl"
+
+
+def start_journal(pdir: Path, run_key: Mapping[str, Any]) -> None:
+    """Create ``pdir`` with ``run.json``, or check that an existing one is for
+    the same run (a resume); a different run must not mix its rows in."""
+    pdir.mkdir(parents=True, exist_ok=True)
+    run_file = pdir / RUN_FILE
+    text = json.dumps(dict(run_key), sort_keys=True, indent=1) + "\n"
+    if run_file.exists():
+        old = json.loads(run_file.read_text(encoding="utf-8"))
+        if old != json.loads(text):
+            diff = sorted(k for k in set(old) | set(run_key) if old.get(k) != run_key.get(k))
+            raise VlmrobustError(
+                f"{pdir} holds an unfinished run with different {', '.join(diff)}; "
+                "rerun with the same arguments to resume, or delete that folder to start over"
+            )
+        return
+    write_text_atomic(run_file, text)
+
+
+def read_journal(pdir: Path) -> dict[int, tuple[str, list[float]]]:
+    """All finished rows of every rank file: plan index -> (id, logits)."""
+    done: dict[int, tuple[str, list[float]]] = {}
+    for path in sorted(pdir.glob("rank-*.jsonl")):
+        data = path.read_bytes()
+        complete = data[: data.rfind(b"\n") + 1]
+        for lineno, line in enumerate(complete.splitlines(), start=1):
+            try:
+                batch = json.loads(line)
+                for index, rid, logits in batch["rows"]:
+                    done.setdefault(int(index), (str(rid), [float(x) for x in logits]))
+            except (ValueError, KeyError, TypeError):
+                raise VlmrobustError(
+                    f"{path} line {lineno}: corrupt journal line; delete {pdir} to start over"
+                ) from None
+    return done
+
+
+class JournalWriter:
+    """Appends one line per finished batch to this rank's journal file."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        if path.exists():
+            # drop a line cut short by a crash so the next append starts clean
+            data = path.read_bytes()
+            keep = data.rfind(b"\n") + 1
+            if keep != len(data):
+                with path.open("r+b") as f:
+                    f.truncate(keep)
+        self._f = path.open("ab")
+
+    def append(self, rows: Sequence[tuple[int, str, np.ndarray]]) -> None:
+        payload = {"rows": [[i, rid, [float(x) for x in np.asarray(v, np.float32)]]
+                            for i, rid, v in rows]}
+        self._f.write(json.dumps(payload, separators=(",", ":")).encode("utf-8") + b"\n")
+        self._f.flush()
+        os.fsync(self._f.fileno())
+
+    def close(self) -> None:
+        self._f.close()
+
+
+def predictions_table(ids: Sequence[str], configs: Sequence[str],
+                      logits: Sequence[Sequence[float]]) -> Any:
+    import pyarrow as pa
+
+    return pa.table(
+        {
+            "id": pa.array(list(ids), pa.string()),
+            "logits": pa.array([np.asarray(v, np.float32) for v in logits],
+                               pa.list_(pa.float32())),
+            "config": pa.array(list(configs), pa.string()),
+        }
+    )
+
+
+def write_predictions(out: Path, table: Any) -> None:
+    """Atomically write the predictions table: JSONL when ``out`` ends in
+    .jsonl, parquet otherwise."""
+    if out.suffix == ".jsonl":
+        lines = [json.dumps({"id": r["id"], "logits": [float(x) for x in r["logits"]],
+                             "config": r["config"]}) for r in table.to_pylist()]
+        write_text_atomic(out, "".join(line + "\n" for line in lines))
+        return
+    import pyarrow.parquet as pq
+
+    buf = io.BytesIO()
+    pq.write_table(table, buf, compression="zstd")
+    write_bytes_atomic(out, buf.getvalue())
+
+
+def write_meta(out: Path, meta: Mapping[str, Any]) -> Path:
+    import yaml
+
+    path = out.parent / "meta.yaml"
+    write_text_atomic(path, yaml.safe_dump(dict(meta), sort_keys=False, allow_unicode=True))
+    return path
+
+
+def remove_partial(pdir: Path) -> None:
+    shutil.rmtree(pdir, ignore_errors=True)

@@ -1,0 +1,179 @@
+"""predict_dataset / `vlmrobust predict` with the real EfficientNet-Lite0 on a tiny
+dataset built with builders.writer: output layout, resume, errors before load."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+import yaml
+
+import evaluation.predict as predict_mod
+from builders.datadir import read_table
+from evaluation.adapters import load_adapter
+from evaluation.predict import predict_dataset
+from evaluation.predictions_io import partial_dir
+from tests.predict_fixtures import write_mcq
+from vlmrobust.cli import main
+from vlmrobust.errors import VlmrobustError
+
+MODEL = "classifier:efficientnet-lite0"
+
+
+@pytest.fixture(scope="module")
+def lite0() -> Any:
+    return load_adapter(MODEL, device="cpu")
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_mcq(tmp_path_factory.mktemp("ds") / "mcq", {"photo": 7, "other": 5})
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory: pytest.TempPathFactory, dataset: Path, lite0: Any) -> Path:
+    out = tmp_path_factory.mktemp("ref") / "predictions.parquet"
+    return predict_dataset(lite0, dataset, out, batch_size=3, progress=False)
+
+
+def test_predictions_layout_and_values(reference: Path, dataset: Path, lite0: Any) -> None:
+    table = pq.read_table(reference)
+    assert table.column_names == ["id", "logits", "config"]
+    assert str(table.schema.field("logits").type) == "list<element: float>"
+    ids = table.column("id").to_pylist()
+    expected = (read_table(dataset, "photo", ["id"]).column("id").to_pylist()
+                + read_table(dataset, "other", ["id"]).column("id").to_pylist())
+    assert ids == expected  # one row per dataset row, dataset order
+    src = read_table(dataset, "photo").to_pylist()
+    for got, row in zip(table.to_pylist(), src, strict=False):
+        assert len(got["logits"]) == len(row["options"])
+        assert np.isfinite(got["logits"]).all()
+    # values are the adapter's own option logits for that row
+    from evaluation.adapters.runtime import to_pil
+
+    direct = lite0.option_logits([dict(src[3], image=to_pil(src[3]["image"]))])[0]
+    np.testing.assert_allclose(table.column("logits")[3].as_py(), direct, rtol=1e-5, atol=1e-5)
+    # real photos: the classifier answers every question right
+    answers = [r["answer"] for r in src]
+    preds = [int(np.argmax(v)) for v in table.column("logits").to_pylist()[:7]]
+    assert preds == answers
+    assert not partial_dir(reference).exists()
+
+
+def test_meta_yaml(reference: Path, dataset: Path) -> None:
+    meta = yaml.safe_load((reference.parent / "meta.yaml").read_text())
+    manifest = json.loads((dataset / "manifest.json").read_text())
+    assert meta["model"] == MODEL and meta["family"] == "classifier"
+    assert meta["vision_encoder"] == "efficientnet-lite0"
+    assert isinstance(meta["params"], int) and 4_000_000 < meta["params"] < 6_000_000
+    assert meta["dataset"]["fingerprint"] == manifest["fingerprint"]
+    assert meta["dataset"]["name"] == "imagenet-mcq" and meta["dataset"]["version"] == "0.0.1"
+    assert meta["configs"] == ["photo", "other"] and meta["n_rows"] == 12
+    assert meta["tool_version"] and meta["date"]
+
+
+def test_resume_after_crash_is_identical(tmp_path: Path, dataset: Path, reference: Path,
+                                         lite0: Any) -> None:
+    out = tmp_path / "predictions.parquet"
+
+    class Crash(Exception):
+        pass
+
+    def crash_after_two(n: int) -> None:
+        if n == 2:
+            raise Crash
+
+    with pytest.raises(Crash):
+        predict_dataset(lite0, dataset, out, batch_size=3, progress=False,
+                        after_batch=crash_after_two)
+    assert not out.exists()
+    journal = list(partial_dir(out).glob("rank-*.jsonl"))
+    assert len(journal) == 1 and journal[0].read_text().count("\n") == 2
+    # simulate a kill in the middle of writing the third batch
+    with journal[0].open("a") as f:
+        f.write('{"rows": [[6, "photo-006", [1.0')
+    seen: list[int] = []
+    predict_dataset(lite0, dataset, out, batch_size=3, progress=False, after_batch=seen.append)
+    assert seen == [1, 2]  # only the 6 remaining rows were predicted
+    assert out.read_bytes() == reference.read_bytes()
+    assert not partial_dir(out).exists()
+
+
+def test_limit_and_single_config_and_jsonl(tmp_path: Path, dataset: Path, lite0: Any,
+                                           reference: Path) -> None:
+    out = predict_dataset(lite0, dataset, tmp_path / "p.jsonl", config="other", limit=3,
+                          batch_size=2, progress=False)
+    lines = [json.loads(x) for x in out.read_text().splitlines()]
+    assert [x["id"] for x in lines] == ["other-000", "other-001", "other-002"]
+    ref = {r["id"]: r["logits"] for r in pq.read_table(reference).to_pylist()}
+    for x in lines:
+        np.testing.assert_allclose(x["logits"], ref[x["id"]], rtol=1e-5, atol=1e-5)
+
+
+@pytest.fixture
+def no_model_load(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("a model was loaded before the input was validated")
+
+    monkeypatch.setattr(predict_mod, "load_adapter", refuse)
+
+
+def test_errors_before_model_load(tmp_path: Path, dataset: Path, no_model_load: None) -> None:
+    out = tmp_path / "p.parquet"
+    with pytest.raises(VlmrobustError, match="did you mean 'efficientnet-lite0'"):
+        predict_dataset("classifier:efficientnet_lite0", dataset, out)
+    bare = write_mcq(tmp_path / "bare", {"default": 3}, with_class_ids=False)
+    with pytest.raises(VlmrobustError, match=r"missing column.*option_class_ids"):
+        predict_dataset(MODEL, bare, out)
+    with pytest.raises(VlmrobustError, match="no config 'phto'; did you mean 'photo'"):
+        predict_dataset(MODEL, dataset, out, config="phto")
+    with pytest.raises(VlmrobustError, match="not a hub id"):
+        predict_dataset(MODEL, tmp_path / "nowhere", out)
+    with pytest.raises(VlmrobustError, match="--limit"):
+        predict_dataset(MODEL, dataset, out, limit=0)
+    with pytest.raises(VlmrobustError, match="--prompt applies"):
+        predict_dataset(MODEL, dataset, out, prompt="bare")
+    assert not out.exists() and not partial_dir(out).exists()
+
+
+def test_mismatched_options_named(tmp_path: Path, no_model_load: None) -> None:
+    import pyarrow as pa
+
+    ds = write_mcq(tmp_path / "bad", {"default": 4})
+    shard = next((ds / "data" / "default").glob("*.parquet"))
+    table = pq.read_table(shard)
+    ids = table.column("option_class_ids").to_pylist()
+    ids[2] = ids[2][:-1]
+    idx = table.column_names.index("option_class_ids")
+    table = table.set_column(idx, "option_class_ids", pa.array(ids, table.schema.field(idx).type))
+    pq.write_table(table, shard)
+    with pytest.raises(VlmrobustError, match=r"row 2 \(id 'default-002'\): 4 options but 3"):
+        predict_dataset(MODEL, ds, tmp_path / "p.parquet")
+
+
+def test_other_run_in_partial_dir_refused(tmp_path: Path, dataset: Path, lite0: Any) -> None:
+    out = tmp_path / "p.parquet"
+
+    def stop(n: int) -> None:
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        predict_dataset(lite0, dataset, out, batch_size=2, progress=False, after_batch=stop)
+    with pytest.raises(VlmrobustError, match=r"unfinished run with different .*limit"):
+        predict_dataset(lite0, dataset, out, limit=2, progress=False)
+
+
+def test_cli(tmp_path: Path, dataset: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "cli" / "predictions.parquet"
+    rc = main(["predict", "--model", MODEL, "--dataset", str(dataset), "--out", str(out),
+               "--limit", "2", "--batch-size", "4", "--no-progress", "--device", "cpu"])
+    assert rc == 0 and pq.read_table(out).num_rows == 4
+    rc = main(["predict", "--model", "clasifier:efficientnet-lite0", "--dataset", str(dataset),
+               "--out", str(out)])
+    err = capsys.readouterr().err
+    assert rc == 1 and err.startswith("error: ") and "did you mean 'classifier'" in err
+    assert err.count("\n") == 1
