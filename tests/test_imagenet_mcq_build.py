@@ -253,3 +253,19 @@ def test_loads_with_datasets(built: tuple[Path, dict]) -> None:
     for needle in ("Label cleaning", "wordnet", "Wu-Palmer", "IndexFlatIP", "CC0",
                    "Counts per class", "imagenet-r-wordnet"):
         assert needle in card
+
+
+def test_embedding_cache_resumes_without_reembedding(tmp_path: Path, spec: McqSpec,
+                                                     inputs: list[VariantInput],
+                                                     similarity: dict,
+                                                     built: tuple[Path, dict]) -> None:
+    cache = tmp_path / "cache"
+    first = FakeEmbedder()
+    m1 = build_dataset(spec, inputs, tmp_path / "a", reference="imagenet-val", sample=False,
+                       progress=False, embedder=first, similarity=similarity, cache_dir=cache)
+    assert first.calls > 0 and list(cache.glob("*.npy"))
+    second = FakeEmbedder()
+    m2 = build_dataset(spec, inputs, tmp_path / "b", reference="imagenet-val", sample=False,
+                       progress=False, embedder=second, similarity=similarity, cache_dir=cache)
+    assert second.calls == 0
+    assert m1["fingerprint"] == m2["fingerprint"] == built[1]["fingerprint"]

@@ -28,7 +28,12 @@ from builders.imagenet_mcq.questions import balanced_positions, make_row
 from builders.imagenet_mcq.seeding import item_rng
 from builders.imagenet_mcq.similarity import LabelSpaceSimilarity
 from builders.imagenet_mcq.spec import McqSpec, parse_spec
-from builders.imagenet_mcq.visual import Embedder, prototype_note, visual_neighbours
+from builders.imagenet_mcq.visual import (
+    Embedder,
+    default_cache_dir,
+    prototype_note,
+    visual_neighbours,
+)
 from builders.writer import BuildInfo, write_dataset
 from vlmrobust.errors import SourceError, VlmrobustError
 
@@ -140,6 +145,8 @@ def build(raw_spec: dict[str, Any], spec_path: Path, options: BuildOptions) -> d
     return build_dataset(
         spec, inputs, Path(options.out), reference=reference, sample=options.sample,
         progress=options.progress, limit=options.limit, device=options.device,
+        # the sample embeds in seconds; real builds cache embeddings to resume
+        cache_dir=None if options.sample else default_cache_dir(),
     )
 
 
@@ -148,10 +155,12 @@ def build_dataset(
     sample: bool, progress: bool = True, limit: int | None = None,
     device: str | None = None, embedder: Embedder | None = None,
     similarity: Mapping[tuple[int, ...], LabelSpaceSimilarity] | None = None,
+    cache_dir: Path | None = None,
 ) -> dict[str, Any]:
     """Select, clean, mine distractors and write ``out``. ``embedder`` and
     ``similarity`` can be injected (tests); by default they are the spec's
-    encoder and Wu-Palmer over WordNet."""
+    encoder and Wu-Palmer over WordNet. ``cache_dir`` keeps image embeddings
+    so that an interrupted build resumes."""
     from builders.classes import load_imagenet_classes
 
     names = {c.index: c.name for c in load_imagenet_classes()}
@@ -183,7 +192,8 @@ def build_dataset(
     if "visual" in spec.strategies:
         enc = embedder if embedder is not None else load_embedder(spec, device)
         neighbours = visual_neighbours(
-            [(v.space, chosen[v.name]) for v in inputs], enc, spec.visual, k, progress
+            [(v.space, chosen[v.name]) for v in inputs], enc, spec.visual, k, progress,
+            cache_dir=cache_dir,
         )
 
     def distractors(v: VariantInput, it: Item, strategy: str) -> tuple[int, ...]:

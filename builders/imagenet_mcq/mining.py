@@ -5,12 +5,15 @@ product is the cosine similarity."""
 
 from __future__ import annotations
 
+import hashlib
+import io
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from vlmrobust.atomic import write_bytes_atomic
 from vlmrobust.errors import VlmrobustError
 
 
@@ -82,29 +85,67 @@ def nearest_prototypes(
     return scores, idx.astype(np.int64)
 
 
+def _chunk_key(tag: str, paths: Sequence[Path]) -> str:
+    # path, size and mtime identify a file version, as make and rsync assume
+    h = hashlib.sha256(tag.encode("utf-8"))
+    for p in paths:
+        st = Path(p).stat()
+        h.update(f"\0{Path(p).resolve()}\0{st.st_size}\0{st.st_mtime_ns}".encode())
+    return h.hexdigest()
+
+
+def _load_images(paths: Sequence[Path]) -> list[Any]:
+    from PIL import Image
+
+    images = []
+    for path in paths:
+        try:
+            with Image.open(path) as im:
+                images.append(im.convert("RGB"))
+        except (OSError, ValueError) as exc:
+            raise VlmrobustError(
+                f"{path}: cannot decode image ({exc}); replace or remove the file"
+            ) from None
+    return images
+
+
 def embed_files(
     embed: Callable[[list[Any]], np.ndarray], paths: Sequence[Path], batch_size: int,
-    progress: bool = True, desc: str = "embedding images",
+    progress: bool = True, desc: str = "embedding images", cache_dir: Path | None = None,
+    cache_tag: str = "", chunk_batches: int = 16,
 ) -> np.ndarray:
-    """Embeddings (N, D) of image files, in order, batch by batch with a progress bar."""
-    from PIL import Image
+    """L2-normalised embeddings (N, D) of image files, in order, with a progress bar.
+
+    With ``cache_dir``, every chunk of ``batch_size * chunk_batches`` files is
+    saved (atomically) under a key of ``cache_tag`` (the encoder) and the files'
+    paths, sizes and mtimes, so an interrupted build resumes where it stopped.
+    """
     from tqdm import tqdm
 
-    chunks: list[np.ndarray] = []
+    chunk = batch_size * chunk_batches
+    parts: list[np.ndarray] = []
     bar = tqdm(total=len(paths), desc=desc, unit="img", disable=not progress)
-    for start in range(0, len(paths), batch_size):
-        images = []
-        for path in paths[start:start + batch_size]:
-            try:
-                with Image.open(path) as im:
-                    images.append(im.convert("RGB"))
-            except (OSError, ValueError) as exc:
-                raise VlmrobustError(
-                    f"{path}: cannot decode image ({exc}); replace or remove the file"
-                ) from None
-        chunks.append(np.asarray(embed(images), dtype=np.float32))
-        bar.update(len(images))
+    for start in range(0, len(paths), chunk):
+        block = paths[start:start + chunk]
+        cached = None
+        if cache_dir is not None:
+            cached = Path(cache_dir) / f"{_chunk_key(cache_tag, block)}.npy"
+            if cached.is_file():
+                parts.append(np.load(cached))
+                bar.update(len(block))
+                continue
+        out = []
+        for b in range(0, len(block), batch_size):
+            images = _load_images(block[b:b + batch_size])
+            out.append(np.asarray(embed(images), dtype=np.float32))
+            bar.update(len(images))
+        arr = l2_normalise(np.concatenate(out))
+        if cached is not None:
+            buf = io.BytesIO()
+            np.save(buf, arr)
+            write_bytes_atomic(cached, buf.getvalue())
+        parts.append(arr)
     bar.close()
-    if not chunks:
+    if not parts:
         return np.zeros((0, 0), dtype=np.float32)
-    return l2_normalise(np.concatenate(chunks))
+    return np.concatenate(parts)

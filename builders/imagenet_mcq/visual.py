@@ -15,7 +15,9 @@ Prototypes (spec ``visual.prototypes``):
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
@@ -66,16 +68,27 @@ def _prototypes(
     return image_prototypes(emb, [it.label for it in items], range(NUM_CLASSES))
 
 
+def default_cache_dir() -> Path:
+    """``$VLMROBUST_CACHE/embeddings``, else ``$XDG_CACHE_HOME/vlmrobust/embeddings``
+    (``~/.cache`` by default)."""
+    base = os.environ.get("VLMROBUST_CACHE")
+    if base:
+        return Path(base) / "embeddings"
+    xdg = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(xdg) / "vlmrobust" / "embeddings"
+
+
 def visual_neighbours(
     variants: Sequence[tuple[tuple[int, ...], Sequence[Item]]], embedder: Embedder,
-    visual: VisualSpec, k: int, progress: bool,
+    visual: VisualSpec, k: int, progress: bool, cache_dir: Path | None = None,
 ) -> dict[tuple[str, str], tuple[int, ...]]:
     """(variant, key) -> classes of the variant's label space, nearest prototype
     first, long enough to leave ``k`` after removing the item's valid labels."""
     items = [it for _, its in variants for it in its]
     emb = embed_files(
         embedder.embed_images, [it.path for it in items], visual.batch_size, progress,
-        desc=f"embedding with {visual.encoder}",
+        desc=f"embedding with {visual.encoder}", cache_dir=cache_dir,
+        cache_tag=f"{visual.encoder}/v1",
     )
     protos, has = _prototypes(visual, embedder, emb, items)
     out: dict[tuple[str, str], tuple[int, ...]] = {}
