@@ -1,0 +1,351 @@
+"""Readers for the on-disk layouts in which users download the ImageNet variants.
+
+``read_variant(variant, root, clean_labels=None)`` returns the variant's images
+in a deterministic (sorted by key) order, each with its valid IN-1k labels.
+``root`` is a source root that holds the variant under one of the names in
+:data:`VARIANT_DIRS` (first match wins; so one ``--source-root`` serves every
+variant), or else the variant's own folder.
+
+Layouts (image files: .jpg .jpeg .png .bmp .webp, any case; dot-files ignored):
+
+- ``imagenet-val``: class folders ``nXXXXXXXX/*.JPEG``; or flat
+  ``ILSVRC2012_val_XXXXXXXX.JPEG`` files with a label file beside them
+  (``LOC_val_solution.csv`` from Kaggle, or a ``val.txt``-style list of
+  ``<file> <class index>`` lines), else the original val labels shipped with this package.
+- ``imagenet-v2``: folders ``0``..``999`` named by class index (the official tarballs).
+- ``imagenet-r`` / ``imagenet-a``: wnid folders, 200 classes each.
+- ``imagenet-sketch``: wnid folders, directly or under ``sketch/``.
+- ``objectnet``: ``images/<folder>/*.png`` and ``mappings/`` (``objectnet_to_imagenet_1k.json``,
+  ``folder_to_objectnet_label.json``), directly or under ``objectnet-1.0/``; only the
+  folders whose class maps to IN-1k are read, labelled with every IN-1k class they map to.
+
+Clean labels (``imagenet-val`` only; the released relabelings cover ImageNet val, so
+the same argument may be passed for every variant and is not used by the others):
+
+- ``"real"``: the ReaL labels shipped with this package (Beyer et al. 2020);
+- a path to the official ``real.json`` (a JSON list of 50,000 label lists in val order);
+- a path to a JSON object ``{file: [label, ...]}`` as in Kisel et al.'s "Flaws of ImageNet"
+  clean labels: ``file`` is a val file name (directory and extension optional), each
+  label an IN-1k index or wnid; an empty list means the image has no valid label;
+- a mapping of the same shape.
+
+With clean labels, an image's valid labels are its clean labels, its own (folder)
+label first when it is among them; images with no valid label are dropped.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from builders.classes import (
+    N_CLASSES,
+    VARIANTS,
+    class_by_wnid,
+    label_space,
+    load_objectnet_folders,
+    load_real_json,
+    real_labels,
+    val_labels,
+)
+from vlmrobust.errors import SourceError, VlmrobustError
+
+IMAGE_SUFFIXES = frozenset({".jpg", ".jpeg", ".png", ".bmp", ".webp"})
+_WNID = re.compile(r"^n\d{8}$")
+_VAL_FILE = re.compile(r"^ILSVRC2012_val_\d{8}$")
+
+#: Sub-folder names tried under a source root, per variant, in order.
+VARIANT_DIRS: dict[str, tuple[str, ...]] = {
+    "imagenet-val": ("imagenet-val", "val", "imagenet/val", "ILSVRC/Data/CLS-LOC/val"),
+    "imagenet-v2": (
+        "imagenet-v2",
+        "imagenetv2-matched-frequency-format-val",
+        "imagenetv2-threshold0.7-format-val",
+        "imagenetv2-top-images-format-val",
+    ),
+    "imagenet-r": ("imagenet-r",),
+    "imagenet-a": ("imagenet-a",),
+    "imagenet-sketch": ("imagenet-sketch", "sketch"),
+    "objectnet": ("objectnet", "objectnet-1.0"),
+}
+VAL_LABEL_FILES = ("LOC_val_solution.csv", "val.txt", "val_labels.txt")
+
+CleanLabels = str | Path | Mapping[str, Sequence[int | str]] | None
+
+
+@dataclass(frozen=True)
+class SourceImage:
+    """One source image: ``key`` (posix path relative to the variant folder; stable
+    id material), its ``path`` and its valid IN-1k ``labels`` (first = the
+    dataset's own label when valid; empty = no valid label)."""
+
+    key: str
+    path: Path
+    labels: tuple[int, ...]
+
+    def __post_init__(self) -> None:
+        if not self.key or self.key.startswith("/"):
+            raise ValueError(f"source key must be a relative path, got {self.key!r}")
+        if len(set(self.labels)) != len(self.labels):
+            raise ValueError(f"{self.key}: duplicate labels {self.labels}")
+        if not all(0 <= x < N_CLASSES for x in self.labels):
+            raise ValueError(f"{self.key}: labels {self.labels} outside 0..{N_CLASSES - 1}")
+
+
+def _is_image(p: Path) -> bool:
+    return p.suffix.lower() in IMAGE_SUFFIXES and not p.name.startswith(".")
+
+
+def _subdirs(d: Path) -> list[Path]:
+    return sorted((p for p in d.iterdir() if p.is_dir() and not p.name.startswith(".")), key=lambda p: p.name)
+
+
+def _images_in(d: Path) -> list[Path]:
+    return sorted((p for p in d.iterdir() if p.is_file() and _is_image(p)), key=lambda p: p.name)
+
+
+def _looks_like(variant: str, d: Path) -> bool:
+    names = {p.name for p in _subdirs(d)}
+    if variant == "objectnet":
+        return "images" in names or "mappings" in names
+    if variant == "imagenet-v2":
+        return any(n.isdigit() for n in names)
+    if any(_WNID.match(n) for n in names):
+        return True
+    return variant == "imagenet-val" and any(_VAL_FILE.match(p.stem) for p in _images_in(d))
+
+
+def variant_dir(variant: str, root: Path | str) -> Path:
+    """The folder holding ``variant`` under ``root`` (``root`` itself if it is one)."""
+    if variant not in VARIANTS:
+        raise VlmrobustError(f"unknown variant {variant!r}; fix: use one of {', '.join(VARIANTS)}")
+    root = Path(root)
+    if not root.is_dir():
+        raise SourceError(f"{root}: source folder not found; fix: pass the folder that holds {variant}")
+    for name in VARIANT_DIRS[variant]:
+        cand = root / name
+        if cand.is_dir():
+            if variant == "imagenet-sketch" and (cand / "sketch").is_dir():
+                cand = cand / "sketch"
+            return cand
+    if _looks_like(variant, root):
+        return root
+    raise SourceError(
+        f"{root}: no {variant} folder found; fix: put it at {root / VARIANT_DIRS[variant][0]} "
+        f"(layout: see builders/sources.py)"
+    )
+
+
+def _wnid_folders(d: Path, variant: str, space: set[int]) -> list[tuple[str, Path, int]]:
+    """(key, path, label) for every image in wnid class folders of ``d``."""
+    out: list[tuple[str, Path, int]] = []
+    subdirs = _subdirs(d)
+    if not subdirs:
+        raise SourceError(f"{d}: no class folders (nXXXXXXXX/) found; fix: extract {variant} here")
+    for sub in subdirs:
+        if not _WNID.match(sub.name):
+            raise SourceError(f"{sub}: unexpected folder in {variant} (not a wnid like n01440764); fix: move or remove it")
+        try:
+            label = class_by_wnid(sub.name).index
+        except VlmrobustError:
+            raise SourceError(f"{sub}: {sub.name} is not an ImageNet-1k class; fix: remove this folder") from None
+        if label not in space:
+            raise SourceError(f"{sub}: class {sub.name} is not in the {variant} label space; fix: remove this folder")
+        out.extend((f"{sub.name}/{p.name}", p, label) for p in _images_in(sub))
+    return out
+
+
+def _index_folders(d: Path) -> list[tuple[str, Path, int]]:
+    out: list[tuple[str, Path, int]] = []
+    for sub in _subdirs(d):
+        if not (sub.name.isdigit() and 0 <= int(sub.name) < N_CLASSES and str(int(sub.name)) == sub.name):
+            raise SourceError(f"{sub}: imagenet-v2 class folders are named 0..999; fix: move or remove this folder")
+        out.extend((f"{sub.name}/{p.name}", p, int(sub.name)) for p in _images_in(sub))
+    return out
+
+
+def _parse_label(value: str, where: str) -> int:
+    value = value.strip()
+    if _WNID.match(value):
+        try:
+            return class_by_wnid(value).index
+        except VlmrobustError:
+            raise SourceError(f"{where}: {value} is not an ImageNet-1k wnid; fix: correct the label") from None
+    if value.isdigit() and int(value) < N_CLASSES:
+        return int(value)
+    raise SourceError(f"{where}: label {value!r} is neither a class index 0..999 nor a wnid; fix: correct the label")
+
+
+def read_val_label_file(path: Path) -> dict[str, int]:
+    """File stem -> label from ``LOC_val_solution.csv`` (``ImageId,PredictionString``, first
+    wnid of the prediction string) or a ``<file> <index or wnid>`` list (``val.txt``)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SourceError(f"{path}: cannot read label file ({exc}); fix: restore it") from exc
+    out: dict[str, int] = {}
+    if path.suffix.lower() == ".csv":
+        rows = list(csv.reader(text.splitlines()))
+        if not rows or [c.strip() for c in rows[0][:2]] != ["ImageId", "PredictionString"]:
+            raise SourceError(f"{path}: row 1 must be the header 'ImageId,PredictionString'; fix: use Kaggle's LOC_val_solution.csv")
+        for n, row in enumerate(rows[1:], start=2):
+            if len(row) < 2 or not row[1].split():
+                raise SourceError(f"{path}: row {n} has no PredictionString; fix: restore the file")
+            out[PurePosixPath(row[0].strip()).stem] = _parse_label(row[1].split()[0], f"{path}: row {n}")
+        return out
+    for n, line in enumerate(text.splitlines(), start=1):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        parts = line.split()
+        if len(parts) != 2:
+            raise SourceError(f"{path}: line {n} is not '<file> <label>'; fix: one image per line")
+        out[PurePosixPath(parts[0]).stem] = _parse_label(parts[1], f"{path}: line {n}")
+    return out
+
+
+def _flat_val(d: Path, label_file: Path | None) -> list[tuple[str, Path, int]]:
+    images = _images_in(d)
+    if not images:
+        raise SourceError(f"{d}: no images and no class folders; fix: extract ImageNet val here")
+    if label_file is None:
+        found = [d / n for n in VAL_LABEL_FILES if (d / n).is_file()]
+        found += [d.parent / n for n in VAL_LABEL_FILES if (d.parent / n).is_file()]
+        label_file = found[0] if found else None
+    if label_file is not None:
+        labels = read_val_label_file(label_file)
+        where = str(label_file)
+    else:
+        labels = {PurePosixPath(k).stem: v for k, v in val_labels().items()}
+        where = "the ILSVRC-2012 val labels shipped with vlmrobust"
+    out = []
+    for p in images:
+        if p.stem not in labels:
+            raise SourceError(
+                f"{p}: not listed in {where}; fix: use the label file that belongs to these images "
+                f"({' or '.join(VAL_LABEL_FILES)})"
+            )
+        out.append((p.name, p, labels[p.stem]))
+    return out
+
+
+def load_clean_labels(clean_labels: CleanLabels) -> dict[str, tuple[int, ...]] | None:
+    """Normalise any accepted clean-label form to {file stem: labels}."""
+    if clean_labels is None:
+        return None
+    if isinstance(clean_labels, str) and clean_labels == "real":
+        raw: Mapping[str, Sequence[int | str]] = real_labels()
+        where = "ReaL labels"
+    elif isinstance(clean_labels, (str, Path)):
+        path = Path(clean_labels)
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise SourceError(f"{path}: clean-label file not found; fix: give its path or 'real'") from None
+        except (OSError, ValueError) as exc:
+            raise SourceError(f"{path}: not a readable JSON file ({exc}); fix: use a {{file: [labels]}} JSON object") from exc
+        if isinstance(data, list):
+            raw = load_real_json(path)
+        elif isinstance(data, dict):
+            raw = data
+        else:
+            raise SourceError(f"{path}: expected a JSON object {{file: [labels]}} or real.json's list; fix: convert it")
+        where = str(path)
+    else:
+        raw, where = clean_labels, "clean labels"
+    out: dict[str, tuple[int, ...]] = {}
+    for key, labels in raw.items():
+        if not isinstance(labels, (list, tuple)):
+            raise SourceError(f"{where}: entry {key!r} is not a list of labels; fix: use [] for no valid label")
+        parsed = tuple(dict.fromkeys(_parse_label(str(x), f"{where}: entry {key!r}") for x in labels))
+        stem = PurePosixPath(str(key)).stem
+        if stem in out and out[stem] != parsed:
+            raise SourceError(f"{where}: file {stem} listed twice with different labels; fix: keep one entry")
+        out[stem] = parsed
+    return out
+
+
+def _apply_clean(
+    items: Iterable[tuple[str, Path, int]], clean: Mapping[str, tuple[int, ...]] | None, where: str
+) -> list[SourceImage]:
+    out = []
+    for key, path, own in items:
+        if clean is None:
+            labels: tuple[int, ...] = (own,)
+        else:
+            stem = path.stem
+            if stem not in clean:
+                raise SourceError(f"{path}: not in the clean labels ({where}); fix: use the clean-label file for these images")
+            valid = clean[stem]
+            labels = (own, *sorted(x for x in valid if x != own)) if own in valid else tuple(sorted(valid))
+        if labels:
+            out.append(SourceImage(key=key, path=path, labels=labels))
+    return sorted(out, key=lambda s: s.key)
+
+
+def read_variant(
+    variant: str,
+    root: Path | str,
+    clean_labels: CleanLabels = None,
+    *,
+    label_file: Path | str | None = None,
+) -> list[SourceImage]:
+    """The images of ``variant`` under ``root`` with their valid labels, sorted by key.
+
+    ``label_file`` overrides the label-file search of the flat ``imagenet-val`` layout.
+    Images with no valid label are left out.
+    """
+    d = variant_dir(variant, root)
+    items: list[tuple[str, Path, int]]
+    if variant == "objectnet":
+        result = _objectnet(d)
+    else:
+        if variant == "imagenet-val":
+            if any(_WNID.match(p.name) for p in _subdirs(d)):
+                items = _wnid_folders(d, variant, set(range(N_CLASSES)))
+            else:
+                items = _flat_val(d, Path(label_file) if label_file is not None else None)
+        elif variant == "imagenet-v2":
+            items = _index_folders(d)
+        else:
+            items = _wnid_folders(d, variant, set(label_space(variant)))
+        clean = load_clean_labels(clean_labels) if variant == "imagenet-val" else None
+        where = str(clean_labels) if isinstance(clean_labels, (str, Path)) else "clean labels"
+        result = _apply_clean(items, clean, where)
+    if not result:
+        raise SourceError(f"{d}: no {variant} images with a valid label found; fix: check the folder and layout")
+    return result
+
+
+def _objectnet(d: Path) -> list[SourceImage]:
+    if not (d / "images").is_dir() and (d / "objectnet-1.0").is_dir():
+        d = d / "objectnet-1.0"
+    mappings = d / "mappings"
+    if not mappings.is_dir():
+        raise SourceError(
+            f"{mappings}: ObjectNet mapping folder not found; fix: keep the mappings/ folder of the "
+            "ObjectNet release next to images/"
+        )
+    images = d / "images"
+    if not images.is_dir():
+        raise SourceError(f"{images}: ObjectNet images/ folder not found; fix: extract ObjectNet here")
+    folders = load_objectnet_folders(mappings)
+    known = _known_objectnet_folders(mappings)
+    out: list[SourceImage] = []
+    for sub in _subdirs(images):
+        if sub.name not in known:
+            raise SourceError(
+                f"{sub}: not an ObjectNet class folder (absent from folder_to_objectnet_label.json); fix: remove it"
+            )
+        labels = folders.get(sub.name)
+        if labels:
+            out.extend(SourceImage(f"{sub.name}/{p.name}", p, labels) for p in _images_in(sub))
+    return sorted(out, key=lambda s: s.key)
+
+
+def _known_objectnet_folders(mappings: Path) -> set[str]:
+    data = json.loads((mappings / "folder_to_objectnet_label.json").read_text(encoding="utf-8"))
+    return set(data)
