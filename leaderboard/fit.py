@@ -13,27 +13,20 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.special import expit, logit, ndtr, ndtri
 
-# Accuracies of exactly 0 or 1 have no finite probit; clip them just inside.
-EPS = 1e-4
+from evaluation.metrics import effective_robustness as er_metrics
+from evaluation.metrics.transforms import get_transform
 
 
 def transform(acc: ArrayLike, kind: str = "probit") -> NDArray[np.float64]:
-    """t(acc): Φ⁻¹(acc) (probit) or log(acc / (1 − acc)) (logit), acc clipped to
-    [1e-4, 1 − 1e-4].
+    """t(acc) (evaluation.metrics.transforms: probit Φ⁻¹ or logit, clipped to (0, 1)).
 
     >>> [round(float(v), 4) for v in transform([0.5, 0.8413447], "probit")]
     [0.0, 1.0]
     >>> round(float(transform(0.75, "logit")), 4)
     1.0986
     """
-    a = np.clip(np.asarray(acc, dtype=np.float64), EPS, 1.0 - EPS)
-    if kind == "probit":
-        return np.asarray(ndtri(a), dtype=np.float64)
-    if kind == "logit":
-        return np.asarray(logit(a), dtype=np.float64)
-    raise ValueError(f"unknown transform {kind!r}")
+    return get_transform(kind)[0](acc)
 
 
 def inverse(z: ArrayLike, kind: str = "probit") -> NDArray[np.float64]:
@@ -42,12 +35,7 @@ def inverse(z: ArrayLike, kind: str = "probit") -> NDArray[np.float64]:
     >>> round(float(inverse(1.0, "probit")), 4), round(float(inverse(0.0, "logit")), 4)
     (0.8413, 0.5)
     """
-    zz = np.asarray(z, dtype=np.float64)
-    if kind == "probit":
-        return np.asarray(ndtr(zz), dtype=np.float64)
-    if kind == "logit":
-        return np.asarray(expit(zz), dtype=np.float64)
-    raise ValueError(f"unknown transform {kind!r}")
+    return get_transform(kind)[1](z)
 
 
 def least_squares(x: NDArray[np.float64], y: NDArray[np.float64],
@@ -65,7 +53,7 @@ def least_squares(x: NDArray[np.float64], y: NDArray[np.float64],
     >>> a, b = least_squares(np.array([0.0, 1.0, 2.0]), np.array([1.0, 3.0, 9.0]),
     ...                      np.array([[1.0, 1.0, 0.0], [0.0, 0.0, 4.0]]))
     >>> a.tolist(), b.tolist()
-    [2.0, nan], [1.0, nan]
+    ([2.0, nan], [1.0, nan])
     """
     ww = np.ones_like(x) if w is None else np.asarray(w, dtype=np.float64)
     sw = ww.sum(axis=-1)
@@ -95,6 +83,8 @@ def bootstrap_weights(m: int, n_boot: int, rng: np.random.Generator) -> NDArray[
 
 @dataclass(frozen=True)
 class LineFit:
+    """A fitted baseline line plus its goodness of fit (R² in transformed space)."""
+
     slope: float
     intercept: float
     n: int
@@ -104,38 +94,40 @@ class LineFit:
     def __post_init__(self) -> None:
         if self.n < 2:
             raise ValueError("a line needs at least 2 points")
-
-    def predict(self, acc_ref: ArrayLike) -> NDArray[np.float64]:
-        """Accuracy on the shift that the baseline line expects at ``acc_ref``."""
-        return inverse(self.slope * transform(acc_ref, self.transform) + self.intercept,
-                       self.transform)
+        if not (np.isfinite(self.slope) and np.isfinite(self.intercept)):
+            raise ValueError("slope and intercept must be finite")
 
 
 def fit_line(acc_ref: Sequence[float], acc_shift: Sequence[float],
              kind: str = "probit") -> LineFit | None:
-    """Least-squares line in transformed space; None when the reference accuracies
-    do not spread (fewer than 2 distinct points): no line is defined then."""
-    x = transform(acc_ref, kind)
-    y = transform(acc_shift, kind)
-    if x.size < 2:
+    """evaluation.metrics' least-squares line; None when no line is defined (fewer
+    than 2 points, or all reference accuracies equal).
+
+    >>> f = fit_line([0.5, 0.8413447460685429], [0.5, 0.9772498680518208])
+    >>> round(f.slope, 6), round(f.intercept, 6), f.r2
+    (2.0, 0.0, 1.0)
+    """
+    if len(acc_ref) < 2:
         return None
-    a, b = least_squares(x, y)
-    if not np.isfinite(a):
+    try:
+        line = er_metrics.fit_line(acc_ref, acc_shift, kind)
+    except ValueError:
         return None
-    resid = y - (a * x + b)
+    x, y = transform(acc_ref, kind), transform(acc_shift, kind)
+    resid = y - (line.slope * x + line.intercept)
     sst = float(((y - y.mean()) ** 2).sum())
     r2 = 1.0 - float((resid**2).sum()) / sst if sst > 0 else 1.0
-    return LineFit(float(a), float(b), int(x.size), kind, r2)
+    return LineFit(line.slope, line.intercept, line.n_models, kind, round(r2, 12))
 
 
 def effective_robustness(acc_ref: ArrayLike, acc_shift: ArrayLike, slope: ArrayLike,
                          intercept: ArrayLike, kind: str = "probit") -> NDArray[np.float64]:
-    """ER = acc_shift − t⁻¹(a·t(acc_ref) + b); broadcasts over fits.
+    """ER = acc_shift − t⁻¹(a·t(acc_ref) + b), broadcast over arrays of fits (one per
+    bootstrap resample). For a scalar fit this is exactly
+    evaluation.metrics.effective_robustness.effective_robustness.
 
-    A model on the line has ER = 0:
-
-    >>> float(np.round(effective_robustness(0.5, 0.5, 1.0, 0.0), 12))
-    0.0
+    >>> float(np.round(effective_robustness(0.7, 0.75, 1.0, 0.0), 12))
+    0.05
     """
     expected = inverse(np.asarray(slope) * transform(acc_ref, kind) + np.asarray(intercept),
                        kind)
@@ -146,8 +138,8 @@ def percentile_ci(values: NDArray[np.float64], level: float,
                   ) -> tuple[float, float] | None:
     """Percentile interval [q((1−level)/2), q((1+level)/2)]; None without values.
 
-    >>> percentile_ci(np.arange(101.0), 0.9)
-    (5.0, 95.0)
+    >>> [round(v, 9) for v in percentile_ci(np.arange(101.0), 0.9)]
+    [5.0, 95.0]
     """
     v = values[np.isfinite(values)]
     if v.size == 0:

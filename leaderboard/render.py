@@ -60,7 +60,9 @@ def signed(v: float | None, digits: int = 3, scale: float = 1.0) -> str:
 
 
 def num(v: float | None, digits: int = 3) -> str:
-    """>>> num(0.12345), num(None)
+    """Fixed-point number, "—" when undefined.
+
+    >>> num(0.12345), num(None)
     ('0.123', '—')
     """
     return "—" if v is None or not math.isfinite(v) else f"{v:.{digits}f}"

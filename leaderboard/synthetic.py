@@ -78,7 +78,7 @@ def _counts(rng: np.random.Generator, names: Sequence[str], n: int) -> dict[str,
 
 
 def _bench_c(rng: np.random.Generator, clean: float) -> dict[str, Any]:
-    cells = []
+    cells: list[dict[str, Any]] = []
     for c_i, corruption in enumerate(CORRUPTIONS):
         hardness = 0.02 + 0.02 * (c_i % 5)
         for sev in range(1, 6):
