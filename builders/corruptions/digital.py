@@ -51,8 +51,8 @@ def pixelate(x: np.ndarray, severity: int, draws: Draws) -> np.ndarray:
     h, w = x.shape[:2]
     c = PIXELATE[severity - 1]
     # at least one block per axis, so that tiny images still work
-    small = Image.fromarray(x).resize((max(1, int(w * c)), max(1, int(h * c))), Image.BOX)
-    return np.asarray(small.resize((w, h), Image.NEAREST))
+    small = Image.fromarray(x).resize((max(1, int(w * c)), max(1, int(h * c))), Image.Resampling.BOX)
+    return np.asarray(small.resize((w, h), Image.Resampling.NEAREST))
 
 
 def elastic_transform(x: np.ndarray, severity: int, draws: Draws) -> np.ndarray:

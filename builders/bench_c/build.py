@@ -1,0 +1,229 @@
+"""Bench-C builder: sources -> balanced pool -> 95 corrupted copies each ->
+κ from selector models -> greedy κ + diversity selection -> dataset dir.
+
+Corrupted PNGs and selector answers are cached in ``<out>.work/`` (removed
+after a successful build), so a killed build resumes where it stopped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from builders.bench_c.card import render_card
+from builders.bench_c.pool import balanced_pool
+from builders.bench_c.scoring import (
+    TextEmbedder,
+    image_embeddings,
+    minilm_embedder,
+    question_text,
+    selector_answers,
+)
+from builders.bench_c.selection import greedy_select
+from builders.bench_c.sources import Candidate, LoadedSource, load_source
+from builders.bench_c.spec import BenchCSpec, SelectionSpec, SourceSpec, parse_spec
+from builders.bench_c.work import materialise, variant_file, variants
+from builders.families import BuildOptions
+from builders.writer import BuildInfo, write_dataset
+from evaluation.metrics.kappa import kappa as kappa_metric
+from vlmrobust.errors import SourceError, VlmrobustError
+
+FAMILY = "bench-c"
+AdapterLoader = Callable[[str], Any]
+
+
+def features(with_class_ids: bool) -> Any:
+    from datasets import Features, Image, List, Value
+
+    cols: dict[str, Any] = {
+        "id": Value("string"),
+        "image": Image(),
+        "question": Value("string"),
+        "options": List(Value("string")),
+        "answer": Value("int32"),
+        "source_id": Value("string"),
+        "source": Value("string"),
+        "category": Value("string"),
+        "corruption": Value("string"),
+        "severity": Value("int32"),
+        "kappa": Value("float64"),
+    }
+    if with_class_ids:
+        cols["option_class_ids"] = List(Value("int32"))
+    return Features(cols)
+
+
+def work_dir(out: Path) -> Path:
+    return out.parent / f"{out.name}.work"
+
+
+def _sample_source(src: SourceSpec, out: Path, work: Path, options: BuildOptions) -> Path:
+    """The sample source dataset dir: a sibling ``<out>/../<family>`` already built
+    from the sample (the demo's layout), else built now into the work dir."""
+    from benchmarks import load_spec_yaml, resolve_spec
+    from builders.datadir import read_manifest
+    from builders.families import get_builder
+
+    assert src.spec is not None
+    sibling = out.parent / src.spec
+    if (sibling / "manifest.json").is_file():
+        m = read_manifest(sibling)
+        if m.get("sample") and m["spec"]["name"] == src.spec and all(
+                c in m["configs"] for c in src.configs):
+            return sibling
+    target = work / f"source-{src.name}"
+    if (target / "manifest.json").is_file():
+        return target
+    path = resolve_spec(src.spec)
+    get_builder(src.spec)(load_spec_yaml(path), path, BuildOptions(
+        out=target, sample=True, progress=options.progress, device=options.device))
+    return target
+
+
+def default_loader(device: str | None) -> AdapterLoader:
+    def load(name: str) -> Any:
+        from evaluation.adapters import load_adapter
+
+        return load_adapter(name, device=device)
+
+    return load
+
+
+def build(raw_spec: dict[str, Any], spec_path: Path, options: BuildOptions) -> dict[str, Any]:
+    """The family entry point (``vlmrobust build bench-c``)."""
+    spec = parse_spec(raw_spec, spec_path)
+    out = Path(options.out)
+    work = work_dir(out)
+    if options.sample:
+        if spec.sample_source is None:
+            raise VlmrobustError(f"{spec_path}: no 'sample.source' section; add one to build "
+                                 "with --sample")
+        selection = spec.sample_selection or spec.selection
+        _check_adapters(selection)
+        path = _sample_source(spec.sample_source, out, work, options)
+        loaded = [load_source(spec.sample_source, None, path)]
+    else:
+        selection = spec.selection
+        _check_adapters(selection)
+        loaded = [load_source(s, options.source_root) for s in spec.sources]
+    return build_dataset(spec, selection, loaded, out, options=options)
+
+
+def _check_adapters(selection: SelectionSpec) -> None:
+    from evaluation.adapters.base import parse_adapter_name
+
+    for name in (*selection.selectors, selection.image_embedder):
+        parse_adapter_name(name)  # bad names fail before any work
+
+
+def build_dataset(spec: BenchCSpec, selection: SelectionSpec, sources: Sequence[LoadedSource],
+                  out: Path, *, options: BuildOptions, loader: AdapterLoader | None = None,
+                  text_embedder: TextEmbedder | None = None,
+                  keep_work: bool = False) -> dict[str, Any]:
+    """Everything after reading the sources. ``loader`` (adapter name -> adapter)
+    and ``text_embedder`` can be injected (tests); by default they are
+    ``evaluation.adapters.load_adapter`` and MiniLM."""
+    load = loader or default_loader(options.device)
+    all_cands = [c for s in sources for c in s.candidates]
+    with_ids = all(c.option_class_ids is not None for c in all_cands)
+    if any(s.startswith("classifier:") for s in selection.selectors) and not with_ids:
+        raise SourceError("classifier selectors need option_class_ids in every source; "
+                          "use clip/vlm selectors for these sources")
+    pool = balanced_pool(all_cands, selection.pool_per_category, spec.seed, options.limit)
+    if not pool:
+        raise SourceError("the candidate pool is empty; check the sources")
+    work = work_dir(out)
+    work.mkdir(parents=True, exist_ok=True)
+    folders = materialise(pool, work, spec.corruptions, spec.severities, spec.seed,
+                          options.workers, options.progress)
+
+    answers = []
+    for name in selection.selectors:
+        adapter = load(name)
+        answers.append(selector_answers(adapter, name, pool, folders, work, spec.corruptions,
+                                        spec.severities, selection.batch_size,
+                                        options.progress))
+        del adapter
+    preds = np.stack(answers, axis=1)  # (Q, M, C, S)
+    kappas = kappa_metric(preds, np.array([len(c.options) for c in pool]))
+
+    img = image_embeddings(load(selection.image_embedder), pool, folders, selection.batch_size)
+    txt = (text_embedder or minilm_embedder(options.device))([question_text(c) for c in pool])
+    picked = greedy_select(kappas, [img, txt], selection.alpha_kappa, selection.alpha_diversity)
+    kept = list(picked.kept)[: selection.max_questions]
+    if not kept:
+        raise VlmrobustError(
+            "no question was kept: every candidate has κ = 0 (the selectors never change "
+            "their answer with severity); enlarge pool_per_category or change selectors")
+
+    chosen = [pool[i] for i in kept]
+    image_sha: dict[str, str] = {}
+
+    def rows() -> Iterator[dict[str, Any]]:
+        from tqdm import tqdm
+
+        for i in tqdm(kept, desc="writing bench-c", unit="q", disable=not options.progress):
+            c = pool[i]
+            for cor, sev in variants(spec.corruptions, spec.severities):
+                data = variant_file(folders[c.key], cor, sev).read_bytes()
+                rid = f"{c.key}/{cor}/{sev}"
+                image_sha[rid] = hashlib.sha256(data).hexdigest()
+                yield _row(c, rid, data, cor, sev, float(kappas[i]), with_ids)
+
+    pool_counts = Counter(f"{c.source}/{c.category}" for c in pool)
+    card = render_card(spec, selection, pool=pool_counts,
+                       kept=[(c.source, c.category, float(kappas[i]))
+                             for i, c in zip(kept, chosen, strict=True)],
+                       sources=[s.spec.name for s in sources], sample=options.sample)
+    extra: dict[str, Any] = {
+        "corruptions": list(spec.corruptions),
+        "severities": list(spec.severities),
+        "corruption_engine": "builders.corruptions (ImageNet-C parameters of "
+                             "imagecorruptions 1.1.2)",
+        "seeds": {"seed": spec.seed,
+                  "per_image": "numpy.random.default_rng(first 8 bytes of sha256 of JSON "
+                               "[seed, 'source/source_id', corruption, severity], big-endian)"},
+        "selection": {
+            "selectors": list(selection.selectors),
+            "image_embedder": selection.image_embedder,
+            "text_embedder": selection.text_embedder,
+            "alpha_kappa": selection.alpha_kappa,
+            "alpha_diversity": selection.alpha_diversity,
+            "pool_per_category": selection.pool_per_category,
+            "max_questions": selection.max_questions,
+            "pool": dict(sorted(pool_counts.items())),
+            "picked": [pool[i].key for i in picked.picked],
+            "scores": [round(s, 6) for s in picked.scores],
+            "threshold": round(picked.threshold, 6),
+            "kept": [c.key for c in chosen],
+            "kappa": {c.key: round(float(kappas[i]), 6) for i, c in enumerate(pool)},
+        },
+        # filled while the rows stream; write_dataset reads extra only after them
+        "image_sha256": image_sha,
+    }
+    info = BuildInfo(FAMILY, spec.version, spec.seed,
+                     {s.spec.name: s.fingerprint for s in sources}, extra, options.sample)
+    manifest = write_dataset(out, configs={"default": rows()}, features=features(with_ids),
+                             card=card, info=info)
+    if not keep_work:
+        shutil.rmtree(work, ignore_errors=True)
+    return manifest
+
+
+def _row(c: Candidate, rid: str, data: bytes, cor: str, sev: int, kappa: float,
+         with_ids: bool) -> dict[str, Any]:
+    row: dict[str, Any] = {
+        "id": rid, "image": {"bytes": data, "path": None}, "question": c.question,
+        "options": list(c.options), "answer": c.answer, "source_id": c.source_id,
+        "source": c.source, "category": c.category, "corruption": cor, "severity": sev,
+        "kappa": kappa,
+    }
+    if with_ids:
+        row["option_class_ids"] = list(c.option_class_ids or ())
+    return row
