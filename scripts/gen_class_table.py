@@ -39,7 +39,7 @@ def name_key(name: str) -> str:
 
 def _pkg_file(module: str, *parts: str) -> Path:
     mod = __import__(module)
-    return Path(mod.__file__).parent.joinpath(*parts)
+    return Path(str(mod.__file__)).parent.joinpath(*parts)
 
 
 def unique_names(clean: list[str], lemmas: list[list[str]], hypernym: list[str]) -> list[str]:
@@ -101,7 +101,7 @@ def build_table() -> str:
     clip = json.loads(_pkg_file("clip_benchmark", "datasets", "en_classnames.json").read_text())["imagenet1k"]
 
     lemmas = [[lem.strip() for lem in lemma_of[w].split(",")] for w in wnids]
-    hyper = []
+    hyper: list[str] = []
     for w in wnids:
         syn = synset_for_wnid(w)
         assert syn.lemma_names()[0].replace("_", " ") == lemmas[len(hyper)][0], w

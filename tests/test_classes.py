@@ -34,7 +34,7 @@ _spec.loader.exec_module(gen)
 
 
 def _site(module: str) -> Path:
-    return Path(__import__(module).__file__).parent
+    return Path(str(__import__(module).__file__)).parent
 
 
 def test_1000_rows_in_index_order_with_valid_wnids():
