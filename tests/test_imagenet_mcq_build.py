@@ -4,7 +4,6 @@ real label spaces and WordNet, an injected deterministic embedder."""
 from __future__ import annotations
 
 import io
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -17,40 +16,13 @@ from builders.classes import label_space
 from builders.datadir import read_manifest, read_table
 from builders.imagenet_mcq.build import VariantInput, build_dataset, wordnet_similarity
 from builders.imagenet_mcq.items import Item
-from builders.imagenet_mcq.mining import l2_normalise
 from builders.imagenet_mcq.seeding import key_hash
 from builders.imagenet_mcq.spec import McqSpec, parse_spec
+from tests.imagenet_mcq_helpers import FakeEmbedder
 from vlmrobust.errors import SourceError
 
 R_SPACE = label_space("imagenet-r")
 FULL = tuple(range(1000))
-DIM = 24
-
-
-class FakeEmbedder:
-    """Deterministic embeddings from pixel statistics through a fixed random
-    projection, plus random class prototypes: a stand-in for a classifier."""
-
-    def __init__(self) -> None:
-        rng = np.random.default_rng(123)
-        self.proj = rng.normal(size=(12, DIM))
-        self.protos = l2_normalise(rng.normal(size=(1000, DIM)))
-        self.calls = 0
-
-    def _feat(self, im: Image.Image) -> np.ndarray:
-        a = np.asarray(im.convert("RGB").resize((8, 8)), dtype=np.float64) / 255.0
-        f = np.concatenate([a.mean(axis=(0, 1)), a.std(axis=(0, 1)), a[:4].mean(axis=(0, 1)),
-                            a[:, :4].mean(axis=(0, 1))])
-        return f @ self.proj
-
-    def embed_images(self, images: Sequence[Any]) -> np.ndarray:
-        self.calls += 1
-        return l2_normalise(np.stack([self._feat(im) for im in images]))
-
-    def class_prototypes(self) -> np.ndarray:
-        return self.protos
-
-
 def _write_image(path: Path, seed: int, fmt: str) -> None:
     rng = np.random.default_rng(seed)
     arr = (rng.random((20, 24, 3)) * 255).astype(np.uint8)

@@ -89,28 +89,49 @@ def sample_inputs(spec: McqSpec) -> list[VariantInput]:
     return out
 
 
-def source_inputs(spec: McqSpec, root: Path) -> list[VariantInput]:
-    """Every variant of the spec read from ``root`` with the on-disk readers."""
+def _clean_labels(spec: McqSpec, root: Path) -> str | Path | None:
+    if spec.clean_labels in (None, "real"):
+        return spec.clean_labels
+    path = root / spec.clean_labels
+    if not path.is_file():
+        raise SourceError(
+            f"{path}: clean-label file named in the spec (clean_labels) not found; "
+            "put it there, or set clean_labels: real (or null)"
+        )
+    return path
+
+
+def _space(name: str, root: Path) -> tuple[int, ...]:
     from builders.classes import label_space
+    from builders.sources import variant_dir
+
+    if name != "objectnet":
+        return tuple(label_space(name))
+    d = variant_dir(name, root)
+    if not (d / "mappings").is_dir() and (d / "objectnet-1.0").is_dir():
+        d = d / "objectnet-1.0"
+    return tuple(label_space(name, objectnet_mapping=d / "mappings"))
+
+
+def source_inputs(spec: McqSpec, root: Path) -> list[VariantInput]:
+    """Every variant of the spec read from ``root`` with the on-disk readers.
+    Clean labels apply to imagenet-val; images they leave without a valid
+    label are dropped (and counted for the card)."""
     from builders.sources import read_variant
 
-    clean = None
-    if spec.clean_labels:
-        clean = root / spec.clean_labels
-        if not clean.is_file():
-            raise SourceError(
-                f"{clean}: clean-label file named in the spec (clean_labels) not found; "
-                "put it there or set clean_labels: null"
-            )
+    clean = _clean_labels(spec, root)
     out = []
     for v in spec.variants:
-        space = tuple(label_space(v.name))
         sources = read_variant(v.name, root, clean_labels=clean)
-        items, dropped = clean_items(
+        space = _space(v.name, root)
+        dropped = 0
+        if clean is not None and v.name == "imagenet-val":
+            dropped = len(read_variant(v.name, root)) - len(sources)
+        items, no_label = clean_items(
             v.name, ((s.key, Path(s.path), tuple(s.labels)) for s in sources), space
         )
         licences = {it.key: (v.homepage or v.name, v.licence) for it in items}
-        out.append(VariantInput(v.name, space, tuple(items), dropped, licences))
+        out.append(VariantInput(v.name, space, tuple(items), dropped + no_label, licences))
     return out
 
 

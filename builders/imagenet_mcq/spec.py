@@ -76,7 +76,7 @@ class McqSpec:
     questions_per_variant: int = 5000
     strategies: tuple[str, ...] = STRATEGIES
     question_prompt: str = "what-type"
-    clean_labels: str | None = None
+    clean_labels: str | None = "real"
     wordnet: WordnetSpec = field(default_factory=WordnetSpec)
     visual: VisualSpec = field(default_factory=VisualSpec)
     sample_reference: str = "sample-photo"
@@ -144,7 +144,7 @@ def parse_spec(raw: Mapping[str, Any], spec_path: Path) -> McqSpec:
             questions_per_variant=int(raw.get("questions_per_variant", 5000)),
             strategies=tuple(raw.get("strategies") or STRATEGIES),
             question_prompt=str(raw.get("question_prompt", "what-type")),
-            clean_labels=raw.get("clean_labels"),
+            clean_labels=raw.get("clean_labels", "real"),
             wordnet=WordnetSpec(**_section(raw, "wordnet")),
             visual=VisualSpec(**_section(raw, "visual")),
             sample_reference=str(sample.get("reference_variant", "sample-photo")),
