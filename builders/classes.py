@@ -231,17 +231,35 @@ def _resolve_imagenet_name(name: str, path: Path, key: str) -> int:
     return next(iter(candidates))
 
 
+_OBJECTNET_MAPPING_PLACES = (
+    ".",
+    "mappings",
+    "objectnet-1.0/mappings",
+    "objectnet/mappings",
+    "objectnet/objectnet-1.0/mappings",
+)
+
+
+def _objectnet_mapping_file(path: Path) -> Path:
+    if not path.is_dir():
+        return path
+    for place in _OBJECTNET_MAPPING_PLACES:
+        cand = path / place / "objectnet_to_imagenet_1k.json"
+        if cand.is_file():
+            return cand
+    return path / "objectnet_to_imagenet_1k.json"
+
+
 def load_objectnet_mapping(path: Path | str) -> dict[str, tuple[int, ...]]:
     """ObjectNet class name -> IN-1k indices, from ``objectnet_to_imagenet_1k.json``.
 
     The file maps each ObjectNet class to ``"imagenet label; imagenet label"``,
     where each label is an ILSVRC-2012 label string (``"analog clock"`` or
     ``"backpack, back pack, knapsack, packsack, rucksack, haversack"``). ``path``
-    may also be the ``mappings/`` directory that holds it.
+    may also be the ``mappings/`` folder, the ObjectNet folder that holds it, or a
+    source root with ``objectnet/`` (see :data:`_OBJECTNET_MAPPING_PLACES`).
     """
-    path = Path(path)
-    if path.is_dir():
-        path = path / "objectnet_to_imagenet_1k.json"
+    path = _objectnet_mapping_file(Path(path))
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:

@@ -158,6 +158,7 @@ def test_objectnet_mapping_resolves_ilsvrc_label_strings(tmp_path):
     m = load_objectnet_mapping(d / "objectnet_to_imagenet_1k.json")
     assert m == {"Alarm clock": (409, 530), "Backpack": (414,), "Banana": (954,)}
     assert load_objectnet_mapping(d) == m  # the mappings dir works too
+    assert load_objectnet_mapping(tmp_path) == m  # and the folder that holds mappings/
     assert label_space("objectnet", objectnet_mapping=d) == (409, 414, 530, 954)
     folders = load_objectnet_folders(d)
     assert folders == {"alarm_clock": (409, 530), "backpack": (414,), "banana": (954,)}

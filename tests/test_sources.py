@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from builders.classes import class_by_wnid
+from builders.classes import class_by_wnid, label_space
 from builders.sources import (
     SourceImage,
     load_clean_labels,
@@ -281,6 +281,8 @@ def test_objectnet_reads_mapped_folders_only(tmp_path):
         ("alarm_clock/0a0.png", (409, 530)), ("alarm_clock/0a1.png", (409, 530)), ("banana/b.png", (954,)),
     ]
     assert read_variant("objectnet", base) == out
+    # The label space is found from the same source root.
+    assert label_space("objectnet", objectnet_mapping=tmp_path) == (409, 530, 954)
     assert all(isinstance(s, SourceImage) and s.path.suffix == ".png" for s in out)
 
 
