@@ -8,7 +8,7 @@ Diversity of a candidate q against a set A, over modalities m (image, text):
 with cos(·, 0) = 0, so every candidate has D_s = 2 against the empty set.
 Greedy selection (paper: α₁ = α₂ = 1): drop κ = 0 candidates, then repeatedly
 pick the candidate with the largest α₁κ(q) + α₂D_s(q, A) (ties: the earlier
-candidate), add it to A and record that score; finally keep the picks whose
+candidate, within 1e-9), add it to A and record that score; finally keep the picks whose
 recorded score is above the mean recorded score, in pick order (all of them
 when every score equals the mean).
 """
@@ -20,6 +20,9 @@ from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
+
+
+TIE_TOLERANCE = 1e-9
 
 
 def _cosine_rows(z: np.ndarray, v: np.ndarray) -> np.ndarray:
@@ -96,7 +99,9 @@ def greedy_select(kappas: npt.ArrayLike, embeddings: Sequence[npt.ArrayLike],
             # cos with the mean equals cos with the sum: the 1/|A| scale cancels
             cos_total += _cosine_rows(m[idx], s)
         score = alpha_kappa * k[idx] + alpha_diversity * (2.0 - cos_total)
-        best = int(np.argmax(score))  # first maximum: the earlier candidate wins ties
+        # ties (within float noise) go to the earlier candidate, whatever the
+        # summation order that produced the scores
+        best = int(np.flatnonzero(score >= score.max() - TIE_TOLERANCE)[0])
         choice = remaining.pop(best)
         picked.append(choice)
         scores.append(float(score[best]))
