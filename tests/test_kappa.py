@@ -64,7 +64,7 @@ def test_per_question_option_counts() -> None:
 def test_bad_tables_are_rejected() -> None:
     with pytest.raises(ValueError, match="shape"):
         kappa(np.zeros((2, 5), int), 4)
-    with pytest.raises(ValueError, match="0..K"):
+    with pytest.raises(ValueError, match=r"0\.\.K"):
         kappa(np.full((1, 1, 1, 5), 4), 4)
     with pytest.raises(ValueError, match="integer"):
         kappa(np.zeros((1, 1, 1, 5)), 4)

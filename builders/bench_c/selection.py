@@ -21,7 +21,6 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-
 TIE_TOLERANCE = 1e-9
 
 
