@@ -20,6 +20,8 @@ import yaml
 
 from vlmrobust.errors import SubmissionError
 
+# libyaml's loader when PyYAML was built with it (same safe semantics, ~10x faster).
+_SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 SCHEMA_VERSION = 1
 FAMILIES = ("vlm", "clip", "classifier", "other")
 MODEL_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
@@ -204,7 +206,7 @@ def load_meta(folder: Path) -> ModelMeta:
     path = folder / "meta.yaml"
     w = _Where(path)
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        raw = yaml.load(path.read_text(encoding="utf-8"), Loader=_SafeLoader)
     except FileNotFoundError:
         raise w.fail("", "missing", "every submission folder needs meta.yaml "
                      "(written by `vlmrobust submit`)") from None

@@ -16,11 +16,12 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import hashlib
+import html
 import json
 import os
+import re
 import shutil
 from collections.abc import Iterator, Mapping
-from html.parser import HTMLParser
 from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import urlsplit
@@ -108,29 +109,10 @@ def make_release(lb: Leaderboard, previous: list[dict[str, Any]], version: str,
     return release
 
 
-class _SiteParser(HTMLParser):
-    def __init__(self) -> None:
-        super().__init__()
-        self.links: list[str] = []
-        self.overview_rows = 0
-        self._in_overview = False
-        self._in_body = False
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        a = dict(attrs)
-        if tag == "table" and a.get("id") == "overview":
-            self._in_overview = True
-        elif tag == "tbody" and self._in_overview:
-            self._in_body = True
-        elif tag == "tr" and self._in_body:
-            self.overview_rows += 1
-        for key in ("href", "src"):
-            if a.get(key):
-                self.links.append(str(a[key]))
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag == "table":
-            self._in_overview = self._in_body = False
+# The templates always double-quote attributes, so a regex finds every reference;
+# html.parser took seconds on a 200-model site.
+_LINK_RE = re.compile(r'\s(?:href|src|action|xlink:href)\s*=\s*"([^"]*)"', re.IGNORECASE)
+_OVERVIEW_ROW_RE = re.compile(r"<tr data-model=")
 
 
 def check_site(root: Path, expected: Mapping[str, bytes], n_models: int) -> None:
@@ -145,12 +127,13 @@ def check_site(root: Path, expected: Mapping[str, bytes], n_models: int) -> None
     for rel in expected:
         if not rel.endswith(".html"):
             continue
-        parser = _SiteParser()
-        parser.feed(expected[rel].decode("utf-8"))
-        if rel == "index.html" and parser.overview_rows != n_models:
-            raise PublishError(f"index.html has {parser.overview_rows} overview rows for "
-                               f"{n_models} submissions; this is a bug, please report it")
-        for link in parser.links:
+        text = expected[rel].decode("utf-8")
+        if rel == "index.html":
+            rows = len(_OVERVIEW_ROW_RE.findall(text))
+            if rows != n_models:
+                raise PublishError(f"index.html has {rows} overview rows for {n_models} "
+                                   "submissions; this is a bug, please report it")
+        for link in (html.unescape(m) for m in _LINK_RE.findall(text)):
             parts = urlsplit(link)
             if parts.scheme == "data":
                 continue
