@@ -1,0 +1,254 @@
+"""Bench-C builder end to end on a tiny real source dataset with injected
+selector / embedding models: schema, seeding, κ, determinism, resume, errors."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from builders.bench_c.build import build, build_dataset, work_dir
+from builders.bench_c.sources import load_source
+from builders.bench_c.spec import parse_spec
+from builders.bench_c.work import materialise
+from builders.corruptions import corrupt, to_rgb_array
+from builders.families import BuildOptions
+from builders.writer import BuildInfo, write_dataset
+from evaluation.metrics.kappa import kappa as kappa_metric
+from vlmrobust.errors import SourceError, SpecError
+
+CORRUPTIONS = ["gaussian_noise", "glass_blur", "fog", "brightness", "contrast", "pixelate"]
+
+
+def _png(arr: np.ndarray) -> bytes:
+    buf = io.BytesIO()
+    Image.fromarray(arr).save(buf, "PNG")
+    return buf.getvalue()
+
+
+def write_source(root: Path, with_category: bool = True) -> Path:
+    import skimage.data
+    from datasets import Features, List, Value
+    from datasets import Image as HFImage
+
+    photos = [skimage.data.astronaut(), skimage.data.chelsea(), skimage.data.coffee(),
+              np.dstack([skimage.data.camera()] * 3), skimage.data.rocket(),
+              skimage.data.immunohistochemistry()]
+    cols: dict[str, Any] = {
+        "id": Value("string"), "image": HFImage(), "question": Value("string"),
+        "options": List(Value("string")), "answer": Value("int32"),
+        "option_class_ids": List(Value("int32")),
+    }
+    if with_category:
+        cols["variant"] = Value("string")
+    rows = []
+    for i, photo in enumerate(photos):
+        img = np.asarray(Image.fromarray(photo).resize((40, 36), Image.BILINEAR))
+        row: dict[str, Any] = {
+            "id": f"q{i}", "image": {"bytes": _png(img), "path": None},
+            "question": f"What is shown in picture {i}?",
+            "options": [f"thing {i}", "cat", "cup", "rocket"], "answer": i % 4,
+            "option_class_ids": [i, 281, 504, 812],
+        }
+        if with_category:
+            row["variant"] = "photo" if i % 2 else "render"
+        rows.append(row)
+    out = root / "src"
+    write_dataset(out, configs={"main": rows}, features=Features(cols), card="toy",
+                  info=BuildInfo("toy", "1", 0))
+    return out
+
+
+def raw_spec(**selection: Any) -> dict[str, Any]:
+    sel = {"selectors": ["other:bright", "other:red"], "image_embedder": "other:emb",
+           "pool_per_category": 3, "batch_size": 16, **selection}
+    return {"family": "bench-c", "name": "bench-c", "version": "0.1", "seed": 7,
+            "corruptions": CORRUPTIONS, "severities": [1, 2, 3, 4, 5],
+            "selection": sel,
+            "sources": [{"name": "toy", "path": "src", "category_column": "variant"}]}
+
+
+class FakeSelector:
+    """Answers from image statistics, so corruption severity moves the answer."""
+
+    family = "other"
+
+    def __init__(self, name: str, channel: int | None, fail_after: int | None = None) -> None:
+        self.name, self.channel, self.fail_after, self.calls = name, channel, fail_after, 0
+
+    def option_logits(self, rows: Any) -> np.ndarray:
+        self.calls += 1
+        if self.fail_after is not None and self.calls > self.fail_after:
+            raise KeyboardInterrupt("simulated kill")
+        out = []
+        for row in rows:
+            arr = np.asarray(row["image"], dtype=float)
+            v = arr.mean() if self.channel is None else arr[..., self.channel].mean()
+            k = len(row["options"])
+            out.append([-abs(v / 256 * k - j - 0.5) for j in range(k)])
+        return np.array(out, np.float32)
+
+    def embed_images(self, images: Any) -> np.ndarray:
+        feats = []
+        for im in images:
+            arr = np.asarray(im, dtype=float) / 255
+            f = np.concatenate([arr.mean(axis=(0, 1)), arr.std(axis=(0, 1))])
+            feats.append(f / np.linalg.norm(f))
+        return np.array(feats, np.float32)
+
+
+def text_embed(texts: Any) -> np.ndarray:
+    out = np.zeros((len(texts), 26))
+    for i, t in enumerate(texts):
+        for ch in t.lower():
+            if ch.isalpha():
+                out[i, ord(ch) - 97] += 1
+    return out / np.linalg.norm(out, axis=1, keepdims=True)
+
+
+def run(tmp: Path, out: Path, fail_after: int | None = None,
+        selectors: dict[str, FakeSelector] | None = None, **sel: Any) -> dict[str, Any]:
+    spec = parse_spec(raw_spec(**sel), tmp / "bench-c.yaml")
+    src = load_source(spec.sources[0], tmp)
+    models = selectors or {"other:bright": FakeSelector("b", None, fail_after),
+                           "other:red": FakeSelector("r", 0),
+                           "other:emb": FakeSelector("e", None)}
+    return build_dataset(spec, spec.selection, [src], out,
+                         options=BuildOptions(out=out, progress=False),
+                         loader=models.__getitem__, text_embedder=text_embed)
+
+
+def test_build_writes_clean_plus_all_variants_with_kappa(tmp_path: Path) -> None:
+    import datasets
+
+    write_source(tmp_path)
+    out = tmp_path / "bench-c"
+    manifest = run(tmp_path, out)
+    kept = manifest["selection"]["kept"]
+    per_q = 1 + len(CORRUPTIONS) * 5
+    assert 1 <= len(kept) <= 6
+    assert manifest["num_rows"] == len(kept) * per_q == manifest["configs"]["default"]
+    assert manifest["corruptions"] == CORRUPTIONS and manifest["severities"] == [1, 2, 3, 4, 5]
+    assert manifest["spec"] == {"name": "bench-c", "version": "0.1"}
+    assert not work_dir(out).exists()
+
+    ds = datasets.load_dataset(str(out), "default", split="test")
+    assert set(ds.column_names) >= {"id", "image", "question", "options", "answer", "source_id",
+                                    "source", "category", "corruption", "severity", "kappa",
+                                    "option_class_ids"}
+    assert len(set(ds["id"])) == len(ds)
+    src_rows = {r["id"]: r for r in datasets.load_dataset(
+        str(tmp_path / "src"), "main", split="test")}
+    bright, red = FakeSelector("b", None), FakeSelector("r", 0)
+    ds = ds.cast_column("image", datasets.Image(decode=False))
+    by_q: dict[str, list[dict[str, Any]]] = {}
+    for row in ds:
+        by_q.setdefault(row["source_id"], []).append(row)
+        assert hashlib.sha256(row["image"]["bytes"]).hexdigest() == \
+            manifest["image_sha256"][row["id"]]
+    assert [f"toy/{q}" for q in by_q] == kept
+    for qid, rows in by_q.items():
+        source = src_rows[qid]
+        assert [(r["corruption"], r["severity"]) for r in rows][:2] == [("none", 0),
+                                                                         (CORRUPTIONS[0], 1)]
+        clean = np.asarray(Image.open(io.BytesIO(rows[0]["image"]["bytes"])))
+        assert np.array_equal(clean, to_rgb_array(source["image"]))
+        # every corrupted copy is the engine's output for (seed, source/id, c, s)
+        answers = np.zeros((1, 2, len(CORRUPTIONS), 5), np.int64)
+        for r in rows[1:]:
+            img = np.asarray(Image.open(io.BytesIO(r["image"]["bytes"])))
+            want = corrupt(source["image"], r["corruption"], r["severity"],
+                           item_id=f"toy/{qid}", seed=7)
+            assert np.array_equal(img, want), (qid, r["corruption"], r["severity"])
+            ci, si = CORRUPTIONS.index(r["corruption"]), r["severity"] - 1
+            for mi, sel in enumerate((bright, red)):
+                answers[0, mi, ci, si] = int(np.argmax(sel.option_logits(
+                    [{"image": Image.fromarray(img), "options": r["options"]}])[0]))
+        want_kappa = float(kappa_metric(answers, 4)[0])
+        assert all(r["kappa"] == pytest.approx(want_kappa) for r in rows)
+        assert want_kappa > 0
+        assert rows[0]["option_class_ids"] == source["option_class_ids"]
+        assert rows[0]["answer"] == source["answer"]
+    card = (out / "README.md").read_text()
+    assert "configs:" in card and "glass_blur" in card
+
+
+def test_rebuild_gives_the_same_fingerprint(tmp_path: Path) -> None:
+    write_source(tmp_path)
+    a = run(tmp_path, tmp_path / "a", max_questions=2)
+    b = run(tmp_path, tmp_path / "b", max_questions=2)
+    assert a["fingerprint"] == b["fingerprint"]
+    assert a["image_sha256"] == b["image_sha256"]
+    assert len(a["selection"]["kept"]) <= 2
+
+
+def test_killed_build_resumes_from_the_work_dir(tmp_path: Path) -> None:
+    write_source(tmp_path)
+    out = tmp_path / "bench-c"
+    with pytest.raises(KeyboardInterrupt):
+        run(tmp_path, out, fail_after=4)
+    assert not out.exists()
+    work = work_dir(out)
+    pngs = sorted(work.glob("images/*/*.png"))
+    assert len(pngs) == 6 * (1 + len(CORRUPTIONS) * 5)
+    stamps = {p: p.stat().st_mtime_ns for p in pngs}
+    done = list(work.glob("predictions/*/*.json"))
+    assert len(done) == 2  # 2 questions x 31 images, batch 16: 4 calls
+    selectors = {"other:bright": FakeSelector("b", None), "other:red": FakeSelector("r", 0),
+                 "other:emb": FakeSelector("e", None)}
+    manifest = run(tmp_path, out, selectors=selectors)
+    assert all(p.stat().st_mtime_ns == t for p, t in stamps.items() if p.exists())
+    assert selectors["other:bright"].calls == 4 * 2  # only the 4 unfinished questions
+    assert selectors["other:red"].calls == 6 * 2
+    assert manifest["fingerprint"] == run(tmp_path, tmp_path / "again")["fingerprint"]
+
+
+def test_parallel_workers_write_the_same_bytes(tmp_path: Path) -> None:
+    write_source(tmp_path)
+    spec = parse_spec(raw_spec(), tmp_path / "bench-c.yaml")
+    cands = load_source(spec.sources[0], tmp_path).candidates[:2]
+    one = materialise(cands, tmp_path / "w1", ["fog", "snow"], [2], 3, workers=1, progress=False)
+    two = materialise(cands, tmp_path / "w2", ["fog", "snow"], [2], 3, workers=2, progress=False)
+    for key in one:
+        files = sorted(p.name for p in one[key].iterdir())
+        assert files == ["fog-2.png", "none-0.png", "snow-2.png"]
+        for name in files:
+            assert (one[key] / name).read_bytes() == (two[key] / name).read_bytes()
+
+
+def test_bad_input_fails_before_any_work(tmp_path: Path) -> None:
+    write_source(tmp_path, with_category=False)
+    out = tmp_path / "bench-c"
+    opts = BuildOptions(out=out, source_root=tmp_path, progress=False)
+    with pytest.raises(SourceError, match=r"missing column\(s\) \['variant'\].*category_column"):
+        build(raw_spec(selectors=["classifier:efficientnet-lite0"],
+                       image_embedder="classifier:efficientnet-lite0"), tmp_path / "s.yaml", opts)
+    assert not out.exists() and not work_dir(out).exists()
+    bad = raw_spec()
+    bad["corruptions"] = ["fog", "zoom_blr"]
+    with pytest.raises(SpecError, match=r"s\.yaml: unknown corruption 'zoom_blr'; did you mean "
+                                        r"'zoom_blur'"):
+        build(bad, tmp_path / "s.yaml", opts)
+    bad = raw_spec()
+    bad["severities"] = [1, 6]
+    with pytest.raises(SpecError, match=r"severity must be an integer in 1\.\.5, got 6"):
+        build(bad, tmp_path / "s.yaml", opts)
+    with pytest.raises(Exception, match="unknown adapter family"):
+        build(raw_spec(selectors=["nosuch:model"]), tmp_path / "s.yaml", opts)
+    assert not out.exists() and not work_dir(out).exists()
+
+
+def test_shipped_spec_parses() -> None:
+    from benchmarks import load_spec_yaml, resolve_spec
+
+    path = resolve_spec("bench-c")
+    spec = parse_spec(load_spec_yaml(path), path)
+    assert len(spec.corruptions) == 19 and spec.severities == (1, 2, 3, 4, 5)
+    assert spec.sample_selection is not None and spec.sample_source is not None
+    assert json.dumps(spec.sample_selection.selectors)
