@@ -132,3 +132,18 @@ def test_all_1000_imagenet_wnids_resolve():
 def test_unknown_offset():
     with pytest.raises(VlmrobustError, match="n00000001"):
         bwn.synset_for_wnid("n00000001")
+
+
+def test_shipped_class_table_regenerates_byte_identical():
+    # scripts/gen_class_table.py from the source packages + WordNet gives exactly the
+    # shipped table (the collision fallback uses WordNet hypernyms).
+    import importlib.util
+
+    from builders.classes import CLASSES_TSV
+
+    script = Path(__file__).resolve().parent.parent / "scripts" / "gen_class_table.py"
+    spec = importlib.util.spec_from_file_location("gen_class_table", script)
+    assert spec is not None and spec.loader is not None
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+    assert gen.build_table().encode() == CLASSES_TSV.read_bytes()
