@@ -1,0 +1,31 @@
+"""Benchmark: build the whole site (load + fits + render + write + check) from 200
+synthetic submissions (3 families, 2 sample variants × 3 strategies, 19 × 5
+Bench-C cells, ImageWikiQA). Target on a 2-core machine: under 10 s."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from leaderboard.publish import build_site
+from leaderboard.synthetic import write_synthetic_submissions
+
+N_MODELS = 200
+
+
+@pytest.fixture(scope="module")
+def submissions(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("perf") / "submissions"
+    write_synthetic_submissions(root, N_MODELS)
+    return root
+
+
+def test_build_site_200_submissions(benchmark: Any, submissions: Path, tmp_path: Path) -> None:
+    out = tmp_path / "site"
+    index = benchmark.pedantic(build_site, args=(submissions, out), rounds=2, iterations=1)
+    html = index.read_text(encoding="utf-8")
+    assert len(re.findall(r"<tr data-model=", html)) == N_MODELS
+    assert len(list((out / "models").glob("*.html"))) == N_MODELS

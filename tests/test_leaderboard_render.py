@@ -1,0 +1,167 @@
+"""Rendering: escaping, CSP, downloads, determinism, SVG geometry."""
+
+from __future__ import annotations
+
+import base64
+import csv
+import hashlib
+import html
+import io
+import json
+import re
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy.special import ndtri
+
+from leaderboard import svg
+from leaderboard.aggregate import aggregate
+from leaderboard.baselines import BaselineSpec
+from leaderboard.load import load_submissions
+from leaderboard.render import render_site
+from leaderboard.synthetic import synthetic_submission, write_submission
+
+SPEC = BaselineSpec(version="t", families={"vlm": (), "clip": (), "classifier": ()},
+                    n_bootstrap=100)
+PAYLOAD = '<script>alert("x")</script><img src=x onerror=alert(1)>\'"&'
+FORMULA = '=HYPERLINK("http://evil","click")'
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, bytes], Path]:
+    root = tmp_path_factory.mktemp("render") / "subs"
+    for i in range(6):
+        write_submission(root, *synthetic_submission(i, ("classifier", "clip", "vlm")[i % 3]))
+    meta, scores = synthetic_submission(6, "clip", name=PAYLOAD)
+    meta.update(model_id="evil", vision_encoder=FORMULA)
+    scores["model_id"] = "evil"
+    write_submission(root, meta, scores)
+    meta, scores = synthetic_submission(7, "vlm")
+    meta["model_id"] = scores["model_id"] = "no-benchc"
+    del scores["datasets"]["bench-c"], scores["datasets"]["imagewikiqa"]
+    write_submission(root, meta, scores)
+    lb = aggregate(load_submissions(root), SPEC)
+    return render_site(lb, code_version="9.9"), root
+
+
+def test_pages_and_rows(site: tuple[dict[str, bytes], Path]) -> None:
+    files, _ = site
+    assert {"index.html", "robustness.html", "bench-c.html", "releases.html",
+            "leaderboard.csv", "leaderboard.json", "models/evil.html",
+            "models/no-benchc.html"} <= set(files)
+    index = files["index.html"].decode()
+    assert len(re.findall(r"<tr data-model=", index)) == 8
+    # Not measured → an em dash with an empty sort key, never a fake number.
+    row = re.search(r'<tr data-model="no-benchc">(.*?)</tr>', index, re.S)
+    assert row is not None
+    assert row.group(1).count('data-v=""') == 4  # Bench-C Acc, ΔAcc, RAS, ImageWikiQA
+
+
+def test_model_supplied_text_is_escaped_everywhere(site: tuple[dict[str, bytes], Path]) -> None:
+    files, _ = site
+    for name, data in files.items():
+        if not name.endswith(".html"):
+            continue
+        text = data.decode()
+        assert "<script>alert" not in text and "<img" not in text, name
+    index = files["index.html"].decode()
+    assert "&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;" \
+        "&#39;&#34;&amp;" in index
+    # Every SVG is well-formed XML and carries the name as text in its tooltips.
+    rob = files["robustness.html"].decode()
+    svgs = re.findall(r"<svg .*?</svg>", rob, re.S)
+    assert svgs
+    titles = []
+    for s in svgs:
+        titles += [t.text or "" for t in ET.fromstring(s).iter(
+            "{http://www.w3.org/2000/svg}title")]
+    assert any(t.startswith(PAYLOAD + ":") for t in titles)
+
+
+def test_only_the_hashed_inline_script_may_run(site: tuple[dict[str, bytes], Path]) -> None:
+    files, _ = site
+    for name in ("index.html", "models/evil.html"):
+        text = files[name].decode()
+        scripts = re.findall(r"<script>(.*?)</script>", text, re.S)
+        assert len(scripts) == 1
+        digest = base64.b64encode(hashlib.sha256(scripts[0].encode()).digest()).decode()
+        csp = re.search(r'http-equiv="Content-Security-Policy" content="([^"]*)"', text)
+        assert csp is not None
+        policy = html.unescape(csp.group(1))  # as the browser reads the attribute
+        assert f"script-src 'sha256-{digest}'" in policy
+        assert "default-src 'none'" in policy
+        assert not re.search(r'(?:src|href)="(?:https?:)?//', text)
+
+
+def test_downloads_keep_full_precision_and_neutralise_formulas(
+        site: tuple[dict[str, bytes], Path]) -> None:
+    files, root = site
+    table = json.loads(files["leaderboard.json"])
+    rows = {r["model_id"]: r for r in table["rows"]}
+    scores = json.loads((root / "clip-0001" / "scores.json").read_text())
+    acc = scores["datasets"]["imagenet-mcq"]["configs"]["sample-rendition-wordnet"]["accuracy"]
+    assert rows["clip-0001"]["imagenet-mcq:sample-rendition:wordnet:accuracy"] == acc
+    assert rows["evil"]["name"] == PAYLOAD and rows["evil"]["vision_encoder"] == FORMULA
+    assert rows["no-benchc"]["bench-c:ras"] is None
+    assert table["fits"] and all(f["transform"] == "probit" for f in table["fits"])
+    parsed = list(csv.DictReader(io.StringIO(files["leaderboard.csv"].decode())))
+    assert len(parsed) == 8 and list(parsed[0]) == table["columns"]
+    by_id = {r["model_id"]: r for r in parsed}
+    assert by_id["evil"]["vision_encoder"] == "'" + FORMULA
+    assert float(by_id["clip-0001"]["imagenet-mcq:sample-rendition:wordnet:accuracy"]) == acc
+    assert by_id["no-benchc"]["bench-c:ras"] == ""
+
+
+def test_rendering_is_deterministic(site: tuple[dict[str, bytes], Path]) -> None:
+    files, root = site
+    again = render_site(aggregate(load_submissions(root), SPEC), code_version="9.9")
+    assert again == files
+
+
+def test_probit_scatter_geometry() -> None:
+    out = svg.probit_scatter([("a", 0.5, 0.3, True), ("b", 0.8, 0.6, False)], slope=1.0,
+                             intercept=0.0, chance=0.2, transform="probit", x_name="ref",
+                             y_name="shift", title="t")
+    root = ET.fromstring(str(out))
+    ns = "{http://www.w3.org/2000/svg}"
+    fit_line = root.find(f"{ns}line[@class='fit']")
+    ident = root.find(f"{ns}line[@class='identity']")
+    assert fit_line is not None and ident is not None
+    # slope 1, intercept 0 is the identity: both segments coincide.
+    assert [fit_line.get(k) for k in ("x1", "y1", "x2", "y2")] == \
+        [ident.get(k) for k in ("x1", "y1", "x2", "y2")]
+    circles = root.findall(f"{ns}circle")
+    assert [c.get("fill") for c in circles] == ["#1f77b4", "#fff"]  # baseline filled
+    # Points sit where the frame maps their probits.
+    lo = min(ndtri([0.5, 0.3, 0.8, 0.6, 0.2]))
+    hi = max(ndtri([0.5, 0.3, 0.8, 0.6, 0.2]))
+    pad = 0.08 * (hi - lo)
+    frame = svg.Frame(lo - pad, hi + pad, lo - pad, hi + pad)
+    assert float(circles[1].get("cx", "nan")) == pytest.approx(frame.px(float(ndtri(0.8))),
+                                                               abs=0.06)
+    assert float(circles[1].get("cy", "nan")) == pytest.approx(frame.py(float(ndtri(0.6))),
+                                                               abs=0.06)
+
+
+def test_clip_line_closed_form() -> None:
+    f = svg.Frame(0.0, 10.0, 0.0, 10.0)
+    assert svg._clip_line(f, 2.0, 0.0) == (0.0, 0.0, 5.0, 10.0)
+    assert svg._clip_line(f, 0.0, 3.0) == (0.0, 3.0, 10.0, 3.0)
+    assert svg._clip_line(f, 1.0, 20.0) is None
+
+
+def test_heatmap_cells_and_colours() -> None:
+    rows = ["fog", "snow"]
+    vals: dict[tuple[str, int], float | None] = {
+        (r, s): (s - 3) / 2 for r in rows for s in range(1, 6)}
+    vals[("snow", 5)] = None
+    out = ET.fromstring(str(svg.heatmap(rows, [1, 2, 3, 4, 5], vals, title="RAS", vmax=1.0)))
+    cells = [c for c in out.iter("{http://www.w3.org/2000/svg}rect") if c.get("class") == "cell"]
+    assert len(cells) == 10
+    fills = [c.get("fill") for c in cells]
+    assert fills[2] == "#ffffff" and fills[0] == svg.diverging_colour(-1.0, 1.0)
+    assert fills[4] == svg.diverging_colour(1.0, 1.0) == "#2166ac"
+    assert fills[9] == "#dddddd"
+    assert np.all([c.find("{http://www.w3.org/2000/svg}title") is not None for c in cells])
