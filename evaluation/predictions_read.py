@@ -138,17 +138,21 @@ def read_predictions(path: Path | str) -> PredictionsFile:
         raise SubmissionError(f"{path}: predictions file not found")
     if path.stat().st_size == 0:
         raise SubmissionError(f"{path}: the file is empty; {FORMAT_HINT}")
-    fmt = sniff_format(path)
-    return _read_parquet(path) if fmt == "parquet" else _read_jsonl(path)
+    try:
+        fmt = sniff_format(path)
+        return _read_parquet(path) if fmt == "parquet" else _read_jsonl(path)
+    except OSError as exc:
+        raise SubmissionError(f"{path}: cannot be read ({exc.strerror or exc}); check the path and its permissions") from None
 
 
 def _read_parquet(path: Path) -> PredictionsFile:
-    import pyarrow as pa
     import pyarrow.parquet as pq
 
     try:
         table = pq.read_table(path)
-    except (pa.ArrowException, OSError, ValueError) as exc:
+    # A damaged file can fail anywhere inside the parquet reader (Arrow errors,
+    # OSError, ValueError, even MemoryError on a corrupt length): all mean the same.
+    except Exception as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise SubmissionError(
             f"{path}: not a readable parquet file ({first}); it may be truncated — "
@@ -174,6 +178,8 @@ def predictions_from_table(table: Any, path: Path | str = "<table>") -> Predicti
             f"{path}: neither a 'logits' nor a 'prediction' column (columns: {sorted(names)}); {FORMAT_HINT}"
         )
     id_col = table.column("id")
+    if pa.types.is_dictionary(id_col.type) and pa.types.is_string(id_col.type.value_type):
+        id_col = id_col.cast(pa.string())
     if not (pa.types.is_string(id_col.type) or pa.types.is_large_string(id_col.type)):
         raise SubmissionError(
             f"{path}: column 'id' has type {id_col.type}, expected string; write the dataset ids as strings"
@@ -208,6 +214,17 @@ def _is_number(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
+def _to_float(v: Any) -> float:
+    """A JSON number as float; null -> NaN; an int too large for a float -> ±inf
+    (both are then reported as non-finite / out of range, never a traceback)."""
+    if v is None:
+        return float("nan")
+    try:
+        return float(v)
+    except OverflowError:
+        return math.inf if v > 0 else -math.inf
+
+
 def _read_jsonl(path: Path) -> PredictionsFile:
     try:
         text = path.read_text(encoding="utf-8")
@@ -230,6 +247,9 @@ def _read_jsonl(path: Path) -> PredictionsFile:
         except json.JSONDecodeError as exc:
             not_json.append(f"line {lineno} ({exc.msg} at column {exc.colno})")
             continue
+        except (ValueError, RecursionError) as exc:  # e.g. an int of > 4300 digits, deep nesting
+            not_json.append(f"line {lineno} ({type(exc).__name__}: {str(exc)[:80]})")
+            continue
         if not isinstance(obj, dict):
             not_json.append(f"line {lineno} (a JSON {type(obj).__name__}, not an object)")
             continue
@@ -244,7 +264,7 @@ def _read_jsonl(path: Path) -> PredictionsFile:
             seen_logits = True
         if isinstance(logits, list) and all(_is_number(v) or v is None for v in logits):
             lengths.append(len(logits))
-            flat.extend(float("nan") if v is None else float(v) for v in logits)
+            flat.extend(_to_float(v) for v in logits)
         else:
             lengths.append(-1)
             if "logits" in obj:
@@ -252,10 +272,7 @@ def _read_jsonl(path: Path) -> PredictionsFile:
         pred = obj.get("prediction")
         if "prediction" in obj:
             seen_pred = True
-        if isinstance(pred, (int, float)) and not isinstance(pred, bool) and math.isfinite(pred):
-            preds.append(float(pred))
-        else:
-            preds.append(float("nan"))
+        preds.append(_to_float(pred) if _is_number(pred) else float("nan"))
     if not ids and not not_json:
         raise SubmissionError(f"{path}: the file holds no JSON lines; {FORMAT_HINT}")
     problems: list[Problem] = []

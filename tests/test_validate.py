@@ -323,3 +323,46 @@ def test_fuzzed_bytes_never_traceback(mcq: Path, tmp_path_factory: pytest.TempPa
         validate(mcq, p)
     except SubmissionError as exc:
         assert "\n" not in str(exc) and str(p) in str(exc)
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-(10**400), 10**400) | st.floats() | st.text(max_size=5),
+    lambda inner: st.lists(inner, max_size=5) | st.dictionaries(st.text(max_size=3), inner, max_size=3),
+    max_leaves=10,
+)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_fuzzed_jsonl_values_never_traceback(mcq: Path, tmp_path_factory: pytest.TempPathFactory,
+                                             data: st.DataObject) -> None:
+    ids, logits = _valid(mcq)
+    recs: list[Any] = [{"id": i, "logits": x} for i, x in zip(ids, logits, strict=True)]
+    for _ in range(data.draw(st.integers(1, 3))):
+        row = data.draw(st.integers(0, len(recs) - 1))
+        field = data.draw(st.sampled_from(["id", "logits", "prediction", "whole"]))
+        value = data.draw(json_values)
+        if field == "whole":
+            recs[row] = value
+        elif isinstance(recs[row], dict):
+            recs[row][field] = value
+    p = tmp_path_factory.mktemp("jfuzz") / "p.jsonl"
+    p.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    try:
+        validate(mcq, p)
+    except SubmissionError as exc:
+        assert "\n" not in str(exc)
+
+
+def test_huge_numbers_and_deep_nesting(mcq: Path, tmp_path: Path) -> None:
+    ids, logits = _valid(mcq)
+    lines = [json.dumps({"id": i, "logits": x}) for i, x in zip(ids, logits, strict=True)]
+    lines[0] = '{"id": "' + ids[0] + '", "logits": [' + "9" * 5000 + ", 1, 2, 3, 4]}"
+    lines[1] = '{"id": "' + ids[1] + '", "logits": [1e999, 1, 2, 3, 4]}'
+    lines[2] = "[" * 100_000 + "]" * 100_000
+    p = tmp_path / "p.jsonl"
+    p.write_text("\n".join(lines) + "\n")
+    with pytest.raises(SubmissionError) as info:
+        validate(mcq, p)
+    msg = str(info.value)
+    assert "line 1" in msg and "line 3" in msg and "non-finite logits" in msg
