@@ -129,3 +129,14 @@ def test_cli_submit(datasets_dir: Path, tmp_path: Path, capsys: pytest.CaptureFi
                  str(datasets_dir / "imagenet-mcq"), "--predictions", str(p)]) == 1
     assert "invalid model id" in capsys.readouterr().err
     assert not (subs / "a").exists()
+
+
+def test_rescore_in_place(datasets_dir: Path, tmp_path: Path) -> None:
+    subs = tmp_path / "submissions"
+    p = _predictions(datasets_dir / "bench-c", tmp_path / "p")
+    first = add_submission(subs, "m", datasets_dir / "bench-c", p)
+    stored = subs / "m" / "bench-c" / "predictions.parquet"
+    again = add_submission(subs, "m", datasets_dir / "bench-c", stored)
+    assert again == first
+    assert stored.read_bytes() == p.read_bytes()
+    assert yaml.safe_load((subs / "m" / "bench-c" / "meta.yaml").read_text())["model"] == "classifier:toy"
