@@ -36,11 +36,12 @@ label first when it is among them; images with no valid label are dropped.
 from __future__ import annotations
 
 import csv
+import functools
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 from builders.classes import (
     N_CLASSES,
@@ -195,7 +196,7 @@ def read_val_label_file(path: Path) -> dict[str, int]:
         for n, row in enumerate(rows[1:], start=2):
             if len(row) < 2 or not row[1].split():
                 raise SourceError(f"{path}: row {n} has no PredictionString; fix: restore the file")
-            out[PurePosixPath(row[0].strip()).stem] = _parse_label(row[1].split()[0], f"{path}: row {n}")
+            out[_stem(row[0].strip())] = _parse_label(row[1].split()[0], f"{path}: row {n}")
         return out
     for n, line in enumerate(text.splitlines(), start=1):
         if not line.strip() or line.lstrip().startswith("#"):
@@ -203,8 +204,13 @@ def read_val_label_file(path: Path) -> dict[str, int]:
         parts = line.split()
         if len(parts) != 2:
             raise SourceError(f"{path}: line {n} is not '<file> <label>'; fix: one image per line")
-        out[PurePosixPath(parts[0]).stem] = _parse_label(parts[1], f"{path}: line {n}")
+        out[_stem(parts[0])] = _parse_label(parts[1], f"{path}: line {n}")
     return out
+
+
+@functools.lru_cache(maxsize=1)
+def _val_by_stem() -> dict[str, int]:
+    return {_stem(k): v for k, v in val_labels().items()}
 
 
 def _flat_val(d: Path, label_file: Path | None) -> list[tuple[str, Path, int]]:
@@ -219,7 +225,7 @@ def _flat_val(d: Path, label_file: Path | None) -> list[tuple[str, Path, int]]:
         labels = read_val_label_file(label_file)
         where = str(label_file)
     else:
-        labels = {PurePosixPath(k).stem: v for k, v in val_labels().items()}
+        labels = _val_by_stem()
         where = "the ILSVRC-2012 val labels shipped with vlmrobust"
     out = []
     for p in images:
@@ -232,14 +238,37 @@ def _flat_val(d: Path, label_file: Path | None) -> list[tuple[str, Path, int]]:
     return out
 
 
+def _stem(name: str) -> str:
+    """File name without directories and extension (``a/b/x.JPEG`` -> ``x``).
+
+    >>> _stem("a/b/ILSVRC2012_val_00000001.JPEG"), _stem("ILSVRC2012_val_00000001")
+    ('ILSVRC2012_val_00000001', 'ILSVRC2012_val_00000001')
+    """
+    base = name.rsplit("/", 1)[-1]
+    return base.rsplit(".", 1)[0] if "." in base[1:] else base
+
+
+def _label_list(labels: object, where: str, key: str) -> tuple[int, ...]:
+    if not isinstance(labels, (list, tuple)):
+        raise SourceError(f"{where}: entry {key!r} is not a list of labels; fix: use [] for no valid label")
+    if all(type(x) is int and 0 <= x < N_CLASSES for x in labels):
+        return tuple(dict.fromkeys(labels))  # the common case, without string parsing
+    return tuple(dict.fromkeys(_parse_label(str(x), f"{where}: entry {key!r}") for x in labels))
+
+
+@functools.lru_cache(maxsize=1)
+def _real_by_stem() -> dict[str, tuple[int, ...]]:
+    return {_stem(k): v for k, v in real_labels().items()}
+
+
 def load_clean_labels(clean_labels: CleanLabels) -> dict[str, tuple[int, ...]] | None:
     """Normalise any accepted clean-label form to {file stem: labels}."""
     if clean_labels is None:
         return None
     if isinstance(clean_labels, str) and clean_labels == "real":
-        raw: Mapping[str, Sequence[int | str]] = real_labels()
-        where = "ReaL labels"
-    elif isinstance(clean_labels, (str, Path)):
+        return _real_by_stem()
+    raw: Mapping[str, Sequence[int | str]]
+    if isinstance(clean_labels, (str, Path)):
         path = Path(clean_labels)
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
@@ -258,10 +287,8 @@ def load_clean_labels(clean_labels: CleanLabels) -> dict[str, tuple[int, ...]] |
         raw, where = clean_labels, "clean labels"
     out: dict[str, tuple[int, ...]] = {}
     for key, labels in raw.items():
-        if not isinstance(labels, (list, tuple)):
-            raise SourceError(f"{where}: entry {key!r} is not a list of labels; fix: use [] for no valid label")
-        parsed = tuple(dict.fromkeys(_parse_label(str(x), f"{where}: entry {key!r}") for x in labels))
-        stem = PurePosixPath(str(key)).stem
+        parsed = _label_list(labels, where, key)
+        stem = _stem(str(key))
         if stem in out and out[stem] != parsed:
             raise SourceError(f"{where}: file {stem} listed twice with different labels; fix: keep one entry")
         out[stem] = parsed
@@ -349,3 +376,33 @@ def _objectnet(d: Path) -> list[SourceImage]:
 def _known_objectnet_folders(mappings: Path) -> set[str]:
     data = json.loads((mappings / "folder_to_objectnet_label.json").read_text(encoding="utf-8"))
     return set(data)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m builders.sources VARIANT ROOT [--clean-labels X]``: check a layout."""
+    import argparse
+    import sys
+    from collections import Counter
+
+    parser = argparse.ArgumentParser(prog="python -m builders.sources", description="Check an on-disk variant layout.")
+    parser.add_argument("variant", choices=VARIANTS)
+    parser.add_argument("root", type=Path)
+    parser.add_argument("--clean-labels", default=None, help="'real' or a clean-label JSON (imagenet-val)")
+    parser.add_argument("--label-file", type=Path, default=None, help="label file of the flat imagenet-val layout")
+    args = parser.parse_args(argv)
+    try:
+        images = read_variant(args.variant, args.root, args.clean_labels, label_file=args.label_file)
+    except VlmrobustError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    per_class = Counter(s.labels[0] for s in images)
+    multi = sum(len(s.labels) > 1 for s in images)
+    print(
+        f"{args.variant}: {len(images)} images, {len(per_class)} classes, "
+        f"{multi} with several valid labels, from {variant_dir(args.variant, args.root)}"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

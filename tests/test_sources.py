@@ -325,3 +325,14 @@ def test_source_image_validation():
     with pytest.raises(ValueError):
         SourceImage("/abs.png", Path("/abs.png"), (1,))
     assert class_by_wnid(STINGRAY).index == 6
+
+
+def test_cli_checks_a_layout(tmp_path, capsys):
+    from builders.sources import main
+
+    _class_folders(tmp_path / "imagenet-r", [GOLDFISH, STINGRAY], n=2)
+    assert main(["imagenet-r", str(tmp_path)]) == 0
+    assert "imagenet-r: 4 images, 2 classes, 0 with several valid labels" in capsys.readouterr().out
+    assert main(["imagenet-a", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1
