@@ -271,7 +271,10 @@ def render_site(lb: Leaderboard, *, releases: Sequence[Mapping[str, Any]] = (),
          quadrants=QUADRANTS, transitions=TRANSITIONS)
     page("releases.html", "releases.html.j2", releases=list(reversed(list(releases))))
     for s in lb.submissions:
+        order = {IMAGENET: 0, BENCH_C: 1, IMAGEWIKIQA: 2}
+        datasets = sorted(s.datasets.items(), key=lambda kv: (order.get(kv[0], 3), kv[0]))
         page(lb.pages[s.model_id], "model.html.j2", s=s, er=lb.er.get(s.model_id, ()),
+             datasets=datasets,
              maps=_benchc_maps(s, text=True), imagenet=IMAGENET, bench_c=BENCH_C,
              iwqa=IMAGEWIKIQA, quadrants=QUADRANTS, transitions=TRANSITIONS,
              fits=[f for f in lb.fits if f.family == s.meta.family])

@@ -34,7 +34,7 @@ class Frame:
     y1: float
     width: int = 360
     height: int = 320
-    left: int = 48
+    left: int = 58
     right: int = 12
     top: int = 26
     bottom: int = 40
@@ -77,7 +77,7 @@ def _axes(f: Frame, xticks: Sequence[tuple[float, str]], yticks: Sequence[tuple[
                    f'dominant-baseline="middle">{escape(lab)}</text>')
     out.append(f'<text x="{_n((f.left + f.width - f.right) / 2)}" y="{f.height - 6}" '
                f'text-anchor="middle">{escape(xlabel)}</text>')
-    out.append(f'<text transform="translate(12 {_n((f.top + f.height - f.bottom) / 2)}) '
+    out.append(f'<text transform="translate(11 {_n((f.top + f.height - f.bottom) / 2)}) '
                f'rotate(-90)" text-anchor="middle">{escape(ylabel)}</text>')
     out.append(f'<text x="{f.left}" y="16" font-weight="bold">{escape(title)}</text>')
     return out
@@ -143,6 +143,27 @@ def probit_scatter(points: Sequence[tuple[str, float, float, bool]], *, slope: f
     return _svg(f, body, title)
 
 
+def nice_ticks(lo: float, hi: float, target: int = 5) -> list[tuple[float, str]]:
+    """Round tick values (1, 2 or 5 × 10^k apart) inside [lo, hi], labelled with just
+    enough decimals.
+
+    >>> [lab for _, lab in nice_ticks(-0.16, 0.02)]
+    ['-0.15', '-0.10', '-0.05', '0.00']
+    """
+    raw = (hi - lo) / max(target, 1)
+    mag = 10 ** math.floor(math.log10(raw))
+    step = next(m * mag for m in (1, 2, 5, 10) if m * mag >= raw)
+    decimals = max(0, -math.floor(math.log10(step) + 1e-9))
+    first = math.ceil(lo / step)
+    out = []
+    k = first
+    while k * step <= hi + 1e-12:
+        v = k * step if k else 0.0  # k = 0 would print as "-0.00" via -0.0 * step
+        out.append((v, f"{v:.{decimals}f}"))
+        k += 1
+    return out
+
+
 def linear_scatter(points: Sequence[tuple[str, float, float]], *, x_label: str, y_label: str,
                    title: str, identity: bool = True) -> Markup:
     """Plain scatter on linear axes (e.g. destructive vs corrective RAS)."""
@@ -155,7 +176,7 @@ def linear_scatter(points: Sequence[tuple[str, float, float]], *, x_label: str, 
     ys = [p[2] for p in points]
     lo, hi = _padded(min(*xs, *ys), max(*xs, *ys))
     f = Frame(lo, hi, lo, hi)
-    ticks = [(float(v), f"{v:.2g}") for v in np.linspace(lo, hi, 6)[1:-1]]
+    ticks = nice_ticks(lo, hi)
     body = _axes(f, ticks, ticks, x_label, y_label, title)
     seg = _clip_line(f, 1.0, 0.0) if identity else None
     if seg:
@@ -198,14 +219,14 @@ def heatmap(rows: Sequence[str], cols: Sequence[int],
                     f'text-anchor="middle">{c}</text>')
     for i, r in enumerate(rows):
         y = top + i * rh
-        body.append(f'<text x="{left - 4}" y="{y + rh - 4}" text-anchor="end">'
-                    f"{escape(r)}</text>")
+        label = str(escape(r))  # once per row: this loop dominates a 200-model build
+        body.append(f'<text x="{left - 4}" y="{y + rh - 4}" text-anchor="end">{label}</text>')
         for j, c in enumerate(cols):
             v = values.get((r, c))
             shown = "n/a" if v is None else f"{v:.3f}"
             body.append(f'<rect class="cell" x="{left + j * cell}" y="{y}" width="{cell - 1}" '
                         f'height="{rh - 1}" fill="{diverging_colour(v, vmax)}">'
-                        f"<title>{escape(r)}, severity {c}: {shown}</title></rect>")
+                        f"<title>{label}, severity {c}: {shown}</title></rect>")
             if cell_text and v is not None:
                 body.append(f'<text x="{left + j * cell + cell // 2}" y="{y + rh - 4}" '
                             f'text-anchor="middle" font-size="8">{v:.2f}</text>')
