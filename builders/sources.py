@@ -213,13 +213,14 @@ def _val_by_stem() -> dict[str, int]:
     return {_stem(k): v for k, v in val_labels().items()}
 
 
-def _flat_val(d: Path, label_file: Path | None) -> list[tuple[str, Path, int]]:
+def _flat_val(d: Path, label_file: Path | None, root: Path) -> list[tuple[str, Path, int]]:
     images = _images_in(d)
     if not images:
         raise SourceError(f"{d}: no images and no class folders; fix: extract ImageNet val here")
     if label_file is None:
-        found = [d / n for n in VAL_LABEL_FILES if (d / n).is_file()]
-        found += [d.parent / n for n in VAL_LABEL_FILES if (d.parent / n).is_file()]
+        # Beside the images, one level up, or at the given root (Kaggle keeps
+        # LOC_val_solution.csv at the top, the images in ILSVRC/Data/CLS-LOC/val).
+        found = [p / n for p in dict.fromkeys((d, d.parent, root)) for n in VAL_LABEL_FILES if (p / n).is_file()]
         label_file = found[0] if found else None
     if label_file is not None:
         labels = read_val_label_file(label_file)
@@ -334,7 +335,7 @@ def read_variant(
             if any(_WNID.match(p.name) for p in _subdirs(d)):
                 items = _wnid_folders(d, variant, set(range(N_CLASSES)))
             else:
-                items = _flat_val(d, Path(label_file) if label_file is not None else None)
+                items = _flat_val(d, Path(label_file) if label_file is not None else None, Path(root))
         elif variant == "imagenet-v2":
             items = _index_folders(d)
         else:

@@ -83,6 +83,13 @@ def test_val_flat_with_kaggle_solution_csv(tmp_path):
     ]
 
 
+def test_val_flat_kaggle_layout_finds_csv_at_root(tmp_path):
+    d = tmp_path / "ILSVRC" / "Data" / "CLS-LOC" / "val"
+    _img(d / "ILSVRC2012_val_00000001.JPEG")
+    (tmp_path / "LOC_val_solution.csv").write_text(f"ImageId,PredictionString\nILSVRC2012_val_00000001,{STINGRAY} 1 2 3 4\n")
+    assert [s.labels for s in read_variant("imagenet-val", tmp_path)] == [(6,)]  # not the shipped 65
+
+
 def test_val_flat_with_val_txt_and_explicit_label_file(tmp_path):
     d = tmp_path / "flat"
     _img(d / "ILSVRC2012_val_00000007.JPEG")
