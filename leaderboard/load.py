@@ -246,6 +246,9 @@ def _load_config(w: _Where, name: str, raw: Any, where: str) -> ConfigScore:
     c = w.mapping(raw, where)
     ci_raw = c.get("accuracy_ci")
     ci: tuple[float, float] | None = None
+    # The scorer writes [null, null] when the interval is undefined (e.g. n = 0).
+    if isinstance(ci_raw, list) and all(x is None for x in ci_raw):
+        ci_raw = None
     if ci_raw is not None:
         if (not isinstance(ci_raw, list) or len(ci_raw) != 2
                 or any(isinstance(x, bool) or not isinstance(x, int | float) for x in ci_raw)):

@@ -9,7 +9,6 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-import numpy as np
 from markupsafe import Markup, escape
 
 from leaderboard import fit

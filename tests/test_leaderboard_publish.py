@@ -194,7 +194,7 @@ def test_corrupt_releases_json_is_refused(tmp_path: Path) -> None:
     publish_site(subs, site, now=NOW)
     (site / "releases.json").write_text("{not json")
     before = _snapshot(site)
-    with pytest.raises(PublishError, match="releases.json: not valid JSON"):
+    with pytest.raises(PublishError, match=r"releases\.json: not valid JSON"):
         publish_site(subs, site)
     assert _snapshot(site) == before
 
