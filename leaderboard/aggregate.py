@@ -10,7 +10,6 @@ over shifts is a proper joint interval.
 from __future__ import annotations
 
 import hashlib
-import math
 from collections import Counter, defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -159,10 +158,6 @@ def _rng(seed: int, *parts: str) -> np.random.Generator:
     return np.random.default_rng(int.from_bytes(digest[:8], "little"))
 
 
-def _mean_or_none(values: list[float]) -> float | None:
-    return float(np.mean(values)) if values else None
-
-
 def _family_fits(family: str, strategy: str, members: list[Submission], spec: BaselineSpec,
                  ) -> tuple[list[ShiftFit], dict[str, list[ERValue]],
                             dict[str, tuple[float, tuple[float, float] | None]]]:
@@ -305,6 +300,3 @@ def aggregate(submissions: tuple[Submission, ...], spec: BaselineSpec) -> Leader
         pages=pages,
     )
 
-
-def finite_or_none(x: float | None) -> float | None:
-    return None if x is None or not math.isfinite(x) else x
