@@ -8,6 +8,7 @@ nothing behind."""
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
@@ -135,7 +136,9 @@ def source_inputs(spec: McqSpec, root: Path) -> list[VariantInput]:
     return out
 
 
+@functools.lru_cache(maxsize=4)
 def wordnet_similarity(space: tuple[int, ...]) -> LabelSpaceSimilarity:
+    """Wu-Palmer rankings of a label space (kept per process: rows are cached inside)."""
     from builders.classes import load_imagenet_classes
     from builders.wordnet import synset_for_wnid
 
