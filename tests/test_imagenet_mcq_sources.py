@@ -92,10 +92,13 @@ def test_real_labels_clean_val_and_objectnet_multilabels(sources: Path, tmp_path
             assert len(set(r["option_class_ids"])) == 5
             ok = [c in it.valid for c in r["option_class_ids"]]
             assert ok.count(True) == 1 and ok[r["answer"]]
-    rows = read_table(tmp_path / "ds", "objectnet-random").to_pylist()
-    for r in rows:
-        truth = next(ids for ids in OBJECTNET.values() if r["label"] in ids)
-        assert [c in truth for c in r["option_class_ids"]].count(True) == 1
+    group = {c: name for name, ids in OBJECTNET.items() for c in ids}
+    for strategy in ("random", "wordnet", "visual"):
+        for r in read_table(tmp_path / "ds", f"objectnet-{strategy}").to_pylist():
+            truth = OBJECTNET[group[r["label"]]]
+            assert [c in truth for c in r["option_class_ids"]].count(True) == 1
+            # one option per ObjectNet class: never "analog clock" and "wall clock" together
+            assert len({group[c] for c in r["option_class_ids"]}) == 5
 
 
 def test_build_entry_point_with_source_root(sources: Path, tmp_path: Path) -> None:

@@ -135,6 +135,25 @@ def test_random_distractors_are_uniform_over_non_valid() -> None:
     assert np.abs(counts[counts > 0] - expected).max() < 0.15 * expected
 
 
+def test_grouped_distractors_one_per_group_and_uniform_over_groups() -> None:
+    # group "a" has 5 classes, the others one each: groups, not classes, are uniform
+    groups = {0: "t", 1: "a", 2: "a", 3: "a", 4: "a", 5: "a", 6: "b", 7: "c", 8: "d"}
+    valid = frozenset({0})
+    rng = np.random.default_rng(4)
+    hits = {g: 0 for g in "abcd"}
+    for _ in range(2000):
+        d = random_distractors(range(9), valid, 2, rng, groups)
+        assert len({groups[c] for c in d}) == 2 and 0 not in d
+        for c in d:
+            hits[groups[c]] += 1
+    assert max(hits.values()) - min(hits.values()) < 0.12 * 1000
+    ranking = [2, 3, 6, 1, 7, 8]
+    assert visual_distractors(ranking, valid, 3, groups) == (2, 6, 7)
+    assert set(wordnet_distractors(ranking, valid, 3, 3, rng, groups)) == {2, 6, 7}
+    with pytest.raises(VlmrobustError, match="only 4"):
+        random_distractors(range(9), valid, 5, rng, groups)
+
+
 def test_wordnet_distractors_come_from_top_k_and_vary() -> None:
     ranking = [9, 3, 7, 1, 8, 2, 6, 4, 5]
     valid = frozenset({0, 3})

@@ -51,6 +51,7 @@ class VariantInput:
     items: tuple[Item, ...]
     dropped: int
     licences: Mapping[str, tuple[str, str]]  # item key -> (source, licence)
+    groups: Mapping[int, str] | None = None  # ObjectNet: IN-1k class -> ObjectNet class
 
     def __post_init__(self) -> None:
         if not self.space:
@@ -102,16 +103,22 @@ def _clean_labels(spec: McqSpec, root: Path) -> str | Path | None:
     return path
 
 
-def _space(name: str, root: Path) -> tuple[int, ...]:
-    from builders.classes import label_space
+def _space(name: str, root: Path) -> tuple[tuple[int, ...], dict[int, str] | None]:
+    """The variant's label space and, for ObjectNet, each class's ObjectNet class
+    (the first in name order when a class maps from several)."""
+    from builders.classes import label_space, load_objectnet_mapping
     from builders.sources import variant_dir
 
     if name != "objectnet":
-        return tuple(label_space(name))
+        return tuple(label_space(name)), None
     d = variant_dir(name, root)
     if not (d / "mappings").is_dir() and (d / "objectnet-1.0").is_dir():
         d = d / "objectnet-1.0"
-    return tuple(label_space(name, objectnet_mapping=d / "mappings"))
+    groups: dict[int, str] = {}
+    for on_name, ids in sorted(load_objectnet_mapping(d / "mappings").items()):
+        for c in ids:
+            groups.setdefault(c, on_name)
+    return tuple(label_space(name, objectnet_mapping=d / "mappings")), groups
 
 
 def source_inputs(spec: McqSpec, root: Path) -> list[VariantInput]:
@@ -124,7 +131,7 @@ def source_inputs(spec: McqSpec, root: Path) -> list[VariantInput]:
     out = []
     for v in spec.variants:
         sources = read_variant(v.name, root, clean_labels=clean)
-        space = _space(v.name, root)
+        space, groups = _space(v.name, root)
         dropped = 0
         if clean is not None and v.name == "imagenet-val":
             dropped = len(read_variant(v.name, root)) - len(sources)
@@ -132,7 +139,9 @@ def source_inputs(spec: McqSpec, root: Path) -> list[VariantInput]:
             v.name, ((s.key, Path(s.path), tuple(s.labels)) for s in sources), space
         )
         licences = {it.key: (v.homepage or v.name, v.licence) for it in items}
-        out.append(VariantInput(v.name, space, tuple(items), dropped + no_label, licences))
+        out.append(
+            VariantInput(v.name, space, tuple(items), dropped + no_label, licences, groups)
+        )
     return out
 
 
@@ -216,19 +225,19 @@ def build_dataset(
     if "visual" in spec.strategies:
         enc = embedder if embedder is not None else load_embedder(spec, device)
         neighbours = visual_neighbours(
-            [(v.space, chosen[v.name]) for v in inputs], enc, spec.visual, k, progress,
-            cache_dir=cache_dir,
+            [(v.space, chosen[v.name], v.groups is not None) for v in inputs], enc,
+            spec.visual, k, progress, cache_dir=cache_dir,
         )
 
     def distractors(v: VariantInput, it: Item, strategy: str) -> tuple[int, ...]:
         if strategy == "random":
             rng = item_rng(spec.seed, v.name, it.key, "random")
-            return random_distractors(v.space, it.valid, k, rng)
+            return random_distractors(v.space, it.valid, k, rng, v.groups)
         if strategy == "wordnet":
             rng = item_rng(spec.seed, v.name, it.key, "wordnet")
             ranking = rankings[v.name].ranking(it.label)
-            return wordnet_distractors(ranking, it.valid, k, spec.wordnet.top_k, rng)
-        return visual_distractors(neighbours[(v.name, it.key)], it.valid, k)
+            return wordnet_distractors(ranking, it.valid, k, spec.wordnet.top_k, rng, v.groups)
+        return visual_distractors(neighbours[(v.name, it.key)], it.valid, k, v.groups)
 
     # questions are computed up front (cheap) so a strategy that cannot fill its
     # options fails before anything is written

@@ -79,12 +79,13 @@ def default_cache_dir() -> Path:
 
 
 def visual_neighbours(
-    variants: Sequence[tuple[tuple[int, ...], Sequence[Item]]], embedder: Embedder,
+    variants: Sequence[tuple[tuple[int, ...], Sequence[Item], bool]], embedder: Embedder,
     visual: VisualSpec, k: int, progress: bool, cache_dir: Path | None = None,
 ) -> dict[tuple[str, str], tuple[int, ...]]:
     """(variant, key) -> classes of the variant's label space, nearest prototype
-    first, long enough to leave ``k`` after removing the item's valid labels."""
-    items = [it for _, its in variants for it in its]
+    first, long enough to leave ``k`` after removing the item's valid labels
+    (the whole space for a grouped variant, whose groups collapse the list)."""
+    items = [it for _, its, _ in variants for it in its]
     emb = embed_files(
         embedder.embed_images, [it.path for it in items], visual.batch_size, progress,
         desc=f"embedding with {visual.encoder}", cache_dir=cache_dir,
@@ -93,13 +94,13 @@ def visual_neighbours(
     protos, has = _prototypes(visual, embedder, emb, items)
     out: dict[tuple[str, str], tuple[int, ...]] = {}
     start = 0
-    for space, its in variants:
+    for space, its, grouped in variants:
         rows = emb[start:start + len(its)]
         start += len(its)
         if not its:
             continue
         cand = np.array([c for c in space if has[c]], dtype=np.int64)
-        depth = min(len(cand), k + max(len(it.valid) for it in its))
+        depth = len(cand) if grouped else min(len(cand), k + max(len(it.valid) for it in its))
         _, idx = nearest_prototypes(rows, protos[cand], depth)
         for it, row in zip(its, idx, strict=True):
             out[(it.variant, it.key)] = tuple(int(cand[j]) for j in row if j >= 0)
