@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 import skimage.data
@@ -124,3 +126,26 @@ def test_lite1_lite2_real_photos(variant: int, res: int, photos: list[Image.Imag
     assert adapter.model.preprocess(photos[0]).shape == (3, res, res)
     top1 = adapter.class_logits(photos).argmax(axis=1)
     assert int(top1[0]) in CATS and int(top1[1]) == ESPRESSO
+
+
+def test_timm_classifier_from_checkpoint(tmp_path: Path, photos: list[Image.Image]) -> None:
+    import timm
+    import torch
+
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        model = timm.create_model("resnet18", pretrained=False, num_classes=1000).eval()
+    ckpt = tmp_path / "r18.pth"
+    torch.save(model.state_dict(), ckpt)
+    adapter = load_adapter(f"classifier:timm:resnet18:{ckpt}", device="cpu")
+    assert isinstance(adapter, ClassifierAdapter) and adapter.vision_encoder == "resnet18"
+    x = torch.from_numpy(np.stack([adapter.model.preprocess(p) for p in photos]))
+    with torch.no_grad():
+        expected = model(x).numpy()
+    np.testing.assert_allclose(adapter.class_logits(photos), expected, rtol=1e-4, atol=1e-4)
+    assert adapter.embed_images(photos).shape == (2, 512)
+    assert adapter.class_prototypes().shape == (1000, 512)
+    with pytest.raises(VlmrobustError, match="did you mean 'resnet18'"):
+        parse_adapter_name("classifier:timm:resnet18x")
+    with pytest.raises(VlmrobustError, match="not found"):
+        parse_adapter_name(f"classifier:timm:resnet18:{tmp_path / 'missing.pth'}")

@@ -124,9 +124,9 @@ def option_class_ids(row: Mapping[str, Any], where: str) -> np.ndarray:
 
 def _parse(name: str, target: str) -> AdapterSpec:
     if target.startswith("timm:"):
-        if not target[len("timm:"):]:
-            raise VlmrobustError(f"model name {name!r}: give the timm architecture, "
-                                 "e.g. classifier:timm:resnet50")
+        from evaluation.adapters.timm_classifier import check_timm_target
+
+        check_timm_target(name, target[len("timm:"):])
     else:
         _ensure_registered()
         CLASSIFIERS.get(target)  # raises with the closest known name
