@@ -84,7 +84,16 @@ def _config_scores(report: ValidationReport, rows: NDArray[np.int64], config: st
 def bench_c_scores(report: ValidationReport) -> dict[str, Any] | None:
     """The ``bench_c`` block: per (corruption, severity) κ-weighted means of Acc,
     ΔAcc, S, ΔS, C, ΔC, RAS with quadrant/transition counts, and their means over
-    cells (see evaluation.metrics.aggregate for the Σκ normaliser)."""
+    cells (see evaluation.metrics.aggregate for the Σκ normaliser).
+
+    Each corrupted row is paired with the clean row of its ``source_id``; κ is
+    the corrupted row's (every copy of a question carries the same κ; weight 1
+    when the dataset has no κ column). ``clean_accuracy`` is the κ-weighted
+    accuracy over clean rows; quadrant and transition entries are plain counts.
+    Destructive (corrective) RAS is the mean over cells of the κ-weighted RAS of
+    the cell's RR ∪ RW (WR ∪ WW) pairs; cells without such pairs are skipped and
+    the value is null when no cell has any. Without logits S, C, RAS and the
+    quadrants are null."""
     index = report.index
     cols = index.columns
     if not {"source_id", "corruption", "severity"} <= set(cols):

@@ -88,7 +88,7 @@ class DatasetIndex:
         for name in FAMILY_COLUMNS:
             if name in names:
                 col = table.column(name)
-                if name in ("severity",):
+                if name == "severity":
                     cols[name] = np.asarray(col.to_numpy(), dtype=np.int64)
                 elif name == "kappa":
                     cols[name] = np.asarray(col.to_numpy(), dtype=np.float64)
