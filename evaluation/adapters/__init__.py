@@ -12,11 +12,14 @@ from evaluation.adapters.base import (
     pad_rows,
     parse_adapter_name,
 )
+from evaluation.adapters.embeddings import class_prototypes, embed_images
 
 __all__ = [
     "ADAPTER_FAMILIES",
     "Adapter",
     "AdapterSpec",
+    "class_prototypes",
+    "embed_images",
     "load_adapter",
     "pad_rows",
     "parse_adapter_name",
