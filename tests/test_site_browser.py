@@ -63,12 +63,22 @@ def base_url(site: tuple[Path, int]) -> Iterator[str]:
     server.server_close()
 
 
+def _require_browser(chromium: str, chromedriver: str) -> None:
+    """Fail (never skip) with the install command when the browser is missing."""
+    if not (Path(chromium).exists() and Path(chromedriver).exists()):
+        pytest.fail(f"the browser test needs Debian's chromium at {chromium} and chromedriver "
+                    f"at {chromedriver}: run `apt-get update && apt-get install -y chromium "
+                    "chromium-driver`", pytrace=False)
+
+
+def test_missing_browser_fails_with_install_hint(tmp_path: Path) -> None:
+    with pytest.raises(pytest.fail.Exception, match="apt-get install -y chromium chromium-driver"):
+        _require_browser(str(tmp_path / "chromium"), CHROMEDRIVER)
+
+
 @pytest.fixture(scope="module")
 def driver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    if not (Path(CHROMIUM).exists() and Path(CHROMEDRIVER).exists()):
-        pytest.fail(f"the browser test needs Debian's chromium at {CHROMIUM} and chromedriver "
-                    f"at {CHROMEDRIVER}: run `apt-get update && apt-get install -y chromium "
-                    "chromium-driver`", pytrace=False)
+    _require_browser(CHROMIUM, CHROMEDRIVER)
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
