@@ -252,3 +252,19 @@ def test_shipped_spec_parses() -> None:
     assert len(spec.corruptions) == 19 and spec.severities == (1, 2, 3, 4, 5)
     assert spec.sample_selection is not None and spec.sample_source is not None
     assert json.dumps(spec.sample_selection.selectors)
+
+
+def test_max_side_and_stale_cache(tmp_path: Path) -> None:
+    write_source(tmp_path)
+    spec = parse_spec(raw_spec(), tmp_path / "bench-c.yaml")
+    cands = load_source(spec.sources[0], tmp_path).candidates[:1]
+    work = tmp_path / "w"
+    folders = materialise(cands, work, ["fog"], [1], 3, progress=False, max_side=20)
+    folder = folders[cands[0].key]
+    with Image.open(folder / "fog-1.png") as im:
+        assert im.size == (20, 18)  # 40x36 scaled to a longer side of 20
+    first = (folder / "fog-1.png").read_bytes()
+    # another seed invalidates the cache instead of mixing old and new images
+    materialise(cands, work, ["fog"], [1], 4, progress=False, max_side=20)
+    assert (folder / "fog-1.png").read_bytes() != first
+    assert json.loads((work / "params.json").read_text())["seed"] == 4

@@ -105,14 +105,16 @@ def build(raw_spec: dict[str, Any], spec_path: Path, options: BuildOptions) -> d
             raise VlmrobustError(f"{spec_path}: no 'sample.source' section; add one to build "
                                  "with --sample")
         selection = spec.sample_selection or spec.selection
+        max_side = spec.sample_max_side
         _check_adapters(selection)
         path = _sample_source(spec.sample_source, out, work, options)
         loaded = [load_source(spec.sample_source, None, path)]
     else:
         selection = spec.selection
+        max_side = spec.max_side
         _check_adapters(selection)
         loaded = [load_source(s, options.source_root) for s in spec.sources]
-    return build_dataset(spec, selection, loaded, out, options=options)
+    return build_dataset(spec, selection, loaded, out, options=options, max_side=max_side)
 
 
 def _check_adapters(selection: SelectionSpec) -> None:
@@ -125,7 +127,7 @@ def _check_adapters(selection: SelectionSpec) -> None:
 def build_dataset(spec: BenchCSpec, selection: SelectionSpec, sources: Sequence[LoadedSource],
                   out: Path, *, options: BuildOptions, loader: AdapterLoader | None = None,
                   text_embedder: TextEmbedder | None = None,
-                  keep_work: bool = False) -> dict[str, Any]:
+                  keep_work: bool = False, max_side: int | None = None) -> dict[str, Any]:
     """Everything after reading the sources. ``loader`` (adapter name -> adapter)
     and ``text_embedder`` can be injected (tests); by default they are
     ``evaluation.adapters.load_adapter`` and MiniLM."""
@@ -141,7 +143,7 @@ def build_dataset(spec: BenchCSpec, selection: SelectionSpec, sources: Sequence[
     work = work_dir(out)
     work.mkdir(parents=True, exist_ok=True)
     folders = materialise(pool, work, spec.corruptions, spec.severities, spec.seed,
-                          options.workers, options.progress)
+                          options.workers, options.progress, max_side)
 
     answers = []
     for name in selection.selectors:
@@ -184,6 +186,7 @@ def build_dataset(spec: BenchCSpec, selection: SelectionSpec, sources: Sequence[
     extra: dict[str, Any] = {
         "corruptions": list(spec.corruptions),
         "severities": list(spec.severities),
+        "max_side": max_side,
         "corruption_engine": "builders.corruptions (ImageNet-C parameters of "
                              "imagecorruptions 1.1.2)",
         "seeds": {"seed": spec.seed,

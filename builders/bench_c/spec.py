@@ -84,8 +84,10 @@ class BenchCSpec:
     severities: tuple[int, ...]
     selection: SelectionSpec
     sources: tuple[SourceSpec, ...]
+    max_side: int | None = None
     sample_source: SourceSpec | None = None
     sample_selection: SelectionSpec | None = None
+    sample_max_side: int | None = None
     path: Path = field(default=Path("bench-c.yaml"))
 
     def __post_init__(self) -> None:
@@ -98,6 +100,10 @@ class BenchCSpec:
             raise ValueError("source names must be unique")
         if len(set(self.severities)) != len(self.severities) or not self.severities:
             raise ValueError("severities must be a non-empty list without repeats")
+        if self.max_side is not None and self.max_side < 32:
+            raise ValueError(f"max_side must be >= 32 or null, got {self.max_side}")
+        if self.sample_max_side is not None and self.sample_max_side < 32:
+            raise ValueError(f"sample.max_side must be >= 32 or null, got {self.sample_max_side}")
 
 
 def _source(raw: Any, where: str) -> SourceSpec:
@@ -131,6 +137,10 @@ def _selection(raw: Any, where: str) -> SelectionSpec:
     return SelectionSpec(**kw)
 
 
+def _opt_int(value: Any) -> int | None:
+    return None if value is None else int(value)
+
+
 def parse_spec(raw: Mapping[str, Any], spec_path: Path) -> BenchCSpec:
     """Validate the raw YAML mapping; every error names ``spec_path``."""
     try:
@@ -146,6 +156,7 @@ def parse_spec(raw: Mapping[str, Any], spec_path: Path) -> BenchCSpec:
         return BenchCSpec(
             name=str(raw["name"]), version=str(raw["version"]), seed=int(raw.get("seed", 0)),
             corruptions=tuple(names), severities=severities,
+            max_side=_opt_int(raw.get("max_side")), sample_max_side=_opt_int(sample.get("max_side")),
             selection=_selection(raw.get("selection") or {}, "selection"),
             sources=sources,
             sample_source=_source(sample["source"], "sample.source") if "source" in sample

@@ -27,6 +27,7 @@ class CorruptionTask:
     corruptions: tuple[str, ...]
     severities: tuple[int, ...]
     seed: int
+    max_side: int | None = None
 
 
 def variants(corruptions: Sequence[str], severities: Sequence[int]) -> list[tuple[str, int]]:
@@ -42,14 +43,14 @@ def run_task(task: CorruptionTask) -> int:
     """Write the missing PNGs of one question; returns how many were made."""
     from builders.corruptions import apply_corruption, encode_png, to_rgb_array
     from builders.corruptions.draws import draws_for
-    from builders.corruptions.images import decode_image
+    from builders.corruptions.images import decode_image, fit_within
 
     folder = Path(task.folder)
     todo = [(c, s) for c, s in variants(task.corruptions, task.severities)
             if not variant_file(folder, c, s).is_file()]
     if not todo:
         return 0
-    rgb = to_rgb_array(decode_image(task.image))
+    rgb = fit_within(to_rgb_array(decode_image(task.image)), task.max_side)
     for c, s in todo:
         out = rgb if c == "none" else apply_corruption(rgb, c, s,
                                                        draws_for(task.seed, task.key, c, s))
@@ -59,14 +60,16 @@ def run_task(task: CorruptionTask) -> int:
 
 def materialise(cands: Sequence[Candidate], work: Path, corruptions: Sequence[str],
                 severities: Sequence[int], seed: int, workers: int = 1,
-                progress: bool = True) -> dict[str, Path]:
+                progress: bool = True, max_side: int | None = None) -> dict[str, Path]:
     """Corrupt every candidate (clean + all variants) into ``work/images``; returns
     candidate key -> its folder. Already written files are kept."""
     from tqdm import tqdm
 
+    _reset_if_stale(work, {"seed": seed, "max_side": max_side, "corruptions": list(corruptions),
+                           "severities": list(severities)})
     folders = {c.key: work / "images" / c.slug for c in cands}
     tasks = [CorruptionTask(c.key, c.image, str(folders[c.key]), tuple(corruptions),
-                            tuple(severities), seed) for c in cands]
+                            tuple(severities), seed, max_side) for c in cands]
     bar = tqdm(total=len(tasks), desc="corrupting", unit="q", disable=not progress)
     if workers <= 1:
         for t in tasks:
@@ -82,6 +85,19 @@ def materialise(cands: Sequence[Candidate], work: Path, corruptions: Sequence[st
                 bar.update()
     bar.close()
     return folders
+
+
+def _reset_if_stale(work: Path, params: dict[str, Any]) -> None:
+    """The cache is only valid for the parameters that made it: start afresh
+    when the seed, image size cap or corruption list changed."""
+    import shutil
+
+    stamp = work / "params.json"
+    text = json.dumps(params, sort_keys=True)
+    if stamp.is_file() and stamp.read_text(encoding="utf-8") != text:
+        shutil.rmtree(work)
+    if not stamp.is_file():
+        write_text_atomic(stamp, text)
 
 
 def _slug(name: str) -> str:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 
 import cv2
+import numba
 import numpy as np
 from scipy import ndimage
 
@@ -32,6 +33,20 @@ def _linear_axis(n_in: int, n_out: int, n_keep: int) -> tuple[np.ndarray, np.nda
     return lo, hi, w
 
 
+@numba.njit(cache=True, nogil=True)
+def _bilinear(src: np.ndarray, rlo: np.ndarray, rhi: np.ndarray, rt: np.ndarray,
+              clo: np.ndarray, chi: np.ndarray, ct: np.ndarray,
+              out: np.ndarray) -> None:  # pragma: no cover
+    for i in range(out.shape[0]):
+        a, b, t = rlo[i], rhi[i], rt[i]
+        for j in range(out.shape[1]):
+            c0, c1, u = clo[j], chi[j], ct[j]
+            for k in range(out.shape[2]):
+                left = src[a, c0, k] + (src[b, c0, k] - src[a, c0, k]) * t
+                right = src[a, c1, k] + (src[b, c1, k] - src[a, c1, k]) * t
+                out[i, j, k] = left + (right - left) * u
+
+
 def center_zoom(x: np.ndarray, factor: float, out_hw: tuple[int, int] | None = None) -> np.ndarray:
     """Crop the centre 1/factor of ``x`` (H, W[, C]) and zoom it back by ``factor``
     with linear interpolation (ImageNet-C's ``clipped_zoom``). ``out_hw`` keeps
@@ -42,24 +57,16 @@ def center_zoom(x: np.ndarray, factor: float, out_hw: tuple[int, int] | None = N
     crop = x[top:top + ch, left:left + cw]
     zh, zw = round(ch * factor), round(cw * factor)
     kh, kw = (zh, zw) if out_hw is None else (min(zh, out_hw[0]), min(zw, out_hw[1]))
-    # a + (b − a)·t in the input's precision: float32 for images (within one
-    # grey level of scipy's float64 sum after truncation), float64 for the
-    # float64 snow layer
-    extra = (None,) * (x.ndim - 2)
-    lo, hi, t = _linear_axis(ch, zh, kh)
-    t = t.astype(x.dtype)[(slice(None), None, *extra)]
-    rows = crop[lo]
-    step = crop[hi]
-    step -= rows
-    step *= t
-    rows += step
-    lo, hi, t = _linear_axis(cw, zw, kw)
-    t = t.astype(x.dtype)[(None, slice(None), *extra)]
-    out = rows[:, lo]
-    step = rows[:, hi]
-    step -= out
-    step *= t
-    out += step
+    # a + (b − a)·t in the input's precision (float32 for images: within one
+    # grey level of scipy's float64 sum after truncation), rows then columns,
+    # in one compiled pass
+    rlo, rhi, rt = _linear_axis(ch, zh, kh)
+    clo, chi, ct = _linear_axis(cw, zw, kw)
+    src = np.ascontiguousarray(crop if x.ndim == 3 else crop[..., None])
+    out = np.empty((kh, kw, src.shape[2]), dtype=x.dtype)
+    _bilinear(src, rlo, rhi, rt.astype(x.dtype), clo, chi, ct.astype(x.dtype), out)
+    if x.ndim == 2:
+        out = out[..., 0]
     return out.astype(x.dtype, copy=False)
 
 
@@ -102,30 +109,33 @@ def motion_blur(x: np.ndarray, radius: int, sigma: float, angle_deg: float) -> n
 
 
 def rgb_to_hsv(rgb: np.ndarray) -> np.ndarray:
-    """Textbook RGB -> HSV on floats in [0, 1] (hue in [0, 1), s = v = 0 for black),
+    """Textbook RGB -> HSV on floats in [0, 1] (hue in [0, 1), s = 0 for grey),
     with the same tie-breaking as scikit-image (blue wins over green over red)."""
-    v = rgb.max(-1)
-    delta = v - rgb.min(-1)
-    safe_delta = np.where(delta == 0.0, 1.0, delta)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        s = np.where(delta == 0.0, 0.0, delta / np.where(v == 0.0, 1.0, v))
     r, g, b = rgb[..., 0], rgb[..., 1], rgb[..., 2]
-    h = np.where(b == v, 4.0 + (r - g) / safe_delta,
-                 np.where(g == v, 2.0 + (b - r) / safe_delta, (g - b) / safe_delta))
+    v = np.maximum(np.maximum(r, g), b)
+    delta = v - np.minimum(np.minimum(r, g), b)
+    grey = delta == 0.0
+    safe_delta = np.where(grey, 1.0, delta)
+    s = np.where(grey, 0.0, delta / np.where(grey, 1.0, v))
+    h = np.where(g == v, 2.0 + (b - r) / safe_delta, (g - b) / safe_delta)
+    h = np.where(b == v, 4.0 + (r - g) / safe_delta, h)
     h = (h / 6.0) % 1.0
-    h[delta == 0.0] = 0.0
+    h[grey] = 0.0
     return np.stack((h, s, v), axis=-1)
 
 
+# which of (v, t, p, q) each of R, G, B takes in hue sectors 0..5
+_SECTOR_PICK = np.array([[0, 3, 2, 2, 1, 0],
+                         [1, 0, 0, 3, 2, 2],
+                         [2, 2, 1, 0, 0, 3]], dtype=np.intp)
+
+
 def hsv_to_rgb(hsv: np.ndarray) -> np.ndarray:
+    """Textbook HSV -> RGB (same p, q, t arithmetic as scikit-image)."""
     h, s, v = hsv[..., 0], hsv[..., 1], hsv[..., 2]
     sector = np.floor(h * 6)
     f = h * 6 - sector
-    p = v * (1 - s)
-    q = v * (1 - f * s)
-    t = v * (1 - (1 - f) * s)
-    k = np.broadcast_to((sector.astype(np.uint8) % 6)[..., None], hsv.shape)
-    table = np.stack([np.stack(c, axis=-1) for c in
-                      ((v, t, p), (q, v, p), (p, v, t), (p, q, v), (t, p, v), (v, p, q))])
-    out: np.ndarray = np.take_along_axis(table, k[None].astype(np.intp), axis=0)[0]
-    return out
+    values = np.stack((v, v * (1 - (1 - f) * s), v * (1 - s), v * (1 - f * s))).reshape(4, -1)
+    pick = _SECTOR_PICK[:, sector.astype(np.uint8).ravel() % 6]  # (3, N)
+    out = values[pick, np.arange(values.shape[1])]
+    return np.ascontiguousarray(out.T).reshape(hsv.shape)

@@ -53,6 +53,21 @@ def to_rgb_array(image: Any) -> np.ndarray:
     )
 
 
+def fit_within(rgb: np.ndarray, max_side: int | None) -> np.ndarray:
+    """Downscale (Lanczos, aspect kept) so that the longer side is at most
+    ``max_side``; smaller images and ``None`` pass through unchanged.
+
+    >>> fit_within(np.zeros((100, 50, 3), np.uint8), 40).shape
+    (40, 20, 3)
+    """
+    h, w = rgb.shape[:2]
+    if max_side is None or max(h, w) <= max_side:
+        return rgb
+    scale = max_side / max(h, w)
+    size = (max(1, round(w * scale)), max(1, round(h * scale)))
+    return np.asarray(Image.fromarray(rgb).resize(size, Image.Resampling.LANCZOS))
+
+
 def encode_png(rgb: np.ndarray) -> bytes:
     """Lossless PNG with fixed encoder settings, so equal pixels give equal bytes."""
     buf = io.BytesIO()
