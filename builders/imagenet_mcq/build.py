@@ -270,7 +270,8 @@ def build_dataset(
         )
         for v in inputs
     ]
-    card = render_card(spec, summaries, names, reference, sample, prototype_note(spec.visual))
+    card = render_card(spec, summaries, names, reference, sample, prototype_note(spec.visual),
+                       per_variant=int(n))
     extra = {
         "reference_variant": reference,
         "variants": [v.name for v in inputs],

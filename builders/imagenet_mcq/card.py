@@ -31,7 +31,7 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> list[str]
 
 def render_card(
     spec: McqSpec, summaries: Sequence[VariantSummary], names: Mapping[int, str],
-    reference: str, sample: bool, prototype_note: str,
+    reference: str, sample: bool, prototype_note: str, per_variant: int,
 ) -> str:
     k = spec.options
     lines = [
@@ -49,7 +49,7 @@ def render_card(
         f"- Every question shows one image and asks: \"{spec.question}\" "
         f"(prompt id `{spec.question_prompt}`; the other named prompts are in "
         "`manifest.json` under `prompts`).",
-        f"- Up to {spec.questions_per_variant} images per variant are chosen with seed "
+        f"- Up to {per_variant} images per variant are chosen with seed "
         f"{spec.seed}: images are ranked by sha256(seed, variant, image key), so the "
         "choice, the distractors and the option order of one image never depend on "
         "another image or variant.",
@@ -73,17 +73,24 @@ def render_card(
         "",
         "## Distractor strategies",
         "",
-        "- `random`: uniform over the non-valid classes of the label space (the "
+    ]
+    strategy_lines = {
+        "random": "- `random`: uniform over the non-valid classes of the label space (the "
         "saturated baseline).",
-        f"- `wordnet` (text obfuscation): classes ranked by Wu-Palmer similarity to the "
+        "wordnet": f"- `wordnet` (text obfuscation): classes ranked by Wu-Palmer similarity to the "
         f"true class over the WordNet 3.0 noun hierarchy; {k - 1} are drawn uniformly "
         f"among the {spec.wordnet.top_k} most similar non-valid classes. Wu-Palmer is "
         "depth-normalised, so fine-grained siblings deep in the hierarchy rank above "
         "siblings under a generic subsumer, which path length alone cannot tell apart.",
-        f"- `visual` (visual obfuscation): the image is embedded with "
+        "visual": f"- `visual` (visual obfuscation): the image is embedded with "
         f"`{spec.visual.encoder}` (L2-normalised pooled features) and the {k - 1} "
         "nearest non-valid class prototypes by exact inner-product search "
         f"(FAISS `IndexFlatIP`) are the distractors. {prototype_note}",
+    }
+    lines += [strategy_lines[s] for s in spec.strategies]
+    lines += [
+        "- ObjectNet options are distinct ObjectNet classes: a class sharing an ObjectNet "
+        "class with the answer is never a distractor, and no two distractors share one.",
         "",
         "## Counts per variant",
         "",
