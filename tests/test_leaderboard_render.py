@@ -4,16 +4,20 @@ from __future__ import annotations
 
 import base64
 import csv
+import dataclasses
 import hashlib
 import html
 import io
 import json
 import re
 import xml.etree.ElementTree as ET
+from html.parser import HTMLParser
 from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy.special import ndtri
 
 from leaderboard import svg
@@ -165,3 +169,48 @@ def test_heatmap_cells_and_colours() -> None:
     assert fills[4] == svg.diverging_colour(1.0, 1.0) == "#2166ac"
     assert fills[9] == "#dddddd"
     assert np.all([c.find("{http://www.w3.org/2000/svg}title") is not None for c in cells])
+
+
+class _Cells(HTMLParser):
+    """Text of each overview row's first cell, as a browser would show it."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.names: dict[str, str] = {}
+        self._row: str | None = None
+        self._in_link = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = dict(attrs)
+        if tag == "tr" and a.get("data-model"):
+            self._row = a["data-model"]
+            self.names[self._row] = ""
+        elif tag == "a" and self._row is not None and not self.names[self._row]:
+            self._in_link = True
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "a":
+            self._in_link = False
+        elif tag == "tr":
+            self._row = None
+
+    def handle_data(self, data: str) -> None:
+        if self._in_link and self._row is not None:
+            self.names[self._row] += data
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.text(alphabet=st.characters(blacklist_categories=("Cs", "Cc")), min_size=1,
+               max_size=40))
+def test_any_name_renders_as_exactly_that_text(site: tuple[dict[str, bytes], Path],
+                                               name: str) -> None:
+    _, root = site
+    subs = tuple(s for s in load_submissions(root)
+                 if s.model_id in ("clip-0001", "classifier-0000"))
+    renamed = tuple(dataclasses.replace(s, meta=dataclasses.replace(s.meta, name=name))
+                    if s.model_id == "clip-0001" else s for s in subs)
+    index = render_site(aggregate(renamed, SPEC))["index.html"].decode()
+    parser = _Cells()
+    parser.feed(index)
+    assert parser.names["clip-0001"] == name
+    assert len(parser.names) == len(subs)
