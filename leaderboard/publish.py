@@ -180,7 +180,13 @@ def _site_lock(target: Path) -> Iterator[None]:
                                "and run again") from None
         for stale in target.parent.glob(f".{target.name}.building-*"):
             shutil.rmtree(stale, ignore_errors=True)
-        for stale in target.parent.glob(f".{target.name}.old-*"):
+        olds = sorted(target.parent.glob(f".{target.name}.old-*"),
+                      key=lambda p: p.stat().st_mtime)
+        if olds and not target.exists():
+            # Killed between the two renames of the swap: the previous site is the
+            # newest ".old" folder; put it back before anything else.
+            os.replace(olds.pop(), target)
+        for stale in olds:
             shutil.rmtree(stale, ignore_errors=True)
         yield
 

@@ -165,6 +165,24 @@ def test_sigkill_midway_leaves_previous_site(tmp_path: Path) -> None:
     assert not list(tmp_path.glob(".site.building-*"))
 
 
+def test_kill_between_the_swap_renames_is_recovered(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    subs = _subs(tmp_path / "subs")
+    site = tmp_path / "site"
+    publish_site(subs, site, now=NOW)
+    before = _snapshot(site)
+    # What atomic_directory leaves if killed after moving the old site aside.
+    os.replace(site, tmp_path / ".site.old-4242")
+    monkeypatch.setattr(publish, "_write_one", lambda *a: (_ for _ in ()).throw(
+        OSError("injected")))
+    with pytest.raises(OSError, match="injected"):
+        publish_site(subs, site, now=NOW)
+    assert _snapshot(site) == before
+    assert not list(tmp_path.glob(".site.old-*"))
+    monkeypatch.undo()
+    assert publish_site(subs, site, now=NOW)["version"] == "2"
+
+
 def test_build_keeps_changelog_and_is_reproducible(tmp_path: Path) -> None:
     subs = _subs(tmp_path / "subs")
     site = tmp_path / "site"
