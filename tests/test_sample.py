@@ -44,10 +44,14 @@ DEJAVU = collect.module_root("matplotlib") / "mpl-data" / "fonts" / "ttf" / "Dej
 def test_sample_size_and_unique_keys() -> None:
     keys = [s.key for s in SAMPLE]
     assert len(keys) == len(set(keys))
-    assert len(PHOTO_ROWS) >= 15
-    assert len(RENDITION_ROWS) >= 600
-    assert len({s.class_index for s in SAMPLE}) >= 100
+    assert len([s for s in PHOTO_ROWS if s.style == "photo"]) >= 15
+    assert len([s for s in PHOTO_ROWS if s.style == "cutout"]) >= 80
+    assert len(RENDITION_ROWS) >= 500
+    assert len({s.class_index for s in SAMPLE}) >= 150
     assert {s.style for s in RENDITION_ROWS} == set(STYLES)
+    # the two groups share classes, so photo vs rendition accuracy compares like with like
+    shared = {s.class_index for s in PHOTO_ROWS} & {s.class_index for s in RENDITION_ROWS}
+    assert len(shared) >= 40
 
 
 def test_every_file_exists_matches_its_sha256_and_decodes() -> None:
@@ -64,6 +68,17 @@ def test_every_file_exists_matches_its_sha256_and_decodes() -> None:
                 assert im.getpixel((0, 0)) == (255, 255, 255)
             else:
                 assert im.format in ("JPEG", "PNG")
+                if s.style == "cutout":  # flattened on white with a margin
+                    assert (im.format, im.mode) == ("PNG", "RGB")
+                    assert (
+                        im.getpixel((0, 0))
+                        == im.getpixel((im.width - 1, im.height - 1))
+                        == (
+                            255,
+                            255,
+                            255,
+                        )
+                    )
                 assert max(im.size) <= collect.PHOTO_KEEP_MAX_SIDE
     assert total < 15_000_000
 
@@ -317,7 +332,7 @@ def _small_run(out: Path, monkeypatch: pytest.MonkeyPatch) -> list[collect.Item]
     ]
     emoji = [e for e in EMOJI if e.slug in ("flamingo", "banana")]
     photos = [p for p in PHOTOS if p.package == "scikit-image"]
-    items = [collect.photo_item(p, Path("/nonexistent")) for p in photos]
+    items = [collect.photo_item(p, {}) for p in photos]
     with monkeypatch.context() as m:
         m.setattr(collect, "EMOJI", tuple(emoji))
         items += list(collect.rendition_items(styles))
@@ -362,7 +377,7 @@ def test_collect_pipeline_is_reproducible_and_resumes(
 
 def test_collect_reports_missing_sources_in_one_line(tmp_path: Path) -> None:
     with pytest.raises(SourceError, match="apt-get install opencv-doc"):
-        collect.package_root("debian:opencv-doc", tmp_path / "nope")
+        collect.package_root("debian:opencv-doc", {"debian:opencv-doc": tmp_path / "nope"})
     with pytest.raises(SourceError, match="npm install"):
         collect.npm_from_dir(tmp_path)
     assert (

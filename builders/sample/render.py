@@ -103,6 +103,41 @@ def font_has_glyph(font_path: Path, text: str) -> bool:
     return all(ord(ch) in cmap for ch in text if ch not in "\u200d\ufe0f")
 
 
+def flatten_cutout(image: Image.Image, margin: float = 0.08) -> Image.Image:
+    """A photo cut out from its background (alpha), composited on white with a
+    margin of ``margin`` times its longest side on every edge.
+
+    >>> im = Image.new("RGBA", (100, 50), (255, 0, 0, 255))
+    >>> out = flatten_cutout(im, margin=0.1)
+    >>> out.mode, out.size, out.getpixel((0, 0)), out.getpixel((60, 35))
+    ('RGB', (120, 70), (255, 255, 255), (255, 0, 0))
+    """
+    rgba = image.convert("RGBA")
+    pad = round(margin * max(rgba.size))
+    out = Image.new("RGBA", (rgba.width + 2 * pad, rgba.height + 2 * pad), (255, 255, 255, 255))
+    out.alpha_composite(rgba, (pad, pad))
+    return out.convert("RGB")
+
+
+def is_cutout(image: Image.Image, min_fraction: float = 0.05) -> bool:
+    """Whether ``image`` is a photo cut out from its background: at least
+    ``min_fraction`` of its pixels more than half transparent (a few
+    semi-transparent pixels in an ordinary RGBA photo do not count).
+
+    >>> im = Image.new("RGBA", (10, 10), (0, 0, 0, 255))
+    >>> is_cutout(im), is_cutout(Image.new("RGB", (4, 4)))
+    (False, False)
+    >>> im.paste((0, 0, 0, 0), (0, 0, 10, 1))
+    >>> is_cutout(im)
+    True
+    """
+    if image.mode not in ("RGBA", "LA", "PA") and "transparency" not in image.info:
+        return False
+    alpha = image.convert("RGBA").getchannel("A")
+    transparent = alpha.point(lambda a: 255 if a < 128 else 0).histogram()[255]
+    return transparent >= min_fraction * alpha.width * alpha.height
+
+
 def downscale_photo(image: Image.Image, max_side: int = PHOTO_MAX_SIDE) -> Image.Image:
     """RGB copy whose longest side is at most ``max_side`` (never upscaled).
 
