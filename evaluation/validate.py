@@ -12,7 +12,7 @@ predictions aligned to dataset order, ready for scoring.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -106,8 +106,9 @@ class DatasetIndex:
         )
 
 
-def load_dataset_index(dataset_dir: Path, config: str | None = None) -> DatasetIndex:
-    """Read ids/options/answers (+ family columns) of ``config`` (all when None)."""
+def load_dataset_index(dataset_dir: Path, config: str | Sequence[str] | None = None) -> DatasetIndex:
+    """Read ids/options/answers (+ family columns) of ``config`` (a name or a
+    list of names; all configs when None)."""
     import pyarrow as pa
 
     from builders.datadir import read_manifest, read_table
@@ -116,7 +117,7 @@ def load_dataset_index(dataset_dir: Path, config: str | None = None) -> DatasetI
     all_configs = list(manifest.get("configs", {}))
     if not all_configs:
         raise VlmrobustError(f"{dataset_dir}/manifest.json lists no configs; rebuild the dataset")
-    chosen = all_configs if config is None else [config]
+    chosen = all_configs if config is None else [config] if isinstance(config, str) else list(config)
     features = set(manifest.get("features", {}))
     wanted = ["id", "options", "answer", *[c for c in FAMILY_COLUMNS if c in features]]
     if features and not {"id", "options", "answer"} <= features:
@@ -172,6 +173,17 @@ def _meta_problems(meta: Mapping[str, Any], manifest: Mapping[str, Any], meta_pa
     return problems
 
 
+def _meta_configs(meta: Mapping[str, Any] | None, dataset_dir: Path) -> list[str] | None:
+    """The configs a meta.yaml says were predicted, when they are known configs."""
+    from builders.datadir import config_names
+
+    listed = meta.get("configs") if meta is not None else None
+    if not isinstance(listed, list) or not listed or not all(isinstance(c, str) for c in listed):
+        return None
+    known = config_names(dataset_dir)
+    return [c for c in known if c in listed] if set(listed) <= set(known) else None
+
+
 @dataclass(frozen=True)
 class Alignment:
     """Predictions in dataset order: ``row_of[i]`` is the predictions row answering
@@ -198,7 +210,7 @@ def check_predictions(index: DatasetIndex, pf: PredictionsFile) -> list[Problem]
     if unknown.size:
         elsewhere = sorted({index.other_ids[ids[r]] for r in unknown if ids[r] in index.other_ids})
         hint = (f"; some belong to config(s) {', '.join(elsewhere)} which were not selected "
-                "(drop --config to score every config)") if elsewhere else ""
+                "(drop --config, or list them under configs in meta.yaml)") if elsewhere else ""
         problems.append(row_problem(
             pf, "unknown id", f"not an id of configs {', '.join(index.configs)}{hint}", unknown))
     matched = np.flatnonzero(pos >= 0)
@@ -340,16 +352,18 @@ def validate_against(index: DatasetIndex, pf: PredictionsFile, *, dataset_dir: P
 
 
 def validate(dataset_dir: Path | str, predictions: Path | str, config: str | None = None) -> ValidationReport:
-    """Validate ``predictions`` against ``dataset_dir`` (all configs, or ``config``).
+    """Validate ``predictions`` against ``dataset_dir``: the configs named by
+    ``config``, else those the meta.yaml beside the predictions lists (what
+    ``vlmrobust predict --config`` recorded), else every config.
 
     Raises SubmissionError (a VlmrobustError; the CLI exits 1) naming every kind
     of problem and its first offending rows; never writes anything.
     """
     dataset_dir = Path(dataset_dir)
     predictions = Path(predictions)
-    index = load_dataset_index(dataset_dir, config)
-    pf = read_predictions(predictions)
     meta, meta_problem = read_meta(predictions)
+    index = load_dataset_index(dataset_dir, config if config is not None else _meta_configs(meta, dataset_dir))
+    pf = read_predictions(predictions)
     extra = [meta_problem] if meta_problem else []
     if meta is not None:
         extra.extend(_meta_problems(meta, index.manifest, predictions.parent / META_NAME))

@@ -366,3 +366,19 @@ def test_huge_numbers_and_deep_nesting(mcq: Path, tmp_path: Path) -> None:
         validate(mcq, p)
     msg = str(info.value)
     assert "line 1" in msg and "line 3" in msg and "non-finite logits" in msg
+
+
+def test_meta_configs_select_what_was_predicted(mcq: Path, tmp_path: Path) -> None:
+    rows = [r for r in dataset_rows(mcq) if r["config"] == "sample-rendition-random"]
+    p = write_parquet(tmp_path / "p.parquet", [r["id"] for r in rows], random_logits(rows))
+    meta = write_meta(tmp_path, mcq)
+    with pytest.raises(SubmissionError, match="missing id"):
+        validate(mcq, p)  # meta lists every config
+    data = yaml.safe_load(meta.read_text())
+    data["configs"] = ["sample-rendition-random"]
+    meta.write_text(yaml.safe_dump(data))
+    assert validate(mcq, p).index.configs == ("sample-rendition-random",)
+    data["configs"] = ["not-a-config"]  # unknown names: fall back to every config
+    meta.write_text(yaml.safe_dump(data))
+    with pytest.raises(SubmissionError, match="missing id"):
+        validate(mcq, p)
