@@ -118,11 +118,13 @@ def corruption_order(names: set[str]) -> list[str]:
     return [c for c in CORRUPTIONS if c in names] + sorted(names - set(CORRUPTIONS))
 
 
-def _fit_plot(f: ShiftFit) -> Markup:
+def _fit_plot(f: ShiftFit, highlight: str | None = None) -> Markup:
+    ids = [p.model_id for p in f.points]
     return svg.probit_scatter(
         [(p.name, p.acc_ref, p.acc_shift, p.is_baseline) for p in f.points],
         slope=f.slope, intercept=f.intercept, chance=f.chance, transform=f.transform,
-        x_name=f.reference, y_name=f.shift, title=f"{f.family} · {f.strategy} · {f.shift}")
+        x_name=f.reference, y_name=f.shift, title=f"{f.family} · {f.strategy} · {f.shift}",
+        highlight=ids.index(highlight) if highlight in ids else None)
 
 
 def _benchc_maps(s: Submission, text: bool) -> tuple[Markup, Markup] | None:
@@ -277,7 +279,9 @@ def render_site(lb: Leaderboard, *, releases: Sequence[Mapping[str, Any]] = (),
              datasets=datasets,
              maps=_benchc_maps(s, text=True), imagenet=IMAGENET, bench_c=BENCH_C,
              iwqa=IMAGEWIKIQA, quadrants=QUADRANTS, transitions=TRANSITIONS,
-             fits=[f for f in lb.fits if f.family == s.meta.family])
+             plots=[_fit_plot(f, s.model_id) for f in lb.fits
+                    if f.family == s.meta.family and f.strategy == lb.strategy
+                    and any(p.model_id == s.model_id for p in f.points)])
     columns, records = table_records(lb)
     out = {k: v.encode("utf-8") for k, v in files.items()}
     out["leaderboard.csv"] = to_csv(columns, records).encode("utf-8")

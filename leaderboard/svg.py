@@ -103,10 +103,12 @@ def _clip_line(f: Frame, a: float, b: float) -> tuple[float, float, float, float
 
 def probit_scatter(points: Sequence[tuple[str, float, float, bool]], *, slope: float | None,
                    intercept: float | None, chance: float, transform: str, x_name: str,
-                   y_name: str, title: str) -> Markup:
+                   y_name: str, title: str, highlight: int | None = None) -> Markup:
     """Reference accuracy (x) vs shifted accuracy (y) on transformed axes labelled
-    in accuracy. ``points``: (label, acc_ref, acc_shift, is_baseline). Draws y = x
-    (dashed), the baseline line when given, and the random-guess point (1/K, 1/K)."""
+    in accuracy. ``points``: (label, acc_ref, acc_shift, is_baseline); filled =
+    baseline; ``highlight`` indexes one point drawn larger, in orange, on top.
+    Draws y = x (dashed), the baseline line when given, and the random-guess point
+    (1/K, 1/K)."""
     t: Callable[[float], float] = lambda a: float(fit.transform(a, transform))  # noqa: E731
     xs = [t(p[1]) for p in points] + [t(chance)]
     ys = [t(p[2]) for p in points] + [t(chance)]
@@ -132,13 +134,20 @@ def probit_scatter(points: Sequence[tuple[str, float, float, bool]], *, slope: f
     cx, cy = _n(f.px(t(chance))), _n(f.py(t(chance)))
     body.append(f'<path class="chance" d="M{cx} {float(cy) - 6:.1f}l5 6l-5 6l-5 -6z" '
                 f'fill="#7f7f7f"><title>random guess ({chance * 100:g}%)</title></path>')
-    for label, ar, ash, base in points:
-        fill = "#1f77b4" if base else "#fff"
-        body.append(
-            f'<circle class="pt" cx="{_n(f.px(t(ar)))}" cy="{_n(f.py(t(ash)))}" r="4" '
-            f'fill="{fill}" stroke="#1f77b4" stroke-width="1.5"><title>{escape(label)}: '
-            f"{x_name} {ar * 100:.1f}%, {y_name} {ash * 100:.1f}%"
+    marked = ""
+    for i, (label, ar, ash, base) in enumerate(points):
+        colour = "#ff7f0e" if i == highlight else "#1f77b4"
+        circle = (
+            f'<circle class="pt{" me" if i == highlight else ""}" cx="{_n(f.px(t(ar)))}" '
+            f'cy="{_n(f.py(t(ash)))}" r="{6 if i == highlight else 4}" '
+            f'fill="{colour if base else "#fff"}" stroke="{colour}" stroke-width="1.5">'
+            f"<title>{escape(label)}: {x_name} {ar * 100:.1f}%, {y_name} {ash * 100:.1f}%"
             f"{' (baseline)' if base else ''}</title></circle>")
+        if i == highlight:
+            marked = circle  # drawn last so no other point hides it
+        else:
+            body.append(circle)
+    body.append(marked)
     return _svg(f, body, title)
 
 

@@ -214,3 +214,19 @@ def test_any_name_renders_as_exactly_that_text(site: tuple[dict[str, bytes], Pat
     parser.feed(index)
     assert parser.names["clip-0001"] == name
     assert len(parser.names) == len(subs)
+
+
+def test_model_page_marks_the_model_in_its_family_plots(
+        site: tuple[dict[str, bytes], Path]) -> None:
+    files, _ = site
+    page = files["models/clip-0001.html"].decode()
+    svgs = re.findall(r"<svg .*?</svg>", page, re.S)
+    scatters = [ET.fromstring(s) for s in svgs if 'class="pt' in s]
+    assert len(scatters) == 1  # one shift (sample-rendition) × the overview strategy
+    ns = "{http://www.w3.org/2000/svg}"
+    circles = scatters[0].findall(f"{ns}circle")
+    me = [c for c in circles if "me" in (c.get("class") or "").split()]
+    assert len(me) == 1 and circles[-1] is me[0]  # drawn on top
+    title = me[0].find(f"{ns}title")
+    assert title is not None and (title.text or "").startswith("Synthetic clip 1:")
+    assert len(circles) == 3  # the three clip models (clip-0001, clip-0004, evil)
