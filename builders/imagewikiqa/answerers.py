@@ -14,7 +14,8 @@ from builders.imagewikiqa.question import Candidate
 
 
 class Answerer(Protocol):
-    name: str
+    @property
+    def name(self) -> str: ...
 
     def answer(self, questions: Sequence[Candidate],
                class_names: Sequence[str | None]) -> list[int]:

@@ -80,10 +80,7 @@ def parse_questions(reply: str, k: ClassKnowledge) -> list[Candidate]:
     except json.JSONDecodeError as exc:
         raise LLMResponseError(f"{k.wnid} ({k.name}): reply is not valid JSON ({exc.msg} at "
                                f"char {exc.pos}): {text[:80]!r}") from None
-    if isinstance(data, dict):
-        items = data.get("questions")
-    else:
-        items = data
+    items = data.get("questions") if isinstance(data, dict) else data
     if not isinstance(items, list) or not items:
         raise LLMResponseError(f"{k.wnid} ({k.name}): reply must be "
                                '{"questions": [...]} with at least one question')

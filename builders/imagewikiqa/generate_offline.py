@@ -32,7 +32,7 @@ VERBS = {"is": "is", "are": "is", "has": "has", "have": "has", "can": "can", "li
 MAX_WORDS = 30
 PER_TYPE = 2          # cloze questions per slot type per class
 NEIGHBOURS = 60       # nearest classes searched for open-type distractors
-STOP = frozenset("a an the of to for and or in on with by as at from its it is are be".split())
+STOP = frozenset(["a", "an", "the", "of", "to", "for", "and", "or", "in", "on", "with", "by", "as", "at", "from", "its", "it", "is", "are", "be"])
 SOURCE_WEIGHT = {"wordnet": 2, "gpt": 2, "cupl": 1}
 
 FAMILY = re.compile(r"\b(?:of|in|to|from) the ([a-z]+) family\b")
@@ -104,12 +104,12 @@ def _word_re(words: Sequence[str]) -> re.Pattern[str]:
     return re.compile(rf"(?<![\w-])(?:{alts})(?![\w-])", re.IGNORECASE)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _answer_re(slot_type: SlotType) -> re.Pattern[str]:
     return _word_re([w for g in slot_type.groups for w in g.answers])
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _mention_res(slot_type: SlotType) -> tuple[re.Pattern[str], ...]:
     return tuple(_word_re(g.mentions) for g in slot_type.groups)
 

@@ -13,7 +13,6 @@ other classes' facts.
 from __future__ import annotations
 
 import functools
-import itertools
 import json
 import re
 from dataclasses import dataclass
@@ -116,17 +115,22 @@ def _display(synset: Any) -> str:
     return lemma_text(synset.lemma_names()[0])
 
 
+def _by_name(synsets: Any) -> list[Any]:
+    # nltk returns related synsets in set order, which varies with PYTHONHASHSEED.
+    return sorted(synsets, key=lambda s: s.name())
+
+
 def _class_knowledge(cls: Any, synset: Any, cupl: tuple[str, ...],
                      gpt: tuple[tuple[str, ...], str] | None) -> ClassKnowledge:
-    path = tuple(s.name() for s in synset.hypernym_paths()[0])
+    path_synsets = min(synset.hypernym_paths(), key=lambda p: [s.name() for s in p])
+    path = tuple(s.name() for s in path_synsets)
     closure = [synset, *synset.closure(lambda s: s.hypernyms() + s.instance_hypernyms())]
     ancestors = frozenset(s.name() for s in closure[1:])
-    hypers = synset.hypernyms() or synset.instance_hypernyms()
-    # closure() is breadth-first: its first two items are the nearest ancestors.
-    near = [synset, *itertools.islice(synset.closure(lambda s: s.hypernyms()), 2)]
+    hypers = _by_name(synset.hypernyms()) or _by_name(synset.instance_hypernyms())
+    near = list(reversed(path_synsets))[:3]   # the class and its two nearest ancestors
     parts: list[str] = []
     for s in near:
-        for m in s.part_meronyms() + s.substance_meronyms():
+        for m in _by_name(s.part_meronyms() + s.substance_meronyms()):
             d = _display(m)
             if d not in parts:
                 parts.append(d)
@@ -143,8 +147,8 @@ def _class_knowledge(cls: Any, synset: Any, cupl: tuple[str, ...],
         path=path, ancestors=ancestors,
         hypernym=_display(hypers[0]) if hypers else "",
         parts=tuple(parts), all_parts=all_parts,
-        member_of=tuple(_display(h) for h in synset.member_holonyms()),
-        part_of=tuple(_display(h) for h in synset.part_holonyms()),
+        member_of=tuple(_display(h) for h in _by_name(synset.member_holonyms())),
+        part_of=tuple(_display(h) for h in _by_name(synset.part_holonyms())),
         cupl=cupl, description=tuple(split_sentences(description)),
     )
 

@@ -53,6 +53,14 @@ class Candidate:
         return self.choices[self.answer]
 
     @property
+    def cap_key(self) -> str:
+        """What the repeat cap counts: the question text with its set of options.
+        A generic text ("Which category does this object belong to?") asked of
+        different classes, with different options, is a different question."""
+        return "\x1f".join([normalise_text(self.question),
+                            *sorted(normalise_text(c) for c in self.choices)])
+
+    @property
     def key(self) -> str:
         """Stable short id of the question content (order of choices ignored)."""
         body = "\x1f".join([self.wnid, normalise_text(self.question),

