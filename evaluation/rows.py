@@ -157,6 +157,10 @@ class DatasetReader:
 
 
 def _looks_like_hub_id(text: str) -> bool:
+    """
+    >>> [_looks_like_hub_id(t) for t in ("org/ds", "org/ds@v1.0", "./org/ds", "a/b/c", "ds")]
+    [True, True, False, False, False]
+    """
     repo = text.split("@", 1)[0]
     parts = repo.split("/")
     return len(parts) == 2 and all(parts) and not text.startswith((".", "/"))

@@ -134,9 +134,16 @@ class VlmAdapter:
         self.generation_prompt = self._generation_prompt()
         self.letter_ids = letter_token_ids(self.tokenizer, self.generation_prompt)
         self.max_options = len(self.letter_ids)
-        # Idefics3 / SmolVLM processors want one image list per sample
-        self._nested_images = "idefics" in type(processor).__name__.lower() or "smolvlm" in (
-            type(processor).__name__.lower())
+        # Idefics / SmolVLM / Mllama processors want one image list per sample
+        proc_name = type(processor).__name__.lower()
+        self._nested_images = any(k in proc_name for k in ("idefics", "smolvlm", "mllama"))
+        import inspect
+
+        # only the last position is needed: skip the (B, T, vocab) logits where supported
+        self._forward_kwargs = (
+            {"logits_to_keep": 1}
+            if "logits_to_keep" in inspect.signature(model.forward).parameters else {}
+        )
 
     def _chat(self, text: str) -> str:
         messages = [{"role": "user", "content": [{"type": "image"},
@@ -174,7 +181,7 @@ class VlmAdapter:
         images = [to_pil(r["image"]) for r in rows]
         inputs = self._inputs(texts, images)
         with torch.inference_mode():
-            logits = self.model(**inputs, logits_to_keep=1).logits[:, -1, :].float()
+            logits = self.model(**inputs, **self._forward_kwargs).logits[:, -1, :].float()
         letters = logits[:, self.letter_ids].cpu().numpy()
         return pad_rows([letters[i, : len(r["options"])] for i, r in enumerate(rows)])
 
