@@ -29,6 +29,10 @@ CHANCE = {IMAGENET: 1.0 / 5.0, IMAGEWIKIQA: 1.0 / 4.0}
 VARIANT_ORDER = ("imagenet-val", "imagenet-v2", "imagenet-r", "imagenet-sketch", "objectnet",
                  "imagenet-a")
 BASELINE_FAMILIES = ("vlm", "clip", "classifier", "other")
+# A resample whose line passes through only 2 distinct models has no residual
+# information and extrapolates wildly (a third of all resamples when n = 4), so
+# resamples need 3 distinct baseline models, and a CI needs at least 3 baselines.
+MIN_BOOTSTRAP_MODELS = 3
 
 
 @dataclass(frozen=True)
@@ -208,12 +212,13 @@ def _family_fits(family: str, strategy: str, members: list[Submission], spec: Ba
         fits.append(ShiftFit(family, strategy, ref, shift, kind, tuple(base), missing, line,
                              reason, CHANCE[IMAGENET], points))
         boot_a = boot_b = np.empty(0)
-        if line is not None and weights.shape[0]:
+        if line is not None and weights.shape[0] and len(base) >= MIN_BOOTSTRAP_MODELS:
             mask = np.array([m in in_group for m in base_all], dtype=np.float64)
             x_all = np.array([accs[m].get((strategy, ref), 0.5) for m in base_all])
             y_all = np.array([accs[m].get((strategy, shift), 0.5) for m in base_all])
             boot_a, boot_b = fit.least_squares(fit.transform(x_all, kind),
-                                               fit.transform(y_all, kind), weights * mask)
+                                               fit.transform(y_all, kind), weights * mask,
+                                               min_points=MIN_BOOTSTRAP_MODELS)
         for p in points:
             if line is None:
                 er[p.model_id].append(ERValue(strategy, shift, p.acc_ref, p.acc_shift, None,

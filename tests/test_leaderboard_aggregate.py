@@ -208,3 +208,23 @@ def test_baselines_yaml(tmp_path: Path) -> None:
     bad.write_text("version: 1\nfamilies: {robots: []}\n")
     with pytest.raises(BaselineSpecError, match="unknown family"):
         load_baselines(bad)
+
+
+def test_two_baselines_give_a_line_but_no_interval(tmp_path: Path) -> None:
+    _write(tmp_path, "a", "vlm", {"in-val": 0.6, "in-r": 0.3})
+    _write(tmp_path, "b", "vlm", {"in-val": 0.8, "in-r": 0.5})
+    lb = aggregate(load_submissions(tmp_path), SPEC)
+    (f,) = lb.fits
+    assert f.line is not None and f.line.n == 2
+    assert all(v.er == pytest.approx(0.0, abs=1e-12) and v.ci is None
+               for vals in lb.er.values() for v in vals)
+    assert all(r.mean_er_ci is None for r in lb.rows)
+
+
+def test_resamples_need_three_distinct_models() -> None:
+    x = np.array([0.0, 1.0, 2.0, 3.0])
+    y = np.array([0.0, 1.0, 2.5, 2.0])
+    w = np.array([[2.0, 2.0, 0.0, 0.0], [1.0, 1.0, 2.0, 0.0], [1.0, 1.0, 1.0, 1.0]])
+    a, _ = fit.least_squares(x, y, w, min_points=3)
+    assert np.isnan(a[0]) and np.isfinite(a[1:]).all()
+    assert a[2] == pytest.approx(np.polyfit(x, y, 1)[0])
