@@ -172,6 +172,15 @@ def test_plots_render_with_size(driver: Any, base_url: str) -> None:
         ".map(s => s.querySelectorAll('rect.cell, circle.pt').length);")
     # destructive-vs-corrective scatter + mean RAS + mean ΔAcc heat maps
     assert visible[:3] == [N_PLAIN + 1, 95, 95]
+    _open(driver, base_url + "models/clip-0001.html")
+    model_plots = driver.execute_script(
+        "return Array.from(document.querySelectorAll('svg.plot')).map(s => {"
+        "const r = s.getBoundingClientRect(); return [r.width, r.height,"
+        " s.querySelectorAll('circle.me').length, s.querySelectorAll('rect.cell').length]; });")
+    # 5 probit plots (overview strategy) with this model marked, then RAS and ΔAcc maps
+    assert [p[2] for p in model_plots] == [1] * 5 + [0, 0]
+    assert [p[3] for p in model_plots[5:]] == [95, 95]
+    assert all(w > 100 and h > 100 for w, h, _, _ in model_plots)
 
 
 def _page_logs(driver: Any, url: str, base_url: str) -> tuple[list[dict[str, Any]], list[str]]:
