@@ -114,7 +114,7 @@ def _llm_client(spec: ImageWikiQASpec) -> Any:
     try:
         return ChatClient(base_url=base_url, model=model, api_key=spec.llm.api_key(),
                           temperature=spec.llm.temperature, timeout_s=spec.llm.timeout_s,
-                          max_retries=spec.llm.max_retries)
+                          max_retries=spec.llm.max_retries, backoff_s=spec.llm.backoff_s)
     except ValueError as exc:
         raise VlmrobustError(f"LLM settings: {exc}") from None
 

@@ -25,10 +25,13 @@ class LLMConfig:
     temperature: float = 0.0
     max_retries: int = 3
     timeout_s: float = 120.0
+    backoff_s: float = 1.0   # first retry wait; doubles on each further retry
 
     def __post_init__(self) -> None:
         if self.max_retries < 0:
             raise ValueError(f"generator.llm.max_retries must be >= 0, got {self.max_retries}")
+        if self.backoff_s < 0:
+            raise ValueError(f"generator.llm.backoff_s must be >= 0, got {self.backoff_s}")
         if self.timeout_s <= 0:
             raise ValueError(f"generator.llm.timeout_s must be > 0, got {self.timeout_s}")
         if not 0.0 <= self.temperature <= 2.0:
