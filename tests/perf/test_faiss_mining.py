@@ -2,6 +2,13 @@
 of N query embeddings against 1,000 class prototypes (d = 512 and 1280).
 
 Run: python -m pytest tests/perf/test_faiss_mining.py --benchmark-only
+
+Measured (faiss-cpu 1.15.1, 2 shared vCPUs of an AMD EPYC, load ~8, median of 3):
+
+    queries   d=512    d=1280
+    1,000     0.05 s   0.05 s
+    10,000    0.42 s   0.38 s
+    50,000    1.3 s    2.9 s
 """
 
 from __future__ import annotations
