@@ -230,3 +230,20 @@ def test_model_page_marks_the_model_in_its_family_plots(
     title = me[0].find(f"{ns}title")
     assert title is not None and (title.text or "").startswith("Synthetic clip 1:")
     assert len(circles) == 3  # the three clip models (clip-0001, clip-0004, evil)
+
+
+def test_board_without_imagenet_scores(tmp_path: Path) -> None:
+    for i in range(3):
+        meta, scores = synthetic_submission(i, "vlm")
+        del scores["datasets"]["imagenet-mcq"]
+        if i == 0:
+            del scores["datasets"]["bench-c"]
+        write_submission(tmp_path, meta, scores)
+    lb = aggregate(load_submissions(tmp_path), SPEC)
+    assert lb.fits == () and lb.variants == ()
+    files = render_site(lb)
+    assert "No ImageNet-MCQ scores among the submissions." in files["robustness.html"].decode()
+    index = files["index.html"].decode()
+    assert len(re.findall(r"<tr data-model=", index)) == 3
+    assert 'data-v=""' in re.search(r'<tr data-model="vlm-0000">(.*?)</tr>', index,
+                                     re.S).group(1)  # type: ignore[union-attr]
