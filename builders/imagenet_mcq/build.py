@@ -178,7 +178,8 @@ def build(raw_spec: dict[str, Any], spec_path: Path, options: BuildOptions) -> d
     return build_dataset(
         spec, inputs, Path(options.out), reference=reference, sample=options.sample,
         progress=options.progress, limit=options.limit, device=options.device,
-        # the sample embeds in seconds; real builds cache embeddings to resume
+        # real builds persist embeddings so a killed build resumes; the sample is
+        # small and its tests stay hermetic (nothing written outside --out)
         cache_dir=None if options.sample else default_cache_dir(),
     )
 
