@@ -99,19 +99,23 @@ def object_sentences(k: ClassKnowledge, checker: LeakChecker) -> list[ObjectSent
     ]
 
 
-def _word_re(words: Sequence[str]) -> re.Pattern[str]:
+def _word_re(words: Sequence[str], compounds: bool) -> re.Pattern[str]:
+    """Whole words; ``compounds=False`` also refuses parts of hyphenated words
+    (blanking "brown" in "olive-brown" reads badly), while a mention check must
+    see them (``compounds=True``)."""
     alts = "|".join(sorted((re.escape(w) for w in words), key=len, reverse=True))
-    return re.compile(rf"(?<![\w-])(?:{alts})(?![\w-])", re.IGNORECASE)
+    edge = r"\w" if compounds else r"\w-"
+    return re.compile(rf"(?<![{edge}])(?:{alts})(?![{edge}])", re.IGNORECASE)
 
 
 @functools.cache
 def _answer_re(slot_type: SlotType) -> re.Pattern[str]:
-    return _word_re([w for g in slot_type.groups for w in g.answers])
+    return _word_re([w for g in slot_type.groups for w in g.answers], compounds=False)
 
 
 @functools.cache
 def _mention_res(slot_type: SlotType) -> tuple[re.Pattern[str], ...]:
-    return tuple(_word_re(g.mentions) for g in slot_type.groups)
+    return tuple(_word_re(g.mentions, compounds=True) for g in slot_type.groups)
 
 
 def closed_slots(sentences: Sequence[ObjectSentence]) -> list[Slot]:
