@@ -83,7 +83,7 @@ def fake_server() -> Iterator[tuple[str, FakeChat]]:
     chat = FakeChat()
 
     class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+        def do_POST(self) -> None:
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
             if self.path != "/v1/chat/completions":
                 self.send_response(404)
@@ -155,7 +155,7 @@ def test_letter_answers_and_bare_lists_are_accepted() -> None:
 
 
 def test_prompt_follows_the_seed() -> None:
-    (system, user) = generation_messages(TENCH, "Some article text.", 5)
+    (_system, user) = generation_messages(TENCH, "Some article text.", 5)
     text = user["content"]
     assert "Write 5 multiple-choice questions" in text
     assert 'Call the object "this object"' in text
@@ -221,7 +221,7 @@ def test_client_retries_server_errors_with_backoff_and_fails_fast_on_4xx() -> No
 def test_unreachable_endpoint_is_a_clear_error() -> None:
     client = ChatClient(base_url=f"http://127.0.0.1:{closed_port()}/v1", model="m",
                         max_retries=1, backoff_s=0, timeout_s=5)
-    with pytest.raises(EndpointError, match="cannot reach .* after 2 attempts") as info:
+    with pytest.raises(EndpointError, match=r"cannot reach .* after 2 attempts") as info:
         client.complete([{"role": "user", "content": "hi"}])
     assert "VLMROBUST_LLM_BASE_URL" in str(info.value)
 
