@@ -193,8 +193,7 @@ def _site_lock(target: Path) -> Iterator[None]:
 
 def _write_site(target: Path, files: Mapping[str, bytes], n_models: int,
                 progress: bool) -> None:
-    _refuse_foreign(target)
-    with _site_lock(target), atomic_directory(target) as tmp:
+    with atomic_directory(target) as tmp:
         # mkdtemp creates 0700; a web server must be able to read the swapped-in site.
         umask = os.umask(0)
         os.umask(umask)
@@ -214,12 +213,14 @@ def build_site(submissions: Path, out: Path, *, baselines: Path | None = None,
     changelog of an existing site in ``out`` is kept). Returns ``out/index.html``."""
     out = Path(out)
     lb = _leaderboard(submissions, baselines)
-    _refuse_foreign(out)
-    releases = read_releases(out) if out.is_dir() else []
-    files = render_site(lb, releases=releases, code_version=__version__)
-    if releases:
-        files[RELEASES] = _releases_json(releases)
-    _write_site(out, files, len(lb.submissions), progress)
+    _refuse_foreign(out)  # before the lock file is created beside it
+    with _site_lock(out):
+        _refuse_foreign(out)
+        releases = read_releases(out) if out.is_dir() else []
+        files = render_site(lb, releases=releases, code_version=__version__)
+        if releases:
+            files[RELEASES] = _releases_json(releases)
+        _write_site(out, files, len(lb.submissions), progress)
     return out / "index.html"
 
 
@@ -235,12 +236,15 @@ def publish_site(submissions: Path, site: Path, *, version: str | None = None,
     returns the release record appended to ``releases.json``."""
     site = Path(site)
     lb = _leaderboard(submissions, baselines)
-    _refuse_foreign(site)
-    previous = read_releases(site) if site.is_dir() else []
-    release = make_release(lb, previous, _next_version(previous, version),
-                           now or dt.datetime.now(dt.timezone.utc))
-    releases = [*previous, release]
-    files = render_site(lb, releases=releases, release=release, code_version=__version__)
-    files[RELEASES] = _releases_json(releases)
-    _write_site(site, files, len(lb.submissions), progress)
+    # Read the changelog under the lock: two publishes must not both append to v1.
+    _refuse_foreign(site)  # before the lock file is created beside it
+    with _site_lock(site):
+        _refuse_foreign(site)
+        previous = read_releases(site) if site.is_dir() else []
+        release = make_release(lb, previous, _next_version(previous, version),
+                               now or dt.datetime.now(dt.timezone.utc))
+        releases = [*previous, release]
+        files = render_site(lb, releases=releases, release=release, code_version=__version__)
+        files[RELEASES] = _releases_json(releases)
+        _write_site(site, files, len(lb.submissions), progress)
     return release

@@ -203,7 +203,25 @@ def test_refuses_to_replace_a_foreign_folder(tmp_path: Path) -> None:
     (home / "thesis.tex").write_text("precious")
     with pytest.raises(PublishError, match="is not a vlmrobust site"):
         build_site(subs, home)
+    with pytest.raises(PublishError, match="is not a vlmrobust site"):
+        publish_site(subs, home)
     assert (home / "thesis.tex").read_text() == "precious"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["home", "subs"]
+
+
+def test_second_concurrent_publish_is_refused(tmp_path: Path) -> None:
+    import fcntl
+
+    subs = _subs(tmp_path / "subs", 2)
+    site = tmp_path / "site"
+    publish_site(subs, site, now=NOW)
+    before = _snapshot(site)
+    with open(tmp_path / ".site.lock", "a+") as held:
+        fcntl.flock(held.fileno(), fcntl.LOCK_EX)
+        with pytest.raises(PublishError, match="being built by another process"):
+            publish_site(subs, site)
+    assert _snapshot(site) == before
+    assert [r["version"] for r in read_releases(site)] == ["1"]
 
 
 def test_corrupt_releases_json_is_refused(tmp_path: Path) -> None:
