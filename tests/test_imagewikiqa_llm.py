@@ -311,3 +311,29 @@ def test_llm_build_with_unreachable_endpoint_writes_nothing(tmp_path: Path) -> N
         build(spec, tmp_path / "spec.yaml", BuildOptions(out=out, source_root=root,
                                                          progress=False))
     assert [p.name for p in out.iterdir()] == ["keep.txt"]
+
+
+def test_llm_answerer_resumes_from_its_cache_and_reports_endpoint_failures(
+    tmp_path: Path,
+) -> None:
+    questions = parse_questions(recorded_content(), TENCH)
+    calls: list[bytes] = []
+
+    def transport(url: str, body: bytes, headers: Any, timeout: float) -> tuple[int, bytes]:
+        calls.append(body)
+        return 200, completion("B")
+
+    cache = tmp_path / "cache" / "answers.jsonl"
+    client = ChatClient(base_url="http://x.invalid/v1", model="m", transport=transport)
+    first = LLMAnswerer(client, cache_path=cache).answer(questions, ["tench"] * 5)
+    assert first == [1] * 5 and len(calls) == 5
+    with cache.open("a") as f:
+        f.write('["cut short')  # a crash mid-line must not break the resume
+    again = LLMAnswerer(client, cache_path=cache).answer(questions, ["tench"] * 5)
+    assert again == first and len(calls) == 5  # all from the cache
+
+    down = ChatClient(base_url="http://x.invalid/v1", model="m", max_retries=0,
+                      transport=lambda *a: (503, b""))
+    answerer = LLMAnswerer(down)
+    assert answerer.answer(questions, [None] * 5) == [-1] * 5
+    assert "HTTP 503" in answerer.errors["n01440764"]

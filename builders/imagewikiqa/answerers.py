@@ -65,9 +65,10 @@ class TextEmbedder:
     """Sentence embeddings with a cache, so a text shared by many questions
     (options, generic question texts) is embedded once."""
 
-    def __init__(self, model: Any, batch_size: int = 128) -> None:
+    def __init__(self, model: Any, batch_size: int = 128, progress: bool = False) -> None:
         self.model = model
         self.batch_size = batch_size
+        self.progress = progress
         self._cache: dict[str, np.ndarray] = {}
 
     def __call__(self, texts: Sequence[str]) -> np.ndarray:
@@ -75,7 +76,7 @@ class TextEmbedder:
         if todo:
             vecs = self.model.encode(list(todo), batch_size=self.batch_size,
                                      normalize_embeddings=True, convert_to_numpy=True,
-                                     show_progress_bar=False)
+                                     show_progress_bar=self.progress and len(todo) > 1000)
             for t, v in zip(todo, np.asarray(vecs, dtype=np.float32), strict=True):
                 self._cache[t] = v
         if not texts:

@@ -230,11 +230,12 @@ def _knowledge_fingerprints() -> dict[str, str]:
     return out
 
 
-def _answerer(spec: ImageWikiQASpec, embed: TextEmbedder) -> Answerer:
+def _answerer(spec: ImageWikiQASpec, embed: TextEmbedder, options: BuildOptions) -> Answerer:
     if spec.answerer == "llm":
         from builders.imagewikiqa.generate_llm import LLMAnswerer
 
-        return LLMAnswerer(_llm_client(spec))
+        return LLMAnswerer(_llm_client(spec), cache_path=_cache_dir(options.out) / "answers.jsonl",
+                           progress=options.progress)
     return MiniLMGuesser(embed)
 
 
@@ -254,10 +255,14 @@ def build(raw_spec: dict[str, Any], spec_path: Path, options: BuildOptions) -> d
         raise VlmrobustError(f"{spec_path}: none of the spec's classes has images in the source")
     failures: dict[str, str] = {}
     candidates = generate(spec, classes, knowledge, options, failures)
-    embed = TextEmbedder(load_minilm(options.device))
+    embed = TextEmbedder(load_minilm(options.device), progress=options.progress)
     names = {k.wnid: k.names for k in classes}
-    result: FilterResult = filter_candidates(candidates, names, _answerer(spec, embed), embed,
+    answerer = _answerer(spec, embed, options)
+    result: FilterResult = filter_candidates(candidates, names, answerer, embed,
                                              spec.dedup_threshold)
+    for wnid, reason in getattr(answerer, "errors", {}).items():
+        failures.setdefault(wnid, reason)
+        result.kept[wnid] = []  # its questions were not judged: none is kept
     chosen = {w: pick_questions(cs, spec.questions_per_class, spec.seed)
               for w, cs in result.kept.items()}
     num_rows = min(spec.num_questions, options.limit or spec.num_questions)

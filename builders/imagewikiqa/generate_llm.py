@@ -7,10 +7,12 @@ that breaks the format is asked for again (up to ``max_retries`` times)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from builders.imagewikiqa.knowledge import ClassKnowledge
@@ -146,22 +148,64 @@ def parse_letter(reply: str) -> int | None:
     return LETTERS.index(m.group(1).upper()) if m else None
 
 
-@dataclass(frozen=True)
 class LLMAnswerer:
-    """The filter's answerer through the same chat backend; an unusable reply
-    counts as a wrong answer (-1)."""
+    """The filter's answerer through the same chat backend. An unusable reply
+    counts as a wrong answer (-1); an endpoint failure too, and is recorded in
+    ``errors`` (wnid -> message) so the build reports the class. With
+    ``cache_path``, answers are appended to a JSONL file as they come and
+    reused by a rerun (resume after a crash)."""
 
-    client: ChatClient
-    name: str = "llm"
+    name = "llm"
+
+    def __init__(self, client: ChatClient, cache_path: Path | None = None,
+                 progress: bool = False) -> None:
+        self.client = client
+        self.cache_path = cache_path
+        self.progress = progress
+        self.errors: dict[str, str] = {}
+        self._cache: dict[str, int] = {}
+        if cache_path is not None and cache_path.is_file():
+            for line in cache_path.read_text(encoding="utf-8").splitlines():
+                try:
+                    key, value = json.loads(line)
+                except (ValueError, TypeError):
+                    continue  # a line cut short by a crash
+                self._cache[str(key)] = int(value)
+
+    def _key(self, q: Candidate, class_name: str | None) -> str:
+        body = json.dumps([self.client.model, q.question, list(q.choices), class_name])
+        return hashlib.sha256(body.encode("utf-8")).hexdigest()
 
     def answer(self, questions: Sequence[Candidate],
                class_names: Sequence[str | None]) -> list[int]:
+        from tqdm import tqdm
+
         out: list[int] = []
-        for q, n in zip(questions, class_names, strict=True):
+        pairs = list(zip(questions, class_names, strict=True))
+        for q, n in tqdm(pairs, desc="imagewikiqa: LLM answers", disable=not self.progress,
+                         leave=False):
+            key = self._key(q, n)
+            if key in self._cache:
+                out.append(self._cache[key])
+                continue
+            if q.wnid in self.errors:
+                out.append(-1)
+                continue
             context = f"The object in question is: {n}.\n" if n else ""
             options = "\n".join(f"{LETTERS[i]}. {c}" for i, c in enumerate(q.choices))
-            reply = self.client.complete([{"role": "user", "content": ANSWER_USER.format(
-                context=context, question=q.question, options=options)}])
+            try:
+                reply = self.client.complete([{"role": "user", "content": ANSWER_USER.format(
+                    context=context, question=q.question, options=options)}])
+            except VlmrobustError as exc:
+                self.errors[q.wnid] = f"filter: {exc}"
+                out.append(-1)
+                continue
             letter = parse_letter(reply)
-            out.append(-1 if letter is None else letter)
+            value = -1 if letter is None else letter
+            out.append(value)
+            self._cache[key] = value
+            if self.cache_path is not None:
+                self.cache_path.parent.mkdir(parents=True, exist_ok=True)
+                with self.cache_path.open("a", encoding="utf-8") as f:
+                    f.write(json.dumps([key, value]) + "\n")
         return out
