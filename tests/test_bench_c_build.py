@@ -268,3 +268,20 @@ def test_max_side_and_stale_cache(tmp_path: Path) -> None:
     materialise(cands, work, ["fog"], [1], 4, progress=False, max_side=20)
     assert (folder / "fog-1.png").read_bytes() != first
     assert json.loads((work / "params.json").read_text())["seed"] == 4
+
+
+@pytest.mark.slow
+def test_real_selector_and_embedders(tmp_path: Path) -> None:
+    """The shipped EfficientNet-Lite0 weights as selector and image embedder,
+    MiniLM as text embedder, on 4 questions and 3 corruptions."""
+    write_source(tmp_path)
+    raw = raw_spec(selectors=["classifier:efficientnet-lite0"],
+                   image_embedder="classifier:efficientnet-lite0", pool_per_category=2)
+    raw["corruptions"] = ["gaussian_noise", "contrast", "zoom_blur"]
+    opts = BuildOptions(out=tmp_path / "out", source_root=tmp_path, progress=False)
+    manifest = build(raw, tmp_path / "s.yaml", opts)
+    kappas = manifest["selection"]["kappa"]
+    assert len(kappas) == 4 and all(0 <= v <= 1 for v in kappas.values())
+    assert any(v > 0 for v in kappas.values())
+    assert manifest["num_rows"] == 16 * len(manifest["selection"]["kept"])
+    assert manifest["selection"]["text_embedder"] == "minilm"

@@ -23,18 +23,20 @@ def _cos(a: list[float], b: list[float]) -> float:
 def brute_force(kappas: list[float], emb: list[list[list[float]]], a1: float, a2: float
                 ) -> tuple[list[int], list[float], list[int]]:
     """At every step score every remaining candidate from scratch (explicit
-    means over the selected set) and take the best, earliest on ties."""
+    means over the selected set; over the κ > 0 pool for the first pick) and
+    take the best, earliest on ties."""
     remaining = [i for i, k in enumerate(kappas) if k > 0]
+    pool = list(remaining)
     chosen: list[int] = []
     scores: list[float] = []
     while remaining:
         all_scores = {}
         for i in remaining:
             d = 2.0
+            against = chosen or pool  # the first pick is scored against the pool
             for m in emb:
-                if chosen:
-                    mean = [sum(m[j][t] for j in chosen) / len(chosen) for t in range(len(m[i]))]
-                    d -= _cos(m[i], mean)
+                mean = [sum(m[j][t] for j in against) / len(against) for t in range(len(m[i]))]
+                d -= _cos(m[i], mean)
             all_scores[i] = a1 * kappas[i] + a2 * d
         top = max(all_scores.values())
         best = next(i for i in remaining if all_scores[i] >= top - 1e-9)
@@ -48,16 +50,18 @@ def brute_force(kappas: list[float], emb: list[list[list[float]]], a1: float, a2
 
 
 def test_toy_pool_by_hand() -> None:
-    # two near-duplicates (0, 1) and one different item (2); κ favours 0 then 1
-    img = np.array([[1.0, 0.0], [0.99, 0.1], [0.0, 1.0]])
-    txt = np.array([[1.0, 0.0], [1.0, 0.0], [0.0, 1.0]])
-    sel = greedy_select([0.9, 0.8, 0.3], [img, txt])
-    # step 1: all D = 2, κ decides -> 0; step 2: item 2 is orthogonal (D = 2) and
-    # 0.3 + 2 beats 0.8 + (2 − 0.995 − 1)
-    assert sel.picked == (0, 2, 1)
-    assert sel.scores[0] == pytest.approx(2.9)
-    assert sel.scores[1] == pytest.approx(2.3)
-    assert sel.kept == (0, 2)
+    # q0 and q1 are duplicates (e0), q2 differs (e1); both modalities alike
+    emb = np.array([[1.0, 0.0], [1.0, 0.0], [0.0, 1.0]])
+    sel = greedy_select([0.9, 0.8, 0.3], [emb, emb])
+    r5 = math.sqrt(5)
+    # step 1, against the pool sum (2, 1): q0 0.9 + 2 − 2·2/√5, q1 0.8 + 2 − 2·2/√5,
+    # q2 0.3 + 2 − 2·1/√5 = 1.4056 -> q2
+    # step 2, against e1: q0 0.9 + 2 = 2.9 -> q0
+    # step 3, against (1, 1): q1 0.8 + 2 − 2/√2
+    assert sel.picked == (2, 0, 1)
+    assert sel.scores == pytest.approx((0.3 + 2 - 2 / r5, 2.9, 0.8 + 2 - math.sqrt(2)))
+    assert sel.threshold == pytest.approx(sum(sel.scores) / 3)
+    assert sel.kept == (0,)
 
 
 def test_diversity_closed_form() -> None:

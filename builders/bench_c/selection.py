@@ -5,12 +5,18 @@ Diversity of a candidate q against a set A, over modalities m (image, text):
 
     D_s(q, A) = 2 − Σ_m cos(z_m(q), μ_m(A)),   μ_m(A) = mean_{a ∈ A} z_m(a)
 
-with cos(·, 0) = 0, so every candidate has D_s = 2 against the empty set.
-Greedy selection (paper: α₁ = α₂ = 1): drop κ = 0 candidates, then repeatedly
+with cos(·, 0) = 0. Greedy selection (paper: α₁ = α₂ = 1): drop κ = 0
+candidates, then repeatedly
 pick the candidate with the largest α₁κ(q) + α₂D_s(q, A) (ties: the earlier
 candidate, within 1e-9), add it to A and record that score; finally keep the picks whose
 recorded score is above the mean recorded score, in pick order (all of them
 when every score equals the mean).
+
+The first pick has no selected set to differ from; against A = ∅ the term
+would be the constant 2, which would inflate the first recorded score far above
+the others and leave little but it above the mean. So the first pick is scored
+against the mean of the whole (κ > 0) pool instead: same scale as later picks,
+and it still goes to the candidate with the best κ-plus-atypicality.
 """
 
 from __future__ import annotations
@@ -89,12 +95,16 @@ def greedy_select(kappas: npt.ArrayLike, embeddings: Sequence[npt.ArrayLike],
             raise ValueError(f"embedding matrices must be (N={k.shape[0]}, D), got {m.shape}")
     remaining = [i for i in range(len(k)) if k[i] > 0]
     sums = [np.zeros(m.shape[1]) for m in mats]
+    # first step: diversity against the pool (see module doc)
+    pool_sums = [m[remaining].sum(axis=0) if remaining else s for m, s in zip(mats, sums,
+                                                                              strict=True)]
     picked: list[int] = []
     scores: list[float] = []
     while remaining:
         idx = np.array(remaining)
         cos_total = np.zeros(len(idx))
-        for m, s in zip(mats, sums, strict=True):
+        against = sums if picked else pool_sums
+        for m, s in zip(mats, against, strict=True):
             # cos with the mean equals cos with the sum: the 1/|A| scale cancels
             cos_total += _cosine_rows(m[idx], s)
         score = alpha_kappa * k[idx] + alpha_diversity * (2.0 - cos_total)
