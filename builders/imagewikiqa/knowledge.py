@@ -32,7 +32,8 @@ class ClassKnowledge:
     path: tuple[str, ...]         # synset names, root .. class (WordNet's first hypernym path)
     ancestors: frozenset[str]     # synset names of the whole hypernym closure
     hypernym: str                 # display lemma of the direct hypernym ("" when none)
-    parts: tuple[str, ...]        # part/substance meronyms of the class and its 2 nearest ancestors
+    parts: tuple[str, ...]        # part/substance meronyms of the nearest of class, parent,
+                                  # grandparent that has any
     all_parts: frozenset[str]     # meronyms over the whole closure (never valid distractors)
     member_of: tuple[str, ...]    # member holonyms (display lemmas)
     part_of: tuple[str, ...]      # part holonyms (display lemmas)
@@ -130,10 +131,12 @@ def _class_knowledge(cls: Any, synset: Any, cupl: tuple[str, ...],
     near = list(reversed(path_synsets))[:3]   # the class and its two nearest ancestors
     parts: list[str] = []
     for s in near:
-        for m in _by_name(s.part_meronyms() + s.substance_meronyms()):
-            d = _display(m)
-            if d not in parts:
-                parts.append(d)
+        # The nearest level that lists parts: inherited parts from far up
+        # (a clock's "time-ball" via timepiece) make odd questions.
+        parts = list(dict.fromkeys(
+            _display(m) for m in _by_name(s.part_meronyms() + s.substance_meronyms())))
+        if parts:
+            break
     all_parts = frozenset(
         _display(m) for s in closure for m in s.part_meronyms() + s.substance_meronyms()
     )
