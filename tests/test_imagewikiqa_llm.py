@@ -65,8 +65,9 @@ class FakeChat:
     def reply(self, body: dict[str, Any]) -> str:
         self.requests.append(body)
         prompt = body["messages"][-1]["content"]
-        if "Wikipedia article about" in prompt:
-            if '"tench"' in prompt:
+        first = body["messages"][1]["content"] if len(body["messages"]) > 1 else ""
+        if "Wikipedia article about" in first:  # a generation prompt, or its retry
+            if '"tench"' in first:
                 return recorded_content()
             return '{"questions": [{"question": "What does this object eat?", "choices": '
         question = re.search(r"Question: (.*)", prompt).group(1)  # type: ignore[union-attr]
@@ -177,16 +178,21 @@ def test_generator_through_the_fake_server(fake_server: tuple[str, FakeChat]) ->
 
 def test_generator_retries_a_malformed_reply_then_succeeds() -> None:
     replies = iter(["not json at all", recorded_content()])
-    calls: list[str] = []
+    calls: list[dict[str, Any]] = []
 
     def transport(url: str, body: bytes, headers: Any, timeout: float) -> tuple[int, bytes]:
-        calls.append(url)
+        calls.append(json.loads(body))
         return 200, completion(next(replies))
 
     client = ChatClient(base_url="http://llm.invalid/v1", model="m", transport=transport,
                         max_retries=2, backoff_s=0)
     assert len(LLMGenerator(client).generate(TENCH, "text")) == 5
     assert len(calls) == 2
+    # The retry shows the model its bad reply and the parse error.
+    retry = calls[1]["messages"]
+    assert retry[:2] == calls[0]["messages"]
+    assert retry[2] == {"role": "assistant", "content": "not json at all"}
+    assert "not valid JSON" in retry[3]["content"]
 
 
 def test_generator_gives_up_after_retries() -> None:

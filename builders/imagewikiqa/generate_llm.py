@@ -43,6 +43,9 @@ Reply with JSON only, in exactly this form:
 Article:
 {article}"""
 
+FIX_USER = """Your reply could not be used: {error}
+Reply again with JSON only, exactly in the form asked for."""
+
 ANSWER_USER = """{context}Question: {question}
 {options}
 Answer with the letter of the correct option only."""
@@ -126,7 +129,8 @@ class LLMGenerator:
     def generate(self, k: ClassKnowledge, article: str) -> list[Candidate]:
         """Ask, parse strictly, ask again on a malformed reply; the last parse
         error is raised when every attempt fails."""
-        messages = generation_messages(k, article, self.questions_per_class)
+        first = generation_messages(k, article, self.questions_per_class)
+        messages = first
         last: LLMResponseError | None = None
         for _ in range(self.client.max_retries + 1):
             reply = self.client.complete(messages)
@@ -134,6 +138,10 @@ class LLMGenerator:
                 return parse_questions(reply, k)
             except LLMResponseError as exc:
                 last = exc
+                # Show the model its reply and what was wrong: asking the same
+                # thing again at temperature 0 would get the same reply.
+                messages = [*first, {"role": "assistant", "content": reply},
+                            {"role": "user", "content": FIX_USER.format(error=exc)}]
         assert last is not None
         raise LLMResponseError(f"{last} (after {self.client.max_retries + 1} attempts)")
 
