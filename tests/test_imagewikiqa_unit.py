@@ -232,3 +232,37 @@ def test_spec_errors_name_the_file(tmp_path: Path, patch: dict, message: str) ->
         parse_spec(raw, tmp_path / "spec.yaml")
     assert str(tmp_path / "spec.yaml") in str(info.value)
     assert "\n" not in str(info.value)
+
+
+class KeywordModel:
+    """A stand-in sentence encoder: one axis per keyword present in the text."""
+
+    KEYWORDS = ("tiger", "black", "blue", "stripes", "___")
+
+    def encode(self, texts, **kwargs):  # type: ignore[no-untyped-def]
+        vecs = np.array([[1.0 if k in t.lower() else 0.0 for k in self.KEYWORDS] + [0.1]
+                         for t in texts], dtype=np.float32)
+        return vecs / np.linalg.norm(vecs, axis=1, keepdims=True)
+
+
+def test_minilm_guesser_fills_cloze_blanks() -> None:
+    from builders.imagewikiqa.answerers import MiniLMGuesser, TextEmbedder
+
+    q = cand(q='Complete the sentence: "This object has ___ stripes."',
+             choices=("blue", "black", "green", "pink"), answer=1)
+    calls: list[list[str]] = []
+
+    class Recording(KeywordModel):
+        def encode(self, texts, **kwargs):  # type: ignore[no-untyped-def]
+            calls.append(list(texts))
+            return super().encode(texts)
+
+    guesser = MiniLMGuesser(TextEmbedder(Recording()))
+    guesser.answer([q], ["tiger"])
+    # The options are scored as completed sentences, against the class name.
+    assert "This object has black stripes." in calls[0] and "tiger" in calls[0]
+    plain = cand(q="What colour are the stripes of this object?",
+                 choices=("blue", "black", "green", "pink"), answer=1)
+    # Told, "this object" becomes the name (which says "black"); blind, it does not.
+    assert guesser.answer([plain], ["a black tiger"]) == [1]
+    assert guesser.answer([plain], [None]) != [1]

@@ -11,7 +11,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from builders.imagewikiqa.question import Candidate
+from builders.imagewikiqa.question import BLANK, Candidate
 
 
 class Answerer(Protocol):
@@ -89,23 +89,46 @@ class TextEmbedder:
         return text in self._cache
 
 
+def cloze_stem(question: str) -> str | None:
+    """The quoted sentence of a cloze question, or None for other questions.
+
+    >>> cloze_stem('Complete the sentence: "This object is native to ___."')
+    'This object is native to ___.'
+    >>> cloze_stem("Which category does this object belong to?") is None
+    True
+    """
+    m = re.search(r'"([^"]*' + re.escape(BLANK) + r'[^"]*)"', question)
+    return m.group(1) if m else None
+
+
 class MiniLMGuesser:
-    """Picks the option whose embedding is closest to the question's (with the
-    class name substituted for "this object" when told)."""
+    """A text-similarity guesser on MiniLM sentence embeddings.
+
+    Plain questions: the option closest to the question (with the class name
+    for "this object" when told). Cloze questions: each option is put in the
+    blank; told the name, the completed sentence closest to the class name
+    wins (does "... with black stripes" fit a tiger?); blind, the completion
+    closest to the blanked sentence (which option the context alone favours)."""
 
     name = "minilm"
 
     def __init__(self, embed: TextEmbedder) -> None:
         self.embed = embed
 
+    @staticmethod
+    def _plan(q: Candidate, class_name: str | None) -> tuple[str, list[str]]:
+        stem = cloze_stem(q.question)
+        if stem is None:
+            return with_subject(q.question, class_name), list(q.choices)
+        filled = [stem.replace(BLANK, c, 1) for c in q.choices]
+        return (class_name if class_name is not None else stem), filled
+
     def answer(self, questions: Sequence[Candidate],
                class_names: Sequence[str | None]) -> list[int]:
         if len(questions) != len(class_names):
             raise ValueError("one class name (or None) per question")
-        queries = [with_subject(q.question, n) for q, n in zip(questions, class_names,
-                                                                strict=True)]
+        plans = [self._plan(q, n) for q, n in zip(questions, class_names, strict=True)]
         # One embedding call for every text: per-question calls cost ~100x more.
-        self.embed([*queries, *(c for q in questions for c in q.choices)])
-        qv = self.embed(queries)
-        return [cosine_choice(qv[i], self.embed(list(q.choices)))
-                for i, q in enumerate(questions)]
+        self.embed([t for query, opts in plans for t in (query, *opts)])
+        return [cosine_choice(self.embed([query])[0], self.embed(opts))
+                for query, opts in plans]

@@ -22,11 +22,10 @@ from dataclasses import dataclass
 
 from builders.imagewikiqa.knowledge import ClassKnowledge
 from builders.imagewikiqa.leak import LeakChecker
-from builders.imagewikiqa.question import N_CHOICES, Candidate, normalise_text
+from builders.imagewikiqa.question import BLANK, N_CHOICES, Candidate, normalise_text
 from builders.imagewikiqa.seeds import rng_for
 from builders.imagewikiqa.vocab import SLOT_TYPES, SlotType
 
-BLANK = "___"
 VERBS = {"is": "is", "are": "is", "has": "has", "have": "has", "can": "can", "lives": "lives",
          "live": "lives", "grows": "grows", "grow": "grows", "was": "was", "were": "was"}
 MAX_WORDS = 30

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 N_CHOICES = 4
 SUBJECT = "this object"
+BLANK = "___"  # the gap of a cloze question
 
 
 def normalise_text(text: str) -> str:
