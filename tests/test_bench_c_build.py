@@ -285,3 +285,23 @@ def test_real_selector_and_embedders(tmp_path: Path) -> None:
     assert any(v > 0 for v in kappas.values())
     assert manifest["num_rows"] == 16 * len(manifest["selection"]["kept"])
     assert manifest["selection"]["text_embedder"] == "minilm"
+
+
+def test_cli_reports_bad_spec_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]
+                                          ) -> None:
+    import yaml
+
+    from vlmrobust.cli import main
+
+    write_source(tmp_path)
+    raw = raw_spec()
+    raw["corruptions"] = ["frost", "snoww"]
+    spec_file = tmp_path / "my-bench-c.yaml"
+    spec_file.write_text(yaml.safe_dump(raw))
+    out = tmp_path / "out"
+    rc = main(["build", str(spec_file), "--source-root", str(tmp_path), "--out", str(out)])
+    err = capsys.readouterr().err.strip()
+    assert rc == 1
+    assert len(err.splitlines()) == 1
+    assert "my-bench-c.yaml" in err and "did you mean 'snow'" in err
+    assert not out.exists() and not work_dir(out).exists()
