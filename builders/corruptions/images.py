@@ -31,12 +31,23 @@ def to_rgb_array(image: Any) -> np.ndarray:
     [255, 255, 255]
     """
     if isinstance(image, Image.Image):
+        if image.mode.startswith("I;16"):
+            # 16-bit greyscale: keep the high byte (PIL's convert would saturate)
+            return to_rgb_array((np.asarray(image, dtype=np.uint16) >> 8).astype(np.uint8))
+        if image.mode == "RGBa":  # premultiplied alpha
+            image = image.convert("RGBA")
         has_alpha = image.mode in ("RGBA", "LA", "PA") or (
             image.mode == "P" and "transparency" in image.info
         )
-        if has_alpha:
-            return np.asarray(_composite(image.convert("RGBA")))
-        return np.asarray(image.convert("RGB"))
+        try:
+            if has_alpha:
+                return np.asarray(_composite(image.convert("RGBA")))
+            return np.asarray(image.convert("RGB"))
+        except ValueError as exc:
+            raise VlmrobustError(
+                f"image mode {image.mode!r} cannot be converted to RGB ({exc}); "
+                "save the image as RGB or RGBA"
+            ) from None
     arr = np.asarray(image)
     if arr.dtype != np.uint8:
         raise VlmrobustError(f"image array must be uint8, got {arr.dtype}; convert it first")
