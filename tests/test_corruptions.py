@@ -203,3 +203,12 @@ def test_bad_names_and_severities_fail_clearly() -> None:
             check_severity(bad)
         with pytest.raises(VlmrobustError, match=r"1\.\.5"):
             corrupt(img, "fog", bad, item_id="x")  # type: ignore[arg-type]
+
+
+def test_sixteen_bit_and_premultiplied_modes() -> None:
+    sixteen = Image.fromarray(np.array([[0, 256, 65535]], np.uint16))
+    assert sixteen.mode.startswith("I;16")
+    assert to_rgb_array(sixteen)[0, :, 0].tolist() == [0, 1, 255]
+    assert to_rgb_array(Image.new("RGBa", (3, 2))).shape == (2, 3, 3)
+    with pytest.raises(VlmrobustError, match="'La' cannot be converted"):
+        to_rgb_array(Image.new("La", (3, 2)))
