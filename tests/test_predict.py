@@ -168,10 +168,15 @@ def test_other_run_in_partial_dir_refused(tmp_path: Path, dataset: Path, lite0: 
 
 
 def test_cli(tmp_path: Path, dataset: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import torch
+
     out = tmp_path / "cli" / "predictions.parquet"
+    threads = torch.get_num_threads()
     rc = main(["predict", "--model", MODEL, "--dataset", str(dataset), "--out", str(out),
-               "--limit", "2", "--batch-size", "4", "--no-progress", "--device", "cpu"])
+               "--limit", "2", "--batch-size", "4", "--no-progress", "--device", "cpu",
+               "--threads", "1"])
     assert rc == 0 and pq.read_table(out).num_rows == 4
+    assert torch.get_num_threads() == threads  # restored after the call
     rc = main(["predict", "--model", "clasifier:efficientnet-lite0", "--dataset", str(dataset),
                "--out", str(out)])
     err = capsys.readouterr().err

@@ -26,6 +26,7 @@ from vlmrobust.errors import VlmrobustError
 from vlmrobust.registry import Registry
 
 NUM_CLASSES = 1000
+CPU_MICRO_BATCH = 4
 CLASSIFIER_COLUMNS = ("id", "image", "question", "options", "option_class_ids")
 
 
@@ -57,6 +58,10 @@ class ClassifierAdapter:
         self.params = int(sum(p.numel() for p in model.module.parameters()))
         self._autocast_dtype = preferred_dtype(device)
         self._torch = torch
+        # On CPU, small chunks keep activations in cache: 4 images per forward ran
+        # ~1.5-2x faster per image than 16-32 on a 2-core machine (same results up
+        # to float rounding). GPUs take the whole batch.
+        self.micro_batch = CPU_MICRO_BATCH if device.type == "cpu" else None
 
     def _pixels(self, images: Sequence[Any]) -> Any:
         batch = np.stack([self.model.preprocess(to_pil(im)) for im in images])
@@ -65,11 +70,13 @@ class ClassifierAdapter:
     def _pooled(self, images: Sequence[Any]) -> Any:
         torch = self._torch
         x = self._pixels(images)
+        step = self.micro_batch or len(images)
         with torch.inference_mode(), torch.autocast(
             self.device.type, dtype=self._autocast_dtype,
             enabled=self._autocast_dtype != torch.float32,
         ):
-            return self.model.features(x).float()
+            return torch.cat([self.model.features(x[i:i + step]).float()
+                              for i in range(0, len(images), step)])
 
     def class_logits(self, images: Sequence[Any]) -> np.ndarray:
         """float32 (B, num_classes) logits over all classes."""

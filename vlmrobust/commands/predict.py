@@ -25,6 +25,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--limit", type=int, default=None, help="first N rows of each config")
     p.add_argument("--prompt", default=None,
                    help="clip: a prompt name or a template with {option}; vlm: a prompt name")
+    p.add_argument("--threads", type=int, default=None,
+                   help="torch CPU threads (default: torch's; 1 is fastest on a busy CPU)")
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     p.set_defaults(func=run)
 
@@ -35,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
     out = predict_dataset(
         args.model, args.dataset, args.out, config=args.config, batch_size=args.batch_size,
         device=args.device, limit=args.limit, progress=not args.no_progress,
-        prompt=args.prompt,
+        prompt=args.prompt, threads=args.threads,
     )
     print(out)
     return 0
