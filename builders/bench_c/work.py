@@ -95,7 +95,10 @@ def _reset_if_stale(work: Path, params: dict[str, Any]) -> None:
     stamp = work / "params.json"
     text = json.dumps(params, sort_keys=True)
     if stamp.is_file() and stamp.read_text(encoding="utf-8") != text:
-        shutil.rmtree(work)
+        # images and the answers computed on them; a sample source built here stays
+        for sub in ("images", "predictions"):
+            shutil.rmtree(work / sub, ignore_errors=True)
+        stamp.unlink()
     if not stamp.is_file():
         write_text_atomic(stamp, text)
 
