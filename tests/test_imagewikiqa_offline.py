@@ -81,6 +81,14 @@ def test_offline_questions_are_well_formed_and_never_name_the_class(
     assert {"wordnet-hypernym", "wordnet-gloss", "cloze-colour"} <= set(kinds)
 
 
+def test_one_cloze_per_sentence(generated: dict[int, list[Candidate]]) -> None:
+    # Two blanks in one sentence would give each other's answers away.
+    for cands in generated.values():
+        sentences = [c.question.replace("___", c.answer_text) for c in cands
+                     if c.kind.startswith("cloze")]
+        assert len(sentences) == len(set(sentences))
+
+
 def test_closed_type_distractors_are_never_stated_for_the_class(
     knowledge: tuple[ClassKnowledge, ...], generated: dict[int, list[Candidate]]
 ) -> None:

@@ -171,6 +171,16 @@ def _supported(slots: Sequence[Slot], min_support: int) -> dict[tuple[str, str],
     return out
 
 
+def _best_slot(group: Sequence[Slot], used: set[str]) -> Slot | None:
+    """The slot to blank for a fact: from a curated source first (WordNet, GPT
+    description), then the shortest sentence; never a sentence already used."""
+    free = [s for s in group if s.sentence.text not in used]
+    if not free:
+        return None
+    return min(free, key=lambda s: (-SOURCE_WEIGHT[s.sentence.source], len(s.sentence.text),
+                                    s.sentence.text))
+
+
 def _cloze_text(slot: Slot) -> str:
     before = slot.sentence.text[: slot.start]
     after = slot.sentence.text[slot.end:]
@@ -232,8 +242,9 @@ class OfflineGenerator:
         checker = LeakChecker(k.names)
         sentences = object_sentences(k, checker)
         near = self.neighbours(k)
-        out = self._cloze_closed(k, sentences, checker)
-        out += self._cloze_open(k, sentences, checker, near)
+        used: set[str] = set()  # one cloze per sentence: a second would give the first away
+        out = self._cloze_closed(k, sentences, checker, used)
+        out += self._cloze_open(k, sentences, checker, near, used)
         out += self._wordnet(k, checker, near)
         unique: dict[str, Candidate] = {}
         for c in out:
@@ -254,7 +265,7 @@ class OfflineGenerator:
                          answer=order.index(0), reference=reference, kind=kind)
 
     def _cloze_closed(self, k: ClassKnowledge, sentences: Sequence[ObjectSentence],
-                      checker: LeakChecker) -> list[Candidate]:
+                      checker: LeakChecker, used: set[str]) -> list[Candidate]:
         facts = _supported(closed_slots(sentences), self.min_support)
         text = k.text
         # "white" for the great white shark: the answer would be half the name.
@@ -268,8 +279,9 @@ class OfflineGenerator:
                     and not any(s.value.lower() in name_words for s in facts[f])]
             for fact in mine[:PER_TYPE]:
                 group = facts[fact]
-                slot = min(group, key=lambda s: (-SOURCE_WEIGHT[s.sentence.source],
-                                                 len(s.sentence.text), s.sentence.text))
+                slot = _best_slot(group, used)
+                if slot is None:
+                    continue
                 if len(free) < N_CHOICES - 1:
                     break
                 rng = rng_for(self.seed, k.wnid, st.name, fact[1])
@@ -283,10 +295,12 @@ class OfflineGenerator:
                                f"cloze-{st.name}", checker)
                 if c is not None:
                     out.append(c)
+                    used.add(slot.sentence.text)
         return out
 
     def _cloze_open(self, k: ClassKnowledge, sentences: Sequence[ObjectSentence],
-                    checker: LeakChecker, near: Sequence[ClassKnowledge]) -> list[Candidate]:
+                    checker: LeakChecker, near: Sequence[ClassKnowledge],
+                    used: set[str]) -> list[Candidate]:
         facts = _supported(open_slots(sentences), self.min_support)
         text = k.text
         mine_words = {w for f in facts for w in f[1].split() if w not in STOP}
@@ -295,8 +309,9 @@ class OfflineGenerator:
             mine = sorted((f for f in facts if f[0] == kind), key=lambda f: (-len(facts[f]), f))
             for fact in mine[:PER_TYPE]:
                 group = facts[fact]
-                slot = min(group, key=lambda s: (-SOURCE_WEIGHT[s.sentence.source],
-                                                 len(s.sentence.text), s.sentence.text))
+                slot = _best_slot(group, used)
+                if slot is None:
+                    continue
                 dis: list[str] = []
                 for o in near[:NEIGHBOURS]:
                     for v in self._open_facts.get(o.index, {}).get(kind, []):
@@ -315,6 +330,7 @@ class OfflineGenerator:
                                f"cloze-{kind}", checker)
                 if c is not None:
                     out.append(c)
+                    used.add(slot.sentence.text)
         return out
 
     def _wordnet(self, k: ClassKnowledge, checker: LeakChecker,
