@@ -182,3 +182,35 @@ def test_cli(tmp_path: Path, dataset: Path, capsys: pytest.CaptureFixture[str]) 
     err = capsys.readouterr().err
     assert rc == 1 and err.startswith("error: ") and "did you mean 'classifier'" in err
     assert err.count("\n") == 1
+
+
+def test_resume_after_sigkill(tmp_path: Path, dataset: Path, reference: Path) -> None:
+    """A process SIGKILLed after its second batch (no cleanup runs) resumes to the
+    same bytes as an uninterrupted run."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    out = tmp_path / "predictions.parquet"
+    script = (
+        "import os, signal, sys\n"
+        "from evaluation.predict import predict_dataset\n"
+        "def hook(n):\n"
+        "    if n == 2:\n"
+        "        os.kill(os.getpid(), signal.SIGKILL)\n"
+        f"predict_dataset({MODEL!r}, sys.argv[1], sys.argv[2], batch_size=3, device='cpu',\n"
+        "                progress=False, after_batch=hook)\n"
+    )
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).parents[1]))
+    proc = subprocess.run([sys.executable, "-c", script, str(dataset), str(out)], env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr[-2000:]
+    assert not out.exists()
+    journal = next(partial_dir(out).glob("rank-*.jsonl"))
+    assert journal.read_text().count("\n") == 2
+    seen: list[int] = []
+    predict_dataset(MODEL, dataset, out, batch_size=3, device="cpu", progress=False,
+                    after_batch=seen.append)
+    assert seen == [1, 2]
+    assert out.read_bytes() == reference.read_bytes()
