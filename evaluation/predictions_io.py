@@ -12,6 +12,7 @@ back to the identical float32.
 
 from __future__ import annotations
 
+import fcntl
 import io
 import json
 import os
@@ -77,14 +78,21 @@ class JournalWriter:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        if path.exists():
+        self._f = path.open("ab")
+        try:
+            # two runs of the same command at once would interleave batches
+            fcntl.flock(self._f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            self._f.close()
+            raise VlmrobustError(
+                f"{path} is being written by another running predict; wait for it or stop it"
+            ) from None
+        if path.stat().st_size:
             # drop a line cut short by a crash so the next append starts clean
             data = path.read_bytes()
             keep = data.rfind(b"\n") + 1
             if keep != len(data):
-                with path.open("r+b") as f:
-                    f.truncate(keep)
-        self._f = path.open("ab")
+                os.truncate(path, keep)
 
     def append(self, rows: Sequence[tuple[int, str, np.ndarray]]) -> None:
         payload = {"rows": [[i, rid, [float(x) for x in np.asarray(v, np.float32)]]

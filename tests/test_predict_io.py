@@ -1,0 +1,91 @@
+"""The resumable journal and the predictions writers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from evaluation.predictions_io import (
+    JournalWriter,
+    predictions_table,
+    read_journal,
+    start_journal,
+    write_predictions,
+)
+from vlmrobust.errors import VlmrobustError
+
+float32s = st.floats(width=32, allow_nan=False)
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.lists(float32s, min_size=1, max_size=6), min_size=1, max_size=5))
+def test_journal_round_trips_float32_exactly(tmp_path_factory: pytest.TempPathFactory,
+                                             logits: list[list[float]]) -> None:
+    pdir = tmp_path_factory.mktemp("j")
+    writer = JournalWriter(pdir / "rank-0-of-1.jsonl")
+    rows = [(i, f"id{i}", np.asarray(v, np.float32)) for i, v in enumerate(logits)]
+    writer.append(rows[:2])
+    writer.append(rows[2:])
+    writer.close()
+    done = read_journal(pdir)
+    assert sorted(done) == list(range(len(logits)))
+    for i, v in enumerate(logits):
+        assert done[i][0] == f"id{i}"
+        np.testing.assert_array_equal(np.asarray(done[i][1], np.float32),
+                                      np.asarray(v, np.float32))
+
+
+def test_cut_line_is_dropped_and_truncated(tmp_path: Path) -> None:
+    path = tmp_path / "rank-0-of-1.jsonl"
+    w = JournalWriter(path)
+    w.append([(0, "a", np.array([1.5], np.float32))])
+    w.close()
+    with path.open("ab") as f:
+        f.write(b'{"rows": [[1, "b", [2.0')
+    assert set(read_journal(tmp_path)) == {0}
+    w = JournalWriter(path)  # truncates the cut line before appending
+    w.append([(1, "b", np.array([2.0], np.float32))])
+    w.close()
+    assert path.read_text().count("\n") == 2
+    assert read_journal(tmp_path)[1] == ("b", [2.0])
+
+
+def test_corrupt_middle_line_is_an_error(tmp_path: Path) -> None:
+    (tmp_path / "rank-0-of-1.jsonl").write_text('{"rows": [[0, "a", [1.0]]]}\nnot json\n')
+    with pytest.raises(VlmrobustError, match="line 2: corrupt journal line"):
+        read_journal(tmp_path)
+
+
+def test_second_writer_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "rank-0-of-1.jsonl"
+    first = JournalWriter(path)
+    with pytest.raises(VlmrobustError, match="another running predict"):
+        JournalWriter(path)
+    first.close()
+    JournalWriter(path).close()
+
+
+def test_run_key_mismatch(tmp_path: Path) -> None:
+    start_journal(tmp_path / "p", {"model": "m", "limit": None})
+    start_journal(tmp_path / "p", {"model": "m", "limit": None})  # same run: resume
+    with pytest.raises(VlmrobustError, match="different model"):
+        start_journal(tmp_path / "p", {"model": "other", "limit": None})
+
+
+def test_parquet_and_jsonl_writers(tmp_path: Path) -> None:
+    table = predictions_table(["a", "b"], ["c1", "c2"], [[1.0, 2.0], [3.0]])
+    write_predictions(tmp_path / "p.parquet", table)
+    back = pq.read_table(tmp_path / "p.parquet")
+    assert back.to_pylist() == [{"id": "a", "logits": [1.0, 2.0], "config": "c1"},
+                                {"id": "b", "logits": [3.0], "config": "c2"}]
+    assert str(back.schema.field("logits").type) == "list<element: float>"
+    write_predictions(tmp_path / "p.jsonl", table)
+    lines = [json.loads(x) for x in (tmp_path / "p.jsonl").read_text().splitlines()]
+    assert lines == back.to_pylist()
+    assert not list(tmp_path.glob(".*tmp"))
