@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,20 @@ class DistContext:
             import torch.distributed as dist
 
             dist.barrier()
+
+    def gather_to_main(self, obj: Any) -> list[Any]:
+        """Every rank's ``obj`` on rank 0, in rank order (``[]`` on other ranks).
+
+        >>> DistContext().gather_to_main({"a": 1})
+        [{'a': 1}]
+        """
+        if self.world_size == 1:
+            return [obj]
+        import torch.distributed as dist
+
+        out: list[Any] | None = [None] * self.world_size if self.is_main else None
+        dist.gather_object(obj, out, dst=0)
+        return list(out) if out is not None else []
 
     def close(self) -> None:
         if self.initialized_here:

@@ -4,7 +4,9 @@ Deterministic row order (configs in manifest order, rows in file order), fixed
 batches, an append-only journal (evaluation.predictions_io) so that a run
 killed at any point and started again with the same arguments ends with
 exactly one row per dataset row, identical to an uninterrupted run. Under
-torchrun each rank takes rows ``i % world == rank`` and rank 0 merges.
+torchrun each rank takes rows ``i % world == rank`` and journals them beside
+``out``; rank 0 gathers every rank's rows through torch.distributed (so the
+output folder need not be shared between nodes) and writes the file.
 """
 
 from __future__ import annotations
@@ -87,6 +89,7 @@ def predict_dataset(
         if ctx.is_main:
             start_journal(pdir, run_key)
         ctx.barrier()
+        pdir.mkdir(parents=True, exist_ok=True)  # node-local disks on multi-node runs
         done = _check_done(read_journal(pdir), plan, pdir)
         adapter = model if not isinstance(model, str) else _load(spec, device, prompt)
         mine = [p for p in plan if ctx.owns(p.index)]
@@ -96,12 +99,16 @@ def predict_dataset(
                          ctx.world_size), progress and ctx.is_main, len(mine), after_batch,
                          desc=f"predict {spec.name}")
         ctx.barrier()
+        finished = ctx.gather_to_main(
+            {i: row for i, row in read_journal(pdir).items() if ctx.owns(i)}
+        )
         if ctx.is_main:
-            _merge(out, plan, read_journal(pdir), pdir)
+            merged = {i: row for part in finished for i, row in part.items()}
+            _merge(out, plan, merged, pdir)
             write_meta(out, _meta(adapter, spec, info, configs, prompt, limit, len(plan),
                                   batch_size, ctx))
-            remove_partial(pdir)
         ctx.barrier()
+        remove_partial(pdir)
     finally:
         _set_threads(saved_threads)
         ctx.close()
