@@ -214,3 +214,33 @@ def test_resume_after_sigkill(tmp_path: Path, dataset: Path, reference: Path) ->
                     after_batch=seen.append)
     assert seen == [1, 2]
     assert out.read_bytes() == reference.read_bytes()
+
+
+def test_hub_dataset_path(tmp_path: Path, dataset: Path, reference: Path, lite0: Any,
+                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """A hub id goes through datasets.load_dataset + the hub manifest; here both are
+    served from the local copy (tests never touch the network)."""
+    import datasets
+
+    import evaluation.rows as rows_mod
+
+    real_load = datasets.load_dataset
+    calls: list[tuple[str, str, str | None]] = []
+
+    def fake_load(repo: str, config: str, split: str, revision: str | None = None) -> Any:
+        calls.append((repo, config, revision))
+        return real_load(str(dataset), config, split=split)
+
+    monkeypatch.setattr(datasets, "load_dataset", fake_load)
+    monkeypatch.setattr(rows_mod, "_hub_manifest",
+                        lambda source: json.loads((dataset / "manifest.json").read_text()))
+    out = predict_dataset(lite0, "someorg/tiny-mcq@v0.0.1", tmp_path / "predictions.parquet",
+                          batch_size=3, progress=False)
+    assert {c for _, c, _ in calls} == {"photo", "other"}
+    assert {(r, v) for r, _, v in calls} == {("someorg/tiny-mcq", "v0.0.1")}
+    a, b = pq.read_table(reference), pq.read_table(out)
+    assert a.column("id").to_pylist() == b.column("id").to_pylist()
+    for x, y in zip(a.column("logits").to_pylist(), b.column("logits").to_pylist(), strict=True):
+        np.testing.assert_allclose(x, y, rtol=1e-5, atol=1e-5)
+    meta = yaml.safe_load((out.parent / "meta.yaml").read_text())
+    assert meta["dataset"]["source"] == "someorg/tiny-mcq@v0.0.1"
