@@ -214,3 +214,20 @@ def test_sigkill_midway_leaves_previous_output(tmp_path: Path) -> None:
     assert leftovers and all(p.name.startswith(".ds.building-") for p in leftovers)
     _build(out)
     assert [p.name for p in tmp_path.iterdir()] == ["ds"]
+
+
+def test_atomic_writes_get_normal_permissions(tmp_path: Path) -> None:
+    import os
+    import stat
+
+    from vlmrobust.atomic import write_text_atomic
+
+    old = os.umask(0o022)
+    try:
+        write_text_atomic(tmp_path / "f.json", "{}")
+        _build(tmp_path / "ds")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "f.json").stat().st_mode) == 0o644
+    assert stat.S_IMODE((tmp_path / "ds").stat().st_mode) == 0o755
+    assert stat.S_IMODE((tmp_path / "ds" / "manifest.json").stat().st_mode) == 0o644
