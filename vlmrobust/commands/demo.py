@@ -21,10 +21,11 @@ from vlmrobust.errors import VlmrobustError
 class DemoOptions:
     """Defaults of the demo (one place)."""
 
-    models: tuple[str, ...] = (
-        "classifier:efficientnet-lite0",
-        "classifier:efficientnet-lite1",
-        "classifier:efficientnet-lite2",
+    # (adapter name, submission id, display name)
+    models: tuple[tuple[str, str, str], ...] = (
+        ("classifier:efficientnet-lite0", "efficientnet-lite0", "EfficientNet-Lite0"),
+        ("classifier:efficientnet-lite1", "efficientnet-lite1", "EfficientNet-Lite1"),
+        ("classifier:efficientnet-lite2", "efficientnet-lite2", "EfficientNet-Lite2"),
     )
     families: tuple[str, ...] = ("imagenet-mcq", "bench-c", "imagewikiqa")
     batch_size: int = 16
@@ -70,10 +71,6 @@ def _done(t0: float) -> None:
     print(f"    done in {time.perf_counter() - t0:.1f} s", flush=True)
 
 
-def _model_id(model: str) -> str:
-    return model.split(":", 1)[-1].replace("/", "-").replace(":", "-")
-
-
 def run(args: argparse.Namespace) -> int:
     try:
         opts = DemoOptions(batch_size=args.batch_size, workers=args.workers,
@@ -116,8 +113,7 @@ def run(args: argparse.Namespace) -> int:
 
     predictable = [f for f in ("imagenet-mcq", "bench-c") if f in built]
     submissions = out / "submissions"
-    for model in opts.models:
-        model_id = _model_id(model)
+    for model, model_id, display_name in opts.models:
         for family in predictable:
             pred = out / "predictions" / model_id / family / "predictions.parquet"
             t0 = _stage(f"predict {model} on {family}")
@@ -125,7 +121,8 @@ def run(args: argparse.Namespace) -> int:
                 predict_dataset(model, built[family], pred, batch_size=opts.batch_size)
             _done(t0)
             t0 = _stage(f"score + submit {model_id} / {family}")
-            add_submission(submissions, model_id, built[family], pred)
+            add_submission(submissions, model_id, built[family], pred,
+                           meta={"name": display_name})
             _done(t0)
 
     from leaderboard.publish import build_site
