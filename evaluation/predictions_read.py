@@ -158,7 +158,15 @@ def _read_parquet(path: Path) -> PredictionsFile:
             f"{path}: not a readable parquet file ({first}); it may be truncated — "
             "write it again (pyarrow.parquet.write_table) or submit JSONL"
         ) from None
-    return predictions_from_table(table, path)
+    try:
+        return predictions_from_table(table, path)
+    except UnicodeDecodeError as exc:
+        # parquet stores names and strings as bytes: a damaged file can decode to
+        # invalid UTF-8 only once a column is touched
+        raise SubmissionError(
+            f"{path}: a column name or string value is not valid UTF-8 (byte {exc.start}); "
+            "the file is damaged — write it again (pyarrow.parquet.write_table)"
+        ) from None
 
 
 def predictions_from_table(table: Any, path: Path | str = "<table>") -> PredictionsFile:

@@ -382,3 +382,14 @@ def test_meta_configs_select_what_was_predicted(mcq: Path, tmp_path: Path) -> No
     meta.write_text(yaml.safe_dump(data))
     with pytest.raises(SubmissionError, match="missing id"):
         validate(mcq, p)
+
+
+def test_invalid_utf8_strings_in_parquet(mcq: Path, tmp_path: Path) -> None:
+    # found by the byte fuzzer: a damaged file whose strings are not UTF-8 must
+    # give a message, not a UnicodeDecodeError
+    offsets = pa.py_buffer(np.array([0, 2], dtype=np.int32).tobytes())
+    bad_ids = pa.Array.from_buffers(pa.string(), 1, [None, offsets, pa.py_buffer(b"\x80\x81")])
+    path = tmp_path / "bad.parquet"
+    pq.write_table(pa.table({"id": bad_ids, "prediction": pa.array([0], pa.int64())}), path)
+    with pytest.raises(SubmissionError, match="not valid UTF-8"):
+        validate(mcq, path)
