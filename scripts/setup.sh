@@ -15,6 +15,16 @@ for arg in "$@"; do
 done
 
 log() { printf '[setup] %s\n' "$*"; }
+# pip is chatty (and this machine's index config adds a warning per package): keep
+# its output in a log and show the tail only when it fails.
+pip_quiet() {
+  local logf=".venv/setup-pip.log"
+  if ! .venv/bin/python -m pip install -q "$@" >"$logf" 2>&1; then
+    tail -40 "$logf" >&2
+    echo "[setup] pip install $* failed; full log: $logf" >&2
+    exit 1
+  fi
+}
 
 apt_pkgs=(wordnet-base)
 if [ "$want_browser" = 1 ]; then apt_pkgs+=(chromium chromium-driver); fi
@@ -33,14 +43,14 @@ PY="${PYTHON:-python3}"
 if [ ! -x .venv/bin/python ]; then
   log "creating .venv"
   "$PY" -m venv .venv
-  .venv/bin/python -m pip install -q --upgrade pip
+  pip_quiet --upgrade pip
 fi
 if ! .venv/bin/python -c "import torch, torchvision; assert torch.__version__.startswith('2.14.1')" 2>/dev/null; then
   log "installing torch 2.14.1 + torchvision 0.29.1 (large; from the local wheel store when present)"
-  .venv/bin/python -m pip install -q torch==2.14.1 torchvision==0.29.1
+  pip_quiet torch==2.14.1 torchvision==0.29.1
 fi
 log "installing vlmrobust (editable) with dev extras"
-.venv/bin/python -m pip install -q -e '.[dev,metadata,sample]'
+pip_quiet -e '.[dev,metadata,sample]'
 log "WordNet 3.0 for nltk"
 .venv/bin/python -m builders.wordnet --install
 log "ready: $(.venv/bin/vlmrobust --version)"
