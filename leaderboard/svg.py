@@ -58,22 +58,43 @@ def _padded(lo: float, hi: float, pad: float = 0.08) -> tuple[float, float]:
     return lo - pad * span, hi + pad * span
 
 
+def spaced(positions: Sequence[float], min_gap: float) -> list[bool]:
+    """Which labels to draw so that drawn neighbours are at least ``min_gap`` px
+    apart (greedy from the first); probit axes crowd the middle ticks.
+
+    >>> spaced([0, 5, 12, 30, 31], 10)
+    [True, False, True, True, False]
+    """
+    keep, last = [], -float("inf")
+    for p in positions:
+        ok = abs(p - last) >= min_gap
+        keep.append(ok)
+        if ok:
+            last = p
+    return keep
+
+
 def _axes(f: Frame, xticks: Sequence[tuple[float, str]], yticks: Sequence[tuple[float, str]],
           xlabel: str, ylabel: str, title: str) -> list[str]:
     out = [f'<rect x="{f.left}" y="{f.top}" width="{f.width - f.left - f.right}" '
            f'height="{f.height - f.top - f.bottom}" fill="#fff" stroke="#999"/>']
-    for v, lab in xticks:
-        x = _n(f.px(v))
+    xs = [f.px(v) for v, _ in xticks]
+    # grid lines for every tick; labels only where they do not overlap (~6 px/char)
+    for (_, lab), px, show in zip(xticks, xs, spaced(xs, 26), strict=True):
+        x = _n(px)
         out.append(f'<line x1="{x}" x2="{x}" y1="{f.top}" y2="{f.height - f.bottom}" '
                    'stroke="#eee"/>')
-        out.append(f'<text x="{x}" y="{f.height - f.bottom + 13}" text-anchor="middle">'
-                   f"{escape(lab)}</text>")
-    for v, lab in yticks:
-        y = _n(f.py(v))
+        if show:
+            out.append(f'<text x="{x}" y="{f.height - f.bottom + 13}" text-anchor="middle">'
+                       f"{escape(lab)}</text>")
+    ys = [f.py(v) for v, _ in yticks]
+    for (_, lab), py, show in zip(yticks, ys, spaced(ys, 11), strict=True):
+        y = _n(py)
         out.append(f'<line x1="{f.left}" x2="{f.width - f.right}" y1="{y}" y2="{y}" '
                    'stroke="#eee"/>')
-        out.append(f'<text x="{f.left - 4}" y="{y}" text-anchor="end" '
-                   f'dominant-baseline="middle">{escape(lab)}</text>')
+        if show:
+            out.append(f'<text x="{f.left - 4}" y="{y}" text-anchor="end" '
+                       f'dominant-baseline="middle">{escape(lab)}</text>')
     out.append(f'<text x="{_n((f.left + f.width - f.right) / 2)}" y="{f.height - 6}" '
                f'text-anchor="middle">{escape(xlabel)}</text>')
     out.append(f'<text transform="translate(11 {_n((f.top + f.height - f.bottom) / 2)}) '
