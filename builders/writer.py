@@ -38,6 +38,24 @@ TRACKED_LIBRARIES = (
 )
 
 
+def mcq_features(family_columns: Mapping[str, Any]) -> Any:
+    """HF ``Features`` of the MCQ core columns (DESIGN.md), in their fixed order,
+    followed by a family's own columns."""
+    from datasets import Features, Image, List, Value
+
+    core = {
+        "id": Value("string"),
+        "image": Image(),
+        "question": Value("string"),
+        "options": List(Value("string")),
+        "answer": Value("int32"),
+    }
+    clash = sorted(set(core) & set(family_columns))
+    if clash:
+        raise ValueError(f"family columns {clash} redefine MCQ core columns")
+    return Features({**core, **family_columns})
+
+
 def library_versions(names: Iterable[str] = TRACKED_LIBRARIES) -> dict[str, str | None]:
     out: dict[str, str | None] = {"python": platform.python_version()}
     for name in names:

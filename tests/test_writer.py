@@ -231,3 +231,12 @@ def test_atomic_writes_get_normal_permissions(tmp_path: Path) -> None:
     assert stat.S_IMODE((tmp_path / "f.json").stat().st_mode) == 0o644
     assert stat.S_IMODE((tmp_path / "ds").stat().st_mode) == 0o755
     assert stat.S_IMODE((tmp_path / "ds" / "manifest.json").stat().st_mode) == 0o644
+
+
+def test_mcq_features_put_core_columns_first_and_refuse_clashes() -> None:
+    from builders.writer import mcq_features
+
+    f = mcq_features({"label": datasets.Value("int32")})
+    assert list(f) == ["id", "image", "question", "options", "answer", "label"]
+    with pytest.raises(ValueError, match="redefine MCQ core columns"):
+        mcq_features({"answer": datasets.Value("string")})

@@ -30,7 +30,7 @@ from builders.bench_c.sources import Candidate, LoadedSource, load_source
 from builders.bench_c.spec import BenchCSpec, SelectionSpec, SourceSpec, parse_spec
 from builders.bench_c.work import materialise, variant_file, variants
 from builders.families import BuildOptions
-from builders.writer import BuildInfo, write_dataset
+from builders.writer import BuildInfo, mcq_features, write_dataset
 from evaluation.metrics.kappa import kappa as kappa_metric
 from vlmrobust.errors import SourceError, VlmrobustError
 
@@ -39,14 +39,9 @@ AdapterLoader = Callable[[str], Any]
 
 
 def features(with_class_ids: bool) -> Any:
-    from datasets import Features, Image, List, Value
+    from datasets import List, Value
 
     cols: dict[str, Any] = {
-        "id": Value("string"),
-        "image": Image(),
-        "question": Value("string"),
-        "options": List(Value("string")),
-        "answer": Value("int32"),
         "source_id": Value("string"),
         "source": Value("string"),
         "category": Value("string"),
@@ -56,7 +51,7 @@ def features(with_class_ids: bool) -> Any:
     }
     if with_class_ids:
         cols["option_class_ids"] = List(Value("int32"))
-    return Features(cols)
+    return mcq_features(cols)
 
 
 def work_dir(out: Path) -> Path:

@@ -35,7 +35,7 @@ from builders.imagenet_mcq.visual import (
     prototype_note,
     visual_neighbours,
 )
-from builders.writer import BuildInfo, write_dataset
+from builders.writer import BuildInfo, mcq_features, write_dataset
 from vlmrobust.errors import SourceError, VlmrobustError
 
 FAMILY = "imagenet-mcq"
@@ -59,14 +59,9 @@ class VariantInput:
 
 
 def features() -> Any:
-    from datasets import Features, Image, List, Value
+    from datasets import List, Value
 
-    return Features({
-        "id": Value("string"),
-        "image": Image(),
-        "question": Value("string"),
-        "options": List(Value("string")),
-        "answer": Value("int32"),
+    return mcq_features({
         "label": Value("int32"),
         "option_class_ids": List(Value("int32")),
         "variant": Value("string"),

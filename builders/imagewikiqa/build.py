@@ -35,7 +35,7 @@ from builders.imagewikiqa.rebalance import balanced_positions, place_answer
 from builders.imagewikiqa.seeds import rng_for
 from builders.imagewikiqa.spec import ImageWikiQASpec, parse_spec
 from builders.imagewikiqa.texts import read_article
-from builders.writer import BuildInfo, write_dataset
+from builders.writer import BuildInfo, mcq_features, write_dataset
 from vlmrobust.atomic import write_text_atomic
 from vlmrobust.errors import SourceError, SpecError, VlmrobustError
 
@@ -45,14 +45,9 @@ SAMPLE_LICENCE_NOTE = "embedded sample images, licences per image in builders/sa
 
 
 def features() -> Any:
-    from datasets import Features, Image, List, Value
+    from datasets import Value
 
-    return Features({
-        "id": Value("string"),
-        "image": Image(),
-        "question": Value("string"),
-        "options": List(Value("string")),
-        "answer": Value("int32"),
+    return mcq_features({
         "label": Value("int32"),
         "wnid": Value("string"),
         "reference": Value("string"),
