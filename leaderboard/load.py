@@ -10,7 +10,6 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import math
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,13 +17,13 @@ from typing import Any
 
 import yaml
 
+from evaluation.submissions import MODEL_FAMILIES as FAMILIES
+from evaluation.submissions import MODEL_ID_RE, ModelMeta
 from vlmrobust.errors import SubmissionError
 
 # libyaml's loader when PyYAML was built with it (same safe semantics, ~10x faster).
 _SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 SCHEMA_VERSION = 1
-FAMILIES = ("vlm", "clip", "classifier", "other")
-MODEL_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 QUADRANTS = ("degraded", "overconfident", "hesitant", "stable")
 TRANSITIONS = ("RR", "RW", "WR", "WW")
 CELL_METRICS = ("acc", "delta_acc", "S", "delta_S", "C", "delta_C", "ras")
@@ -34,27 +33,6 @@ CALIBRATION_FIELDS = ("ece", "nll", "ece_ts", "nll_ts", "temperature")
 
 class LeaderboardInputError(SubmissionError):
     """A submission folder cannot be shown on the leaderboard."""
-
-
-@dataclass(frozen=True)
-class ModelMeta:
-    model_id: str
-    name: str
-    family: str
-    vision_encoder: str | None = None
-    params: int | None = None
-    prompt_id: str | None = None
-    date: str | None = None
-    tool_version: str | None = None
-    adapter: str | None = None
-
-    def __post_init__(self) -> None:
-        if not MODEL_ID_RE.match(self.model_id) or ".." in self.model_id:
-            raise ValueError(f"invalid model_id {self.model_id!r}")
-        if self.family not in FAMILIES:
-            raise ValueError(f"family must be one of {FAMILIES}, got {self.family!r}")
-        if self.params is not None and self.params < 0:
-            raise ValueError("params must be >= 0")
 
 
 @dataclass(frozen=True)
