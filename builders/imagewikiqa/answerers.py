@@ -116,19 +116,33 @@ class MiniLMGuesser:
         self.embed = embed
 
     @staticmethod
-    def _plan(q: Candidate, class_name: str | None) -> tuple[str, list[str]]:
-        stem = cloze_stem(q.question)
+    def _plan(question: str, choices: Sequence[str],
+              class_name: str | None) -> tuple[str, list[str]]:
+        stem = cloze_stem(question)
         if stem is None:
-            return with_subject(q.question, class_name), list(q.choices)
-        filled = [stem.replace(BLANK, c, 1) for c in q.choices]
+            return with_subject(question, class_name), list(choices)
+        filled = [stem.replace(BLANK, c, 1) for c in choices]
         return (class_name if class_name is not None else stem), filled
+
+    def option_scores(self, questions: Sequence[tuple[str, Sequence[str]]],
+                      class_names: Sequence[str | None]) -> list[np.ndarray]:
+        """Cosine similarity of each option (completed sentence for a cloze) to
+        the query, per question: float32 (K,) arrays; the argmax is the answer."""
+        if len(questions) != len(class_names):
+            raise ValueError("one class name (or None) per question")
+        plans = [self._plan(q, c, n) for (q, c), n in zip(questions, class_names, strict=True)]
+        # One embedding call for every text: per-question calls cost ~100x more.
+        self.embed([t for query, opts in plans for t in (query, *opts)])
+        out = []
+        for query, opts in plans:
+            qv = self.embed([query])[0]
+            ov = self.embed(opts)
+            qv = qv / (np.linalg.norm(qv) or 1.0)
+            ov = ov / np.maximum(np.linalg.norm(ov, axis=1, keepdims=True), 1e-12)
+            out.append((ov @ qv).astype(np.float32))
+        return out
 
     def answer(self, questions: Sequence[Candidate],
                class_names: Sequence[str | None]) -> list[int]:
-        if len(questions) != len(class_names):
-            raise ValueError("one class name (or None) per question")
-        plans = [self._plan(q, n) for q, n in zip(questions, class_names, strict=True)]
-        # One embedding call for every text: per-question calls cost ~100x more.
-        self.embed([t for query, opts in plans for t in (query, *opts)])
-        return [cosine_choice(self.embed([query])[0], self.embed(opts))
-                for query, opts in plans]
+        scores = self.option_scores([(q.question, q.choices) for q in questions], class_names)
+        return [int(np.argmax(s)) for s in scores]

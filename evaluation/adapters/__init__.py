@@ -1,7 +1,8 @@
 """Model adapters: ``load_adapter(name, device=None)`` -> an :class:`Adapter`.
 
 Names: ``classifier:efficientnet-lite0`` (lite1, lite2, ``classifier:timm:<arch>``),
-``clip:<arch>:<pretrained tag or checkpoint path>``, ``vlm:<hub id or local dir>``.
+``clip:<arch>:<pretrained tag or checkpoint path>``, ``vlm:<hub id or local dir>``,
+``pipeline:<classifier>+minilm`` (recognise, then answer with the class name).
 """
 
 from evaluation.adapters.base import (

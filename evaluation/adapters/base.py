@@ -86,13 +86,15 @@ def parse_adapter_name(name: str) -> AdapterSpec:
 def load_adapter(name: str, device: str | None = None, **opts: Any) -> Adapter:
     """Load the adapter called ``name`` on ``device`` (None: CUDA when present, else CPU)."""
     spec = parse_adapter_name(name)
-    return ADAPTER_FAMILIES.get(spec.family).load(spec, device, **opts)
+    # the registry is keyed by the name's prefix; spec.family is the model family
+    # reported in meta.yaml (a pipeline's is "other")
+    return ADAPTER_FAMILIES.get(name.partition(":")[0]).load(spec, device, **opts)
 
 
 def _ensure_families() -> None:
     # Registration happens on import of the family modules; the modules themselves
     # import torch/open_clip/transformers only when an adapter is loaded.
-    from evaluation.adapters import classifier, clip, vlm  # noqa: F401
+    from evaluation.adapters import classifier, clip, pipeline, vlm  # noqa: F401
 
 
 def pad_rows(per_row: Sequence[np.ndarray]) -> np.ndarray:

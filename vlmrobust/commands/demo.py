@@ -21,11 +21,18 @@ from vlmrobust.errors import VlmrobustError
 class DemoOptions:
     """Defaults of the demo (one place)."""
 
-    # (adapter name, submission id, display name)
-    models: tuple[tuple[str, str, str], ...] = (
-        ("classifier:efficientnet-lite0", "efficientnet-lite0", "EfficientNet-Lite0"),
-        ("classifier:efficientnet-lite1", "efficientnet-lite1", "EfficientNet-Lite1"),
-        ("classifier:efficientnet-lite2", "efficientnet-lite2", "EfficientNet-Lite2"),
+    # (adapter name, submission id, display name, datasets it answers). The
+    # classifiers need option_class_ids, so they answer the ImageNet-MCQ and
+    # Bench-C questions; the recognise-then-answer pipeline takes ImageWikiQA.
+    models: tuple[tuple[str, str, str, tuple[str, ...]], ...] = (
+        ("classifier:efficientnet-lite0", "efficientnet-lite0", "EfficientNet-Lite0",
+         ("imagenet-mcq", "bench-c")),
+        ("classifier:efficientnet-lite1", "efficientnet-lite1", "EfficientNet-Lite1",
+         ("imagenet-mcq", "bench-c")),
+        ("classifier:efficientnet-lite2", "efficientnet-lite2", "EfficientNet-Lite2",
+         ("imagenet-mcq", "bench-c")),
+        ("pipeline:efficientnet-lite0+minilm", "efficientnet-lite0-minilm",
+         "EfficientNet-Lite0 → MiniLM (recognise, then answer)", ("imagewikiqa",)),
     )
     families: tuple[str, ...] = ("imagenet-mcq", "bench-c", "imagewikiqa")
     batch_size: int = 16
@@ -110,10 +117,9 @@ def run(args: argparse.Namespace) -> int:
     from evaluation.predict import predict_dataset
     from evaluation.submissions import add_submission
 
-    predictable = [f for f in ("imagenet-mcq", "bench-c") if f in built]
     submissions = out / "submissions"
-    for model, model_id, display_name in opts.models:
-        for family in predictable:
+    for model, model_id, display_name, answers in opts.models:
+        for family in (f for f in answers if f in built):
             pred = out / "predictions" / model_id / family / "predictions.parquet"
             t0 = _stage(f"predict {model} on {family}")
             if not pred.is_file():
