@@ -39,7 +39,7 @@ import csv
 import functools
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -49,10 +49,9 @@ from builders.classes import (
     class_by_wnid,
     label_space,
     load_objectnet_folders,
-    load_real_json,
-    real_labels,
     val_labels,
 )
+from builders.labels import CleanLabels, file_stem, load_clean_labels, parse_label
 from vlmrobust.errors import SourceError, VlmrobustError
 
 IMAGE_SUFFIXES = frozenset({".jpg", ".jpeg", ".png", ".bmp", ".webp"})
@@ -75,7 +74,6 @@ VARIANT_DIRS: dict[str, tuple[str, ...]] = {
 }
 VAL_LABEL_FILES = ("LOC_val_solution.csv", "val.txt", "val_labels.txt")
 
-CleanLabels = str | Path | Mapping[str, Sequence[int | str]] | None
 
 
 @dataclass(frozen=True)
@@ -169,18 +167,6 @@ def _index_folders(d: Path) -> list[tuple[str, Path, int]]:
     return out
 
 
-def _parse_label(value: str, where: str) -> int:
-    value = value.strip()
-    if _WNID.match(value):
-        try:
-            return class_by_wnid(value).index
-        except VlmrobustError:
-            raise SourceError(f"{where}: {value} is not an ImageNet-1k wnid; fix: correct the label") from None
-    if value.isdigit() and int(value) < N_CLASSES:
-        return int(value)
-    raise SourceError(f"{where}: label {value!r} is neither a class index 0..999 nor a wnid; fix: correct the label")
-
-
 def read_val_label_file(path: Path) -> dict[str, int]:
     """File stem -> label from ``LOC_val_solution.csv`` (``ImageId,PredictionString``, first
     wnid of the prediction string) or a ``<file> <index or wnid>`` list (``val.txt``)."""
@@ -196,7 +182,7 @@ def read_val_label_file(path: Path) -> dict[str, int]:
         for n, row in enumerate(rows[1:], start=2):
             if len(row) < 2 or not row[1].split():
                 raise SourceError(f"{path}: row {n} has no PredictionString; fix: restore the file")
-            out[_stem(row[0].strip())] = _parse_label(row[1].split()[0], f"{path}: row {n}")
+            out[file_stem(row[0].strip())] = parse_label(row[1].split()[0], f"{path}: row {n}")
         return out
     for n, line in enumerate(text.splitlines(), start=1):
         if not line.strip() or line.lstrip().startswith("#"):
@@ -204,13 +190,13 @@ def read_val_label_file(path: Path) -> dict[str, int]:
         parts = line.split()
         if len(parts) != 2:
             raise SourceError(f"{path}: line {n} is not '<file> <label>'; fix: one image per line")
-        out[_stem(parts[0])] = _parse_label(parts[1], f"{path}: line {n}")
+        out[file_stem(parts[0])] = parse_label(parts[1], f"{path}: line {n}")
     return out
 
 
 @functools.lru_cache(maxsize=1)
-def _val_by_stem() -> dict[str, int]:
-    return {_stem(k): v for k, v in val_labels().items()}
+def _val_byfile_stem() -> dict[str, int]:
+    return {file_stem(k): v for k, v in val_labels().items()}
 
 
 def _flat_val(d: Path, label_file: Path | None, root: Path) -> list[tuple[str, Path, int]]:
@@ -226,7 +212,7 @@ def _flat_val(d: Path, label_file: Path | None, root: Path) -> list[tuple[str, P
         labels = read_val_label_file(label_file)
         where = str(label_file)
     else:
-        labels = _val_by_stem()
+        labels = _val_byfile_stem()
         where = "the ILSVRC-2012 val labels shipped with vlmrobust"
     out = []
     for p in images:
@@ -236,63 +222,6 @@ def _flat_val(d: Path, label_file: Path | None, root: Path) -> list[tuple[str, P
                 f"({' or '.join(VAL_LABEL_FILES)})"
             )
         out.append((p.name, p, labels[p.stem]))
-    return out
-
-
-def _stem(name: str) -> str:
-    """File name without directories and extension (``a/b/x.JPEG`` -> ``x``).
-
-    >>> _stem("a/b/ILSVRC2012_val_00000001.JPEG"), _stem("ILSVRC2012_val_00000001")
-    ('ILSVRC2012_val_00000001', 'ILSVRC2012_val_00000001')
-    """
-    base = name.rsplit("/", 1)[-1]
-    return base.rsplit(".", 1)[0] if "." in base[1:] else base
-
-
-def _label_list(labels: object, where: str, key: str) -> tuple[int, ...]:
-    if not isinstance(labels, (list, tuple)):
-        raise SourceError(f"{where}: entry {key!r} is not a list of labels; fix: use [] for no valid label")
-    if all(type(x) is int and 0 <= x < N_CLASSES for x in labels):
-        return tuple(dict.fromkeys(labels))  # the common case, without string parsing
-    return tuple(dict.fromkeys(_parse_label(str(x), f"{where}: entry {key!r}") for x in labels))
-
-
-@functools.lru_cache(maxsize=1)
-def _real_by_stem() -> dict[str, tuple[int, ...]]:
-    return {_stem(k): v for k, v in real_labels().items()}
-
-
-def load_clean_labels(clean_labels: CleanLabels) -> dict[str, tuple[int, ...]] | None:
-    """Normalise any accepted clean-label form to {file stem: labels}."""
-    if clean_labels is None:
-        return None
-    if isinstance(clean_labels, str) and clean_labels == "real":
-        return _real_by_stem()
-    raw: Mapping[str, Sequence[int | str]]
-    if isinstance(clean_labels, (str, Path)):
-        path = Path(clean_labels)
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise SourceError(f"{path}: clean-label file not found; fix: give its path or 'real'") from None
-        except (OSError, ValueError) as exc:
-            raise SourceError(f"{path}: not a readable JSON file ({exc}); fix: use a {{file: [labels]}} JSON object") from exc
-        if isinstance(data, list):
-            raw = load_real_json(path)
-        elif isinstance(data, dict):
-            raw = data
-        else:
-            raise SourceError(f"{path}: expected a JSON object {{file: [labels]}} or real.json's list; fix: convert it")
-        where = str(path)
-    else:
-        raw, where = clean_labels, "clean labels"
-    out: dict[str, tuple[int, ...]] = {}
-    for key, labels in raw.items():
-        parsed = _label_list(labels, where, key)
-        stem = _stem(str(key))
-        if stem in out and out[stem] != parsed:
-            raise SourceError(f"{where}: file {stem} listed twice with different labels; fix: keep one entry")
-        out[stem] = parsed
     return out
 
 
