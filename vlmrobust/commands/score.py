@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from vlmrobust.commands.common import add_dataset_predictions_args
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
@@ -14,9 +16,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "(accuracy + CI, ECE/NLL before/after temperature scaling, Bench-C RAS). Nothing is "
         "written if validation fails.",
     )
-    p.add_argument("--dataset", type=Path, required=True, help="dataset directory")
-    p.add_argument("--config", default=None, help="score one config only (default: all)")
-    p.add_argument("--predictions", type=Path, required=True, help="predictions file")
+    add_dataset_predictions_args(p, "score one config only (default: all)")
     p.add_argument("--out", type=Path, required=True, help="scores.json to write")
     p.add_argument("--model-id", default=None, help="model id recorded in scores.json "
                    "(default: the model named in meta.yaml beside the predictions)")

@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from vlmrobust.commands.common import add_dataset_predictions_args
 from vlmrobust.errors import SubmissionError
 
 
@@ -20,8 +21,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--submissions", type=Path, required=True, help="submissions folder")
     p.add_argument("--model-id", required=True, help="folder name: A-Z a-z 0-9 . _ - (max 100)")
-    p.add_argument("--dataset", type=Path, required=True, help="dataset directory")
-    p.add_argument("--predictions", type=Path, required=True, help="predictions file")
+    add_dataset_predictions_args(p, None)
     p.add_argument("--meta", type=Path, default=None, help="YAML file of model metadata fields")
     p.add_argument("--name", default=None, help="display name of the model")
     p.add_argument("--family", default=None, choices=("vlm", "clip", "classifier", "other"))

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
+
+from vlmrobust.commands.common import add_dataset_predictions_args
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -14,9 +15,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "answers every row of the dataset exactly once with one finite logit per option, and "
         "that the meta.yaml beside it names this dataset build. Writes nothing.",
     )
-    p.add_argument("--dataset", type=Path, required=True, help="dataset directory")
-    p.add_argument("--config", default=None, help="check one config only (default: all)")
-    p.add_argument("--predictions", type=Path, required=True, help="predictions file")
+    add_dataset_predictions_args(p, "check one config only (default: all)")
     p.set_defaults(func=run)
 
 
