@@ -55,6 +55,20 @@ class DistContext:
         dist.gather_object(obj, out, dst=0)
         return list(out) if out is not None else []
 
+    def broadcast_from_main(self, obj: Any) -> Any:
+        """Rank 0's ``obj`` on every rank (what other ranks pass is ignored).
+
+        >>> DistContext().broadcast_from_main(3)
+        3
+        """
+        if self.world_size == 1:
+            return obj
+        import torch.distributed as dist
+
+        box = [obj if self.is_main else None]
+        dist.broadcast_object_list(box, src=0)
+        return box[0]
+
     def close(self) -> None:
         if self.initialized_here:
             import torch.distributed as dist
@@ -68,6 +82,14 @@ def env_world() -> tuple[int, int, int]:
     rank = int(os.environ.get("RANK", "0"))
     local = int(os.environ.get("LOCAL_RANK", str(rank)))
     return rank, world, local
+
+
+def local_world_size() -> int:
+    """Processes torchrun started on this host (1 without torchrun)."""
+    try:
+        return max(1, int(os.environ.get("LOCAL_WORLD_SIZE", "1")))
+    except ValueError:
+        return 1
 
 
 def init_distributed(device: str | None) -> DistContext:

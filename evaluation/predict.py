@@ -21,9 +21,9 @@ from typing import Any
 import numpy as np
 
 from vlmrobust import __version__
-from vlmrobust.core.cpus import available_cpus
+from vlmrobust.core.cpus import default_threads
 from vlmrobust.core.errors import VlmrobustError
-from vlmrobust.evaluation.distributed import DistContext, init_distributed
+from vlmrobust.evaluation.distributed import DistContext, init_distributed, local_world_size
 from vlmrobust.evaluation.predictions_io import (
     JournalWriter,
     check_journal,
@@ -31,6 +31,7 @@ from vlmrobust.evaluation.predictions_io import (
     partial_dir,
     predictions_table,
     read_journal,
+    recorded_run,
     remove_partial,
     start_journal,
     write_predictions,
@@ -64,10 +65,8 @@ def predict_dataset(
     adapter; ``limit`` keeps the first rows of each config; ``after_batch(n)`` is
     called after the n-th batch of this run is journaled (a hook for tests and
     progress reporting); ``threads`` sets torch's CPU threads for this call only
-    (default: the CPUs this process may use, cgroup quota included: a constant
-    per machine, since the thread count changes float rounding and a resumed
-    run must match an uninterrupted one; torch's own default counts the host's
-    cores and oversubscribes a container);
+    (default: chosen once per run by :func:`choose_threads`, recorded in the
+    resume journal and the metadata; a resumed run reuses the journal's count);
     ``overwrite`` discards an unfinished run's journal instead of resuming it.
     The journal is created only once the model has loaded. Returns ``out``.
     """
@@ -85,9 +84,13 @@ def predict_dataset(
     info = reader.info
 
     ctx = init_distributed(device)
-    saved_threads = _set_threads(threads if threads is not None else available_cpus())
+    saved_threads = None
     try:
         pdir = partial_dir(out)
+        if ctx.is_main and overwrite:
+            remove_partial(pdir)
+        chosen = int(ctx.broadcast_from_main(choose_threads(threads, pdir) if ctx.is_main else 0))
+        saved_threads = _set_threads(chosen)
         run_key = {
             "model": spec.name,
             "prompt": prompt,
@@ -96,10 +99,9 @@ def predict_dataset(
             "limit": limit,
             "rows": len(plan),
             "ids_sha256": hashlib.sha256("\n".join(p.id for p in plan).encode()).hexdigest(),
+            "threads": chosen,
         }
         if ctx.is_main:
-            if overwrite:
-                remove_partial(pdir)
             check_journal(pdir, run_key)  # a mismatch fails before the model loads
         adapter = model if not isinstance(model, str) else _load(spec, device, prompt, trust_remote_code)
         ctx.barrier()
@@ -121,13 +123,38 @@ def predict_dataset(
         if ctx.is_main:
             merged = {i: row for part in finished for i, row in part.items()}
             _merge(out, plan, merged, pdir, _meta(adapter, spec, info, configs, prompt, limit,
-                                                  len(plan), batch_size, ctx))
+                                                  len(plan), batch_size, chosen, ctx))
         ctx.barrier()
         remove_partial(pdir)
     finally:
         _set_threads(saved_threads)
         ctx.close()
     return out
+
+
+def choose_threads(threads: int | None, pdir: Path) -> int:
+    """The torch CPU threads of one run, chosen once: the float rounding of the
+    logits depends on the count, so a resumed run must use its first part's.
+    An explicit ``threads`` wins, unless the unfinished run in ``pdir`` used
+    another count (refused: its rows would not match an uninterrupted run).
+    Otherwise the journal's count, or for a new run
+    :func:`vlmrobust.core.cpus.default_threads` (the quota'd CPUs other
+    processes leave idle) shared among the processes torchrun put on this host."""
+    old = recorded_run(pdir) or {}
+    recorded = old.get("threads")
+    if not (isinstance(recorded, int) and not isinstance(recorded, bool) and recorded >= 1):
+        recorded = None
+    if threads is not None:
+        if recorded is not None and recorded != threads:
+            raise VlmrobustError(
+                f"{pdir} holds an unfinished run computed with --threads {recorded} (the logits' "
+                f"rounding depends on it); resume with --threads {recorded} or without "
+                "--threads, or pass --overwrite to start over"
+            )
+        return threads
+    if recorded is not None:
+        return recorded
+    return max(1, default_threads() // local_world_size())
 
 
 def _set_threads(threads: int | None) -> int | None:
@@ -271,7 +298,7 @@ def _merge(out: Path, plan: Sequence[PlannedRow], done: dict[int, tuple[str, lis
 
 def _meta(adapter: Adapter, spec: AdapterSpec, info: Any, configs: Sequence[str],
           prompt: str | None, limit: int | None, n_rows: int, batch_size: int,
-          ctx: DistContext) -> dict[str, Any]:
+          threads: int, ctx: DistContext) -> dict[str, Any]:
     return {
         "model": adapter.name,
         "family": adapter.family if adapter.family in FAMILIES else "other",
@@ -291,6 +318,7 @@ def _meta(adapter: Adapter, spec: AdapterSpec, info: Any, configs: Sequence[str]
         "adapter": spec.name,
         "batch_size": batch_size,
         "world_size": ctx.world_size,
+        "threads": threads,
         "date": _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat(),
         "tool_version": __version__,
         "reference": reference_info(adapter, spec),

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from vlmrobust.core.atomic import write_bytes_atomic, write_text_atomic
+from vlmrobust.core.bounded import MAX_META_BYTES, read_json_bounded
 from vlmrobust.core.errors import VlmrobustError
 
 RUN_FILE = "run.json"
@@ -41,21 +42,29 @@ def journal_path(pdir: Path, rank: int, world: int) -> Path:
 def check_journal(pdir: Path, run_key: Mapping[str, Any]) -> None:
     """Refuse an existing journal of a different run (read-only, so that it
     runs before a model is loaded); a different run must not mix its rows in."""
-    run_file = pdir / RUN_FILE
-    if not run_file.exists():
+    old = recorded_run(pdir)
+    if old is None:
         return
-    try:
-        old = json.loads(run_file.read_text(encoding="utf-8"))
-    except (ValueError, OSError):
-        old = {"(unreadable run.json)": True}
     new = json.loads(json.dumps(dict(run_key)))
-    if not isinstance(old, dict) or old != new:
-        old = old if isinstance(old, dict) else {}
+    if old != new:
         diff = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
         raise VlmrobustError(
             f"{pdir} holds an unfinished run with different {', '.join(diff)}; rerun with the "
             "same arguments to resume, or pass --overwrite to discard it and start over"
         )
+
+
+def recorded_run(pdir: Path) -> dict[str, Any] | None:
+    """The run key an unfinished run saved in ``pdir`` (None: no journal there);
+    an unreadable run.json reads as a key that matches no run."""
+    run_file = pdir / RUN_FILE
+    if not run_file.exists():
+        return None
+    try:
+        old = read_json_bounded(run_file, MAX_META_BYTES, "resume journal run.json")
+    except VlmrobustError:
+        old = None
+    return old if isinstance(old, dict) else {"(unreadable run.json)": True}
 
 
 def start_journal(pdir: Path, run_key: Mapping[str, Any]) -> None:

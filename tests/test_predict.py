@@ -22,6 +22,18 @@ from vlmrobust.evaluation.predictions_meta import read_prediction_meta
 from vlmrobust.models import load_adapter
 
 MODEL = "classifier:efficientnet-lite0"
+BUSY = 1e6  # a load average no machine has idle cores under
+
+
+@pytest.fixture(scope="module", autouse=True)
+def idle_host() -> Any:
+    """The default thread count follows the host's load; these tests compare runs
+    with each other, so they see an idle host unless a test says otherwise."""
+    import vlmrobust.core.cpus as cpus
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(cpus, "host_load", lambda: 0.0)
+        yield
 
 
 @pytest.fixture(scope="module")
@@ -193,17 +205,24 @@ def test_cli(tmp_path: Path, dataset: Path, capsys: pytest.CaptureFixture[str]) 
     assert err.count("\n") == 1
 
 
-def test_resume_after_sigkill(tmp_path: Path, dataset: Path, reference: Path) -> None:
+def test_resume_after_sigkill(tmp_path: Path, dataset: Path, reference: Path,
+                              monkeypatch: pytest.MonkeyPatch) -> None:
     """A process SIGKILLed after its second batch (no cleanup runs) resumes to the
-    same bytes as an uninterrupted run."""
+    same bytes as an uninterrupted run, although the host got busy in between
+    (a new run would now default to fewer threads: the resume keeps the
+    journal's count, since the logits' rounding depends on it)."""
     import os
     import signal
     import subprocess
     import sys
 
+    import vlmrobust.core.cpus as cpus
+
     out = tmp_path / "predictions.parquet"
     script = (
         "import os, signal, sys\n"
+        "import vlmrobust.core.cpus as cpus\n"
+        "cpus.host_load = lambda: 0.0  # an idle host at the first start\n"
         "from vlmrobust.evaluation.predict import predict_dataset\n"
         "def hook(n):\n"
         "    if n == 2:\n"
@@ -218,11 +237,15 @@ def test_resume_after_sigkill(tmp_path: Path, dataset: Path, reference: Path) ->
     assert not out.exists()
     journal = next(partial_dir(out).glob("rank-*.jsonl"))
     assert journal.read_text().count("\n") == 2
+    first = json.loads((partial_dir(out) / "run.json").read_text())["threads"]
+    assert first == cpus.available_cpus() == read_prediction_meta(reference)["threads"]
+    monkeypatch.setattr(cpus, "host_load", lambda: BUSY)
+    assert predict_mod.choose_threads(None, tmp_path / "no-journal") == 1 <= first
     seen: list[int] = []
     predict_dataset(MODEL, dataset, out, batch_size=3, device="cpu", progress=False,
                     after_batch=seen.append)
     assert seen == [1, 2]
-    assert_same_predictions(out, reference)
+    assert_same_predictions(out, reference)  # threads in the metadata included
 
 
 def test_hub_dataset_path(tmp_path: Path, dataset: Path, reference: Path, lite0: Any,

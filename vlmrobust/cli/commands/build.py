@@ -27,7 +27,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "this process may use, cgroup quota included)")
     p.add_argument("--threads", type=int, default=None,
                    help="torch CPU threads for selector/embedding models (default: the CPUs "
-                        "this process may use, cgroup quota included)")
+                        "this process may use, cgroup quota included, less those other "
+                        "processes keep busy)")
     p.add_argument("--device", default=None, help="torch device for selector/embedding models")
     p.add_argument("--limit", type=int, default=None, help="cap rows (for quick trials)")
     p.add_argument("--trust-remote-code", action="store_true",
@@ -49,12 +50,14 @@ def set_torch_threads(threads: int) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from vlmrobust.core.cpus import available_cpus
+    from vlmrobust.core.cpus import available_cpus, default_threads
 
     path = resolve_spec(args.spec)
     raw = load_spec_yaml(path)
     cpus = available_cpus()
-    set_torch_threads(args.threads if args.threads is not None else cpus)
+    # read once, at the start: one build uses one count throughout
+    threads = args.threads if args.threads is not None else default_threads()
+    set_torch_threads(threads)
     try:
         options = BuildOptions(
             out=args.out,
@@ -75,6 +78,6 @@ def run(args: argparse.Namespace) -> int:
     print(
         f"built {manifest['spec']['name']} v{manifest['spec']['version']}: "
         f"{manifest['num_rows']} rows in {len(manifest['configs'])} configs -> {args.out} "
-        f"(fingerprint {manifest['fingerprint'][:16]})"
+        f"(fingerprint {manifest['fingerprint'][:16]}; {threads} torch thread(s))"
     )
     return 0

@@ -29,7 +29,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "template with {option}")
     p.add_argument("--threads", type=int, default=None,
                    help="torch CPU threads (default: the CPUs this process may use, cgroup "
-                        "quota included)")
+                        "quota included, less those other processes keep busy; chosen once per "
+                        "run and reused on resume)")
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     p.add_argument("--overwrite", action="store_true",
                    help="discard an unfinished run of --out instead of resuming it")
