@@ -32,7 +32,7 @@ def idle_host() -> Any:
     import vlmrobust.core.cpus as cpus
 
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(cpus, "host_load", lambda: 0.0)
+        mp.setattr(cpus, "other_load", lambda: 0.0)
         yield
 
 
@@ -222,7 +222,7 @@ def test_resume_after_sigkill(tmp_path: Path, dataset: Path, reference: Path,
     script = (
         "import os, signal, sys\n"
         "import vlmrobust.core.cpus as cpus\n"
-        "cpus.host_load = lambda: 0.0  # an idle host at the first start\n"
+        "cpus.other_load = lambda: 0.0  # an idle host at the first start\n"
         "from vlmrobust.evaluation.predict import predict_dataset\n"
         "def hook(n):\n"
         "    if n == 2:\n"
@@ -239,7 +239,7 @@ def test_resume_after_sigkill(tmp_path: Path, dataset: Path, reference: Path,
     assert journal.read_text().count("\n") == 2
     first = json.loads((partial_dir(out) / "run.json").read_text())["threads"]
     assert first == cpus.available_cpus() == read_prediction_meta(reference)["threads"]
-    monkeypatch.setattr(cpus, "host_load", lambda: BUSY)
+    monkeypatch.setattr(cpus, "other_load", lambda: BUSY)
     assert predict_mod.choose_threads(None, tmp_path / "no-journal") == 1 <= first
     seen: list[int] = []
     predict_dataset(MODEL, dataset, out, batch_size=3, device="cpu", progress=False,

@@ -31,7 +31,6 @@ def eight_cpus(monkeypatch: pytest.MonkeyPatch) -> None:
     """A host of 8 CPUs, all of them ours, without a cgroup quota."""
     monkeypatch.setattr(cpus, "available_cpus", lambda root=cpus._CGROUP: 8)
     monkeypatch.setattr(cpus.os, "cpu_count", lambda: 8)
-    monkeypatch.setattr(cpus, "own_load", lambda: 0.5)
     monkeypatch.delenv("LOCAL_WORLD_SIZE", raising=False)
 
 
@@ -39,13 +38,13 @@ def test_default_is_lower_under_load_and_explicit_wins(tmp_path: Path, eight_cpu
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     pdir = tmp_path / ".p.parquet.partial"  # no journal: a new run
     counts = {}
-    for load in (0.0, 4.5, 7.0, 100.0):
-        monkeypatch.setattr(cpus, "host_load", lambda load=load: load)
+    for load in (0.0, 4.0, 6.5, 100.0):
+        monkeypatch.setattr(cpus, "other_load", lambda load=load: load)
         counts[load] = choose_threads(None, pdir)
         assert choose_threads(3, pdir) == 3  # explicit wins at any load
-    # our own 0.5 of the load is not "other": idle 8, half busy 4, 6.5 busy 2
-    assert counts == {0.0: 8, 4.5: 4, 7.0: 2, 100.0: 1}
-    monkeypatch.setattr(cpus, "host_load", lambda: None)  # no load average: the quota'd CPUs
+    # idle 8, half busy 4, 6.5 of 8 busy 2, saturated 1
+    assert counts == {0.0: 8, 4.0: 4, 6.5: 2, 100.0: 1}
+    monkeypatch.setattr(cpus, "other_load", lambda: None)  # no load average: the quota'd CPUs
     assert choose_threads(None, pdir) == 8
     monkeypatch.setenv("LOCAL_WORLD_SIZE", "3")  # torchrun: 3 processes share the host
     assert choose_threads(None, pdir) == 2
@@ -58,7 +57,7 @@ def test_journal_keeps_the_count(tmp_path: Path, dataset: Path, eight_cpus: None
     loads, with the fix in one line."""
     import torch
 
-    monkeypatch.setattr(cpus, "host_load", lambda: 0.0)
+    monkeypatch.setattr(cpus, "other_load", lambda: 0.0)
     lite0 = predict_mod.load_adapter(MODEL, device="cpu")
     out = tmp_path / "p.parquet"
     seen: list[int] = []
@@ -73,7 +72,7 @@ def test_journal_keeps_the_count(tmp_path: Path, dataset: Path, eight_cpus: None
     run = json.loads((partial_dir(out) / "run.json").read_text())
     assert run["threads"] == 8
 
-    monkeypatch.setattr(cpus, "host_load", lambda: 100.0)
+    monkeypatch.setattr(cpus, "other_load", lambda: 100.0)
     assert choose_threads(None, tmp_path / "other") == 1  # a new run would take 1
     monkeypatch.setattr(predict_mod, "load_adapter", lambda *a, **k: pytest.fail("loaded"))
     with pytest.raises(VlmrobustError) as err:
@@ -103,7 +102,7 @@ def test_unreadable_journal_threads_fall_back(tmp_path: Path, eight_cpus: None,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
     """A run.json without a usable count (an older run, a hand edit) gives no
     count to reuse; the run-key check then refuses that journal."""
-    monkeypatch.setattr(cpus, "host_load", lambda: 0.0)
+    monkeypatch.setattr(cpus, "other_load", lambda: 0.0)
     pdir = tmp_path / ".p.parquet.partial"
     pdir.mkdir()
     for bad in ('{"threads": 0}', '{"threads": true}', '{"threads": "2"}', "[1]", "{"):
@@ -133,7 +132,7 @@ def test_build_threads_default(monkeypatch: pytest.MonkeyPatch, eight_cpus: None
                               workers=None, threads=None, no_progress=True, device=None,
                               limit=None, trust_remote_code=False)
     for load, expected in ((0.0, 8), (100.0, 1)):
-        monkeypatch.setattr(cpus, "host_load", lambda load=load: load)
+        monkeypatch.setattr(cpus, "other_load", lambda load=load: load)
         with pytest.raises(Stop):
             build.run(args)
         assert got[-1] == expected

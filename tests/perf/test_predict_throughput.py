@@ -1,13 +1,22 @@
 """`predict` against a hand-written batched forward pass of the same model on
-the same inputs (issue 17 target: within 5 %).
+the same inputs (issue 17 target: within 5 %), and `predict`'s default thread
+count on a loaded machine.
 
 Both read the same parquet dataset of 48 distinct photos (224-320 px crops),
-decode, preprocess with the model's own transform and run EfficientNet-Lite0
-forward in the adapter's CPU micro-batches; `predict` adds its journal, row
-planning, option gathering and the prefetch thread. The two are timed
-interleaved (wall clock, best of rounds), the classifier's logits cache cleared
-before every run. On a GPU (when there is one) the same comparison runs in
-bf16 with the same batches.
+decode, preprocess with the model's own transform and run the model forward in
+the adapter's micro-batches; `predict` adds its journal, row planning, option
+gathering, metadata and the prefetch thread. On CPU both run with one torch
+thread with every thread of this process pinned to one core (the least busy
+one), so that other processes on a shared machine take time from both alike;
+runs alternate (predict first in even rounds, hand-written first in odd ones),
+the classifier's logits cache cleared before each; the best of the rounds is
+kept for wall time and, separately, for CPU time of the whole process (every
+thread: what the work costs, nearly blind to waiting for the core). The ratio
+printed is hand-written time / predict time (predict's share of the
+hand-written throughput; >= 0.95 meets the target). On a GPU (when there is
+one) the same comparison runs in bf16 with SDPA attention (a ViT-B-32 CLIP,
+random weights) and EfficientNet-Lite0; without one that test is skipped with
+the reason printed.
 
 Run: python -m pytest tests/perf/test_predict_throughput.py --benchmark-only -s \
          -p no:doctest -o addopts=""
@@ -17,7 +26,11 @@ from __future__ import annotations
 
 import io
 import os
+import subprocess
+import sys
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -28,10 +41,11 @@ torch = pytest.importorskip("torch")
 
 N_IMAGES = 48
 BATCH = 32
-ROUNDS = int(os.environ.get("VLMROBUST_PERF_ROUNDS", "5"))
+ROUNDS = int(os.environ.get("VLMROBUST_PERF_ROUNDS", "7"))
+TARGET = 0.95  # predict at >= 95 % of the hand-written throughput
 
 
-def _dataset(out: Path) -> Path:
+def _dataset(out: Path, n: int = N_IMAGES) -> Path:
     import datasets
     import skimage.data
     from PIL import Image
@@ -41,7 +55,7 @@ def _dataset(out: Path) -> Path:
     photos = [skimage.data.astronaut(), skimage.data.chelsea(), skimage.data.coffee()]
     rng = np.random.default_rng(0)
     rows = []
-    for i in range(N_IMAGES):
+    for i in range(n):
         photo = photos[i % 3]
         side = int(rng.integers(224, 321))
         top = int(rng.integers(0, photo.shape[0] - 224))
@@ -88,50 +102,237 @@ def _hand_written(adapter: Any, ds: Path) -> np.ndarray:
     return np.stack(out)
 
 
-def test_predict_vs_hand_written_forward(benchmark: Any, tmp_path: Path) -> None:
+def _hand_written_clip(adapter: Any, ds: Path, text: dict[str, Any]) -> np.ndarray:
+    """CLIP zero-shot by hand: read, decode, preprocess, encode the batch in the
+    adapter's dtype (bf16 on a GPU), cosine against the option texts' embeddings
+    (computed once beforehand, as the adapter caches them too)."""
+    import pyarrow.parquet as pq
+    from PIL import Image
+
+    model = adapter.model
+    scale = model.logit_scale.exp().float()
+    out: list[np.ndarray] = []
+    for path in sorted((ds / "data" / "default").glob("*.parquet")):
+        table = pq.read_table(path, columns=["image", "options"])
+        images = [r["bytes"] for r in table.column("image").to_pylist()]
+        options = table.column("options").to_pylist()
+        for b in range(0, len(images), BATCH):
+            x = torch.stack([adapter.preprocess(Image.open(io.BytesIO(data)).convert("RGB"))
+                             for data in images[b:b + BATCH]]).to(adapter.device)
+            with torch.inference_mode(), torch.autocast(
+                    adapter.device.type, dtype=torch.bfloat16,
+                    enabled=adapter.device.type == "cuda"):
+                feats = torch.nn.functional.normalize(model.encode_image(x).float(), dim=-1)
+                for f, opts in zip(feats, options[b:b + BATCH], strict=True):
+                    t = torch.stack([text[o] for o in opts])
+                    out.append((scale * (t @ f)).cpu().numpy())
+    return np.stack(out)
+
+
+def _clip_text_table(adapter: Any, ds: Path) -> dict[str, Any]:
+    import pyarrow.parquet as pq
+
+    opts = sorted({o for path in (ds / "data" / "default").glob("*.parquet")
+                   for row in pq.read_table(path, columns=["options"]).column("options")
+                   .to_pylist() for o in row})
+    feats = adapter._text_features(opts)
+    return dict(zip(opts, feats, strict=True))
+
+
+def _core_busy(seconds: float = 0.3) -> dict[int, float]:
+    """Share of time each CPU was busy over ``seconds`` (from /proc/stat)."""
+    def snap() -> dict[int, tuple[int, int]]:
+        out = {}
+        for line in Path("/proc/stat").read_text().splitlines():
+            name, *vals = line.split()
+            if name.startswith("cpu") and name != "cpu":
+                v = [int(x) for x in vals]
+                out[int(name[3:])] = (v[3] + v[4], sum(v))  # idle + iowait, total
+        return out
+
+    a = snap()
+    time.sleep(seconds)
+    b = snap()
+    return {c: 1.0 - (b[c][0] - a[c][0]) / max(1, b[c][1] - a[c][1]) for c in a if c in b}
+
+
+@contextmanager
+def _one_core() -> Iterator[int | None]:
+    """Every thread of this process (and those it starts) on the least busy of
+    its CPUs; yields that CPU (None where affinity cannot be set)."""
+    if not hasattr(os, "sched_setaffinity") or not Path("/proc/self/task").is_dir():
+        yield None
+        return
+    mask = os.sched_getaffinity(0)
+    busy = _core_busy() if Path("/proc/stat").exists() else {}
+    core = min(sorted(mask), key=lambda c: busy.get(c, 0.0))
+    tids = [int(t.name) for t in Path("/proc/self/task").iterdir()]
+    saved = {}
+    for tid in tids:
+        try:
+            saved[tid] = os.sched_getaffinity(tid)
+            os.sched_setaffinity(tid, {core})
+        except OSError:  # a thread that has just ended
+            pass
+    try:
+        yield core
+    finally:
+        for tid, m in saved.items():
+            with suppress(OSError):
+                os.sched_setaffinity(tid, m)
+
+
+def _interleaved(runs: dict[str, Callable[[int], Any]], rounds: int
+                 ) -> dict[str, tuple[float, float]]:
+    """Best wall and best CPU time (whole process) per run, the order of the
+    runs alternating from round to round."""
+    best = {name: (np.inf, np.inf) for name in runs}
+    names = list(runs)
+    for r in range(rounds):
+        for name in (names if r % 2 == 0 else names[::-1]):
+            t0, c0 = time.perf_counter(), time.process_time()
+            runs[name](r)
+            wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+            best[name] = (min(best[name][0], wall), min(best[name][1], cpu))
+    return best
+
+
+def _load() -> str:
+    try:
+        return "load average {:.2f} {:.2f} {:.2f}".format(*os.getloadavg())
+    except (AttributeError, OSError):
+        return "load average unknown"
+
+
+def _predict_logits(path: Path) -> np.ndarray:
+    import pyarrow.parquet as pq
+
+    got = pq.read_table(path).column("logits").to_pylist()
+    return np.stack([np.asarray(v, np.float32) for v in got])
+
+
+def _compare(benchmark: Any, tmp_path: Path, adapter: Any, ds: Path,
+             hand: Callable[[Any, Path], np.ndarray], threads: int, label: str,
+             atol: float) -> float:
     from vlmrobust.evaluation.predict import predict_dataset
+    from vlmrobust.models import classifier as clf
+
+    def run_predict(k: int) -> None:
+        clf._LOGITS_CACHE.clear()
+        predict_dataset(adapter, ds, tmp_path / f"p{k}.parquet", batch_size=BATCH,
+                        progress=False, threads=threads)
+
+    def run_hand(k: int) -> None:
+        hand(adapter, ds)
+
+    run_predict(-1)  # warm up both paths (and the adapter's text cache)
+    expected = hand(adapter, ds)
+    before = _load()
+    best = _interleaved({"predict": run_predict, "hand-written": run_hand}, ROUNDS)
+    ours = _predict_logits(tmp_path / "p0.parquet")
+    assert ours.shape == expected.shape and np.allclose(ours, expected, atol=atol)
+    (p_wall, p_cpu), (h_wall, h_cpu) = best["predict"], best["hand-written"]
+    wall_ratio, cpu_ratio = h_wall / p_wall, h_cpu / p_cpu
+    print(f"\n{label}, {threads} torch thread(s), {N_IMAGES} images, best of {ROUNDS} "
+          f"interleaved rounds ({before} before, {_load()} after):\n"
+          f"  wall: predict {p_wall:.3f} s ({N_IMAGES / p_wall:.1f} img/s), hand-written "
+          f"{h_wall:.3f} s ({N_IMAGES / h_wall:.1f} img/s): ratio {wall_ratio:.3f} "
+          f"({'within' if wall_ratio >= TARGET else 'NOT within'} 5 %)\n"
+          f"  CPU:  predict {p_cpu:.3f} s, hand-written {h_cpu:.3f} s: ratio {cpu_ratio:.3f} "
+          f"({'within' if cpu_ratio >= TARGET else 'NOT within'} 5 %)")
+    benchmark.extra_info.update({f"{label}_predict_s": p_wall, f"{label}_hand_written_s": h_wall,
+                                 f"{label}_wall_ratio": wall_ratio,
+                                 f"{label}_cpu_ratio": cpu_ratio, "threads": threads})
+    return wall_ratio
+
+
+def test_predict_vs_hand_written_forward_cpu(benchmark: Any, tmp_path: Path) -> None:
+    from vlmrobust.models import load_adapter
+
+    adapter = load_adapter("classifier:efficientnet-lite0", device="cpu")
+    ds = _dataset(tmp_path / "ds")
+    saved = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        with _one_core() as core:
+            _compare(benchmark, tmp_path, adapter, ds, _hand_written, 1,
+                     f"cpu (pinned to core {core})", atol=1e-3)
+    finally:
+        torch.set_num_threads(saved)
+    benchmark.pedantic(lambda: None, rounds=1, iterations=1)
+
+
+def test_predict_vs_hand_written_forward_gpu(benchmark: Any, tmp_path: Path) -> None:
+    if not torch.cuda.is_available():
+        reason = "no CUDA GPU here: the bf16 + SDPA comparison runs only on a GPU"
+        print(f"\nskipped: {reason}")
+        pytest.skip(reason)
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    from vlmrobust.models import load_adapter
+
+    ds = _dataset(tmp_path / "ds")
+    lite0 = load_adapter("classifier:efficientnet-lite0", device="cuda")
+    _compare(benchmark, tmp_path / "lite0", lite0, ds, _hand_written, torch.get_num_threads(),
+             "cuda bf16 efficientnet-lite0", atol=5e-2)
+    clip = load_adapter("clip:ViT-B-32:none", device="cuda")
+    text = _clip_text_table(clip, ds)
+    # fused attention kernels only: without them the forward fails instead of
+    # quietly timing the unfused math path
+    with sdpa_kernel([SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION,
+                      SDPBackend.CUDNN_ATTENTION]):
+        _compare(benchmark, tmp_path / "clip", clip, ds,
+                 lambda a, d: _hand_written_clip(a, d, text),
+                 torch.get_num_threads(), "cuda bf16 SDPA ViT-B-32 CLIP", atol=5e-2)
+    benchmark.pedantic(lambda: None, rounds=1, iterations=1)
+
+
+LOADED_IMAGES = 32
+BUSY_LOOP = "import time\nend = time.time() + 600\nwhile time.time() < end: pass\n"
+
+
+def test_default_threads_on_a_loaded_machine(benchmark: Any, tmp_path: Path) -> None:
+    """Throughput with predict's default threads, with the former default (every
+    CPU the quota allows) and with one thread, while 2 busy-loop processes run
+    beside it (on this 2-core machine: a machine as loaded as when other agents
+    work)."""
+    from vlmrobust.core.cpus import available_cpus
+    from vlmrobust.evaluation.predict import predict_dataset
+    from vlmrobust.evaluation.predictions_meta import read_prediction_meta
     from vlmrobust.models import classifier as clf
     from vlmrobust.models import load_adapter
 
-    device = "cuda" if torch.cuda.is_available() else "cpu"
-    adapter = load_adapter("classifier:efficientnet-lite0", device=device)
-    ds = _dataset(tmp_path / "ds")
-    threads = int(os.environ.get("VLMROBUST_PERF_THREADS", "1"))
-    torch.set_num_threads(threads)
+    adapter = load_adapter("classifier:efficientnet-lite0", device="cpu")
+    ds = _dataset(tmp_path / "ds", LOADED_IMAGES)
+    chosen: list[int] = []
 
-    def run_predict(k: int) -> float:
-        clf._LOGITS_CACHE.clear()
-        t0 = time.perf_counter()
-        predict_dataset(adapter, ds, tmp_path / f"p{k}.parquet", batch_size=BATCH,
-                        progress=False, threads=threads)
-        return time.perf_counter() - t0
+    def run(threads: int | None) -> Callable[[int], None]:
+        def go(k: int) -> None:
+            clf._LOGITS_CACHE.clear()
+            out = tmp_path / f"t{threads}-{k}.parquet"
+            predict_dataset(adapter, ds, out, batch_size=BATCH, progress=False, threads=threads)
+            if threads is None:
+                chosen.append(int(read_prediction_meta(out)["threads"]))
+        return go
 
-    def run_hand() -> tuple[float, np.ndarray]:
-        t0 = time.perf_counter()
-        logits = _hand_written(adapter, ds)
-        return time.perf_counter() - t0, logits
-
-    run_predict(-1)  # warm up both paths
-    _, expected = run_hand()
-    best_p, best_h = np.inf, np.inf
-    for r in range(ROUNDS):
-        if r % 2:
-            best_h = min(best_h, run_hand()[0])
-            best_p = min(best_p, run_predict(r))
-        else:
-            best_p = min(best_p, run_predict(r))
-            best_h = min(best_h, run_hand()[0])
-    import pyarrow.parquet as pq
-
-    got = pq.read_table(tmp_path / "p0.parquet").column("logits").to_pylist()
-    ours = np.stack([np.asarray(v, np.float32) for v in got])
-    assert np.allclose(ours, expected, atol=1e-3 if device == "cpu" else 5e-2)
-    ratio = best_h / best_p
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    print(f"\n{device}, {threads} torch thread(s), {N_IMAGES} images: predict {best_p:.2f} s "
-          f"({N_IMAGES / best_p:.1f} img/s), hand-written {best_h:.2f} s "
-          f"({N_IMAGES / best_h:.1f} img/s): predict at {ratio:.3f} of the hand-written "
-          f"throughput (load average {load:.1f})")
-    benchmark.extra_info.update({"predict_s": best_p, "hand_written_s": best_h,
-                                 "throughput_ratio": ratio, "threads": threads})
+    cpus = available_cpus()
+    runs = {"default": run(None), f"all {cpus} CPUs (former default)": run(cpus),
+            "--threads 1": run(1)}
+    saved = torch.get_num_threads()
+    busy = [subprocess.Popen([sys.executable, "-c", BUSY_LOOP]) for _ in range(2)]
+    try:
+        time.sleep(1.0)
+        load = _load()
+        best = _interleaved(runs, 2)
+    finally:
+        for p in busy:
+            p.kill()
+            p.wait()
+        torch.set_num_threads(saved)
+    print(f"\nloaded machine (2 busy-loop processes; {load}), {LOADED_IMAGES} images, "
+          f"best of 2 interleaved rounds:")
+    for name, (wall, _) in best.items():
+        extra = f" (chose {sorted(set(chosen))} threads)" if name == "default" else ""
+        print(f"  {name}{extra}: {LOADED_IMAGES / wall:.1f} img/s")
+    benchmark.extra_info.update({name: LOADED_IMAGES / wall for name, (wall, _) in best.items()})
     benchmark.pedantic(lambda: None, rounds=1, iterations=1)

@@ -66,8 +66,11 @@ def available_cpus(root: Path = _CGROUP) -> int:
 
 # The kernel's 1-minute load average is an exponential average sampled every
 # 5 s with this time constant: a process that has run for t seconds shows in it
-# only as (1 - exp(-t / 60)) of its CPU use.
+# only as (1 - exp(-t / 60)) of its CPU use, and a load that began seconds ago
+# hardly shows at all; the run queue sampled now sees it at once.
 _LOAD_WINDOW_S = 60.0
+_RUNQUEUE_SAMPLES = 10
+_RUNQUEUE_INTERVAL_S = 0.02
 
 
 def host_load() -> float | None:
@@ -79,6 +82,21 @@ def host_load() -> float | None:
         return None
 
 
+def _proc_start_age() -> float | None:
+    """Seconds since this process started (Linux /proc), else None."""
+    stat = _read(Path("/proc/self/stat"), 4096)
+    uptime = _read(Path("/proc/uptime"))
+    if stat is None or uptime is None:
+        return None
+    try:
+        # field 22 (starttime, clock ticks after boot); the command name (field 2)
+        # may hold spaces, so count from its closing parenthesis
+        start = int(stat[stat.rindex(")") + 2:].split()[19]) / os.sysconf("SC_CLK_TCK")
+        return float(uptime.split()[0]) - start
+    except (ValueError, IndexError, OSError):
+        return None
+
+
 def own_load() -> float:
     """This process's own share of :func:`host_load`: its CPU time (every
     thread) over its lifetime as busy cores, weighted by how much of the load
@@ -86,47 +104,84 @@ def own_load() -> float:
     unknown (non-Linux)."""
     import time
 
-    stat = _read(Path("/proc/self/stat"), 4096)
-    uptime = _read(Path("/proc/uptime"))
-    if stat is None or uptime is None:
-        return 0.0
-    try:
-        # field 22 (starttime, clock ticks after boot); the command name (field 2)
-        # may hold spaces, so count from its closing parenthesis
-        start = int(stat[stat.rindex(")") + 2:].split()[19]) / os.sysconf("SC_CLK_TCK")
-        age = float(uptime.split()[0]) - start
-    except (ValueError, IndexError, OSError):
-        return 0.0
-    if age <= 0:
+    age = _proc_start_age()
+    if age is None or age <= 0:
         return 0.0
     return time.process_time() / age * (1.0 - math.exp(-age / _LOAD_WINDOW_S))
 
 
-def default_threads(root: Path = _CGROUP, load: float | None = None, own: float | None = None,
+def _own_running_threads() -> int:
+    n = 0
+    task = Path("/proc/self/task")
+    try:
+        tids = list(task.iterdir())
+    except OSError:
+        return 1
+    for tid in tids:
+        stat = _read(tid / "stat", 4096)
+        if stat is not None and stat[stat.rfind(")") + 2:][:1] == "R":
+            n += 1
+    return max(1, n)  # the reading thread is running
+
+
+def runnable_others(samples: int = _RUNQUEUE_SAMPLES,
+                    interval: float = _RUNQUEUE_INTERVAL_S) -> float | None:
+    """Tasks of other processes runnable right now: the host's run queue
+    (``procs_running`` in /proc/stat) less this process's running threads,
+    averaged over ``samples`` reads ``interval`` seconds apart; None without
+    /proc/stat."""
+    import time
+
+    counts = []
+    for k in range(samples):
+        if k:
+            time.sleep(interval)
+        text = _read(Path("/proc/stat"), 1 << 20)
+        if text is None:
+            return None
+        running = next((line.split()[1] for line in text.splitlines()
+                        if line.startswith("procs_running ")), None)
+        if running is None or not running.isdigit():
+            return None
+        counts.append(max(0, int(running) - _own_running_threads()))
+    return sum(counts) / len(counts)
+
+
+def other_load() -> float | None:
+    """How many CPUs other processes keep busy: the larger of the 1-minute load
+    average less this process's part of it and the run queue sampled now (a
+    load that has just started, or one that just stopped), or None where
+    neither can be read. Erring high costs at most a thread too few; erring low
+    oversubscribes, and torch's threads then spin while they wait."""
+    load = host_load()
+    now = runnable_others()
+    if load is None and now is None:
+        return None
+    return max(0.0 if load is None else load - own_load(), 0.0 if now is None else now)
+
+
+def default_threads(root: Path = _CGROUP, other: float | None = None,
                     host_cpus: int | None = None) -> int:
     """Threads to use by default: :func:`available_cpus`, scaled by the share of
-    the host that other processes leave idle (``load`` minus ``own``: the host's
-    load average minus this process's part of it, over ``host_cpus`` cores),
-    rounded, at least 1. On an idle machine that is every available CPU; on a
-    loaded one extra threads only wait and spin (EfficientNet-Lite0 on 2 cores,
-    2 busy processes beside it: 14 img/s with 1 thread, 2.9 img/s with 2).
-    Omitted arguments are read from the machine now, so the answer changes with
-    the load: a caller whose results depend on the thread count (float
-    rounding) must choose once and record it (``predict`` keeps it in its
-    resume journal).
+    the host's ``host_cpus`` that ``other`` processes leave idle (default:
+    :func:`other_load`), rounded, at least 1. On an idle machine that is every
+    available CPU; on a loaded one extra threads only wait and spin
+    (EfficientNet-Lite0 on 2 cores, 2 busy processes beside it: 14 img/s with
+    1 thread, 2.9 img/s with 2). Read from the machine now, so the answer
+    changes with the load: a caller whose results depend on the thread count
+    (float rounding) must choose once and record it (``predict`` keeps it in
+    its resume journal).
 
-    >>> default_threads(Path("/nonexistent"), load=1e9, own=0.0)
+    >>> default_threads(Path("/nonexistent"), other=1e9)
     1
-    >>> default_threads(Path("/nonexistent"), load=0.0, own=0.0) == available_cpus(Path("/nonexistent"))
+    >>> default_threads(Path("/nonexistent"), other=0.0) == available_cpus(Path("/nonexistent"))
     True
     """
     n = available_cpus(root)
-    if load is None:
-        load = host_load()
-        if load is None:
+    if other is None:
+        other = other_load()
+        if other is None:
             return n
-    if own is None:
-        own = own_load()
     host = max(n, host_cpus if host_cpus is not None else (os.cpu_count() or n))
-    other = min(float(host), max(0.0, load - own))
-    return max(1, min(n, math.floor(n * (1.0 - other / host) + 0.5)))
+    busy = min(float(host), max(0.0, other))
+    return max(1, min(n, math.floor(n * (1.0 - busy / host) + 0.5)))
