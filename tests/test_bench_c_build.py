@@ -14,9 +14,9 @@ import pytest
 from PIL import Image
 
 from vlmrobust.builders.bench_c.build import build, build_dataset, work_dir
+from vlmrobust.builders.bench_c.copies import copy_tasks, corrupt_copies, encode_copies, ordered_map
 from vlmrobust.builders.bench_c.sources import load_source
 from vlmrobust.builders.bench_c.spec import parse_spec
-from vlmrobust.builders.bench_c.work import materialise
 from vlmrobust.builders.corruptions import corrupt, to_rgb_array
 from vlmrobust.builders.families import BuildOptions
 from vlmrobust.core.errors import SourceError, SpecError
@@ -114,17 +114,21 @@ def text_embed(texts: Any) -> np.ndarray:
 
 def run(tmp: Path, out: Path, fail_after: int | None = None,
         selectors: dict[str, FakeSelector] | None = None,
-        selectors_list: list[str] | None = None, **sel: Any) -> dict[str, Any]:
+        selectors_list: list[str] | None = None, keep_work: bool = False,
+        seed: int | None = None, **sel: Any) -> dict[str, Any]:
     if selectors_list is not None:
         sel["selectors"] = selectors_list
-    spec = parse_spec(raw_spec(**sel), tmp / "bench-c.yaml")
+    raw = raw_spec(**sel)
+    if seed is not None:
+        raw["seed"] = seed
+    spec = parse_spec(raw, tmp / "bench-c.yaml")
     src = load_source(spec.sources[0], tmp)
     models = selectors or {"other:bright": FakeSelector("b", None, fail_after),
                            "other:red": FakeSelector("r", 0),
                            "other:emb": FakeSelector("e", None)}
     return build_dataset(spec, spec.selection, [src], out,
                          options=BuildOptions(out=out, progress=False),
-                         loader=models.__getitem__, text_embedder=text_embed)
+                         loader=models.__getitem__, text_embedder=text_embed, keep_work=keep_work)
 
 
 def test_build_writes_clean_plus_all_variants_with_kappa(tmp_path: Path) -> None:
@@ -208,15 +212,13 @@ def test_killed_build_resumes_from_the_work_dir(tmp_path: Path) -> None:
         run(tmp_path, out, fail_after=4)
     assert not out.exists()
     work = work_dir(out)
-    pngs = sorted(work.glob("images/*/*.png"))
-    assert len(pngs) == 6 * (1 + len(CORRUPTIONS) * 5)
-    stamps = {p: p.stat().st_mtime_ns for p in pngs}
+    # the copies live in memory only: the work dir holds answers, no image
+    assert sorted(p.suffix for p in work.rglob("*") if p.is_file()) == [".json", ".json"]
     done = list(work.glob("answers/*/*.json"))
     assert len(done) == 2  # 2 questions x 31 copies (clean included), batch 16: 4 calls
     selectors = {"other:bright": FakeSelector("b", None), "other:red": FakeSelector("r", 0),
                  "other:emb": FakeSelector("e", None)}
     manifest = run(tmp_path, out, selectors=selectors)
-    assert all(p.stat().st_mtime_ns == t for p, t in stamps.items() if p.exists())
     assert selectors["other:bright"].calls == 4 * 2  # only the 4 unfinished questions
     assert selectors["other:red"].calls == 6 * 2
     assert manifest["fingerprint"] == run(tmp_path, tmp_path / "again")["fingerprint"]
@@ -317,17 +319,73 @@ def test_selection_parquet_holds_every_candidate(tmp_path: Path) -> None:
     assert "selection.parquet" in card and "plain" in card and "κ-weighted" in card
 
 
-def test_parallel_workers_write_the_same_bytes(tmp_path: Path) -> None:
+def test_parallel_workers_make_the_same_bytes(tmp_path: Path) -> None:
     write_source(tmp_path)
     spec = parse_spec(raw_spec(), tmp_path / "bench-c.yaml")
-    cands = load_source(spec.sources[0], tmp_path).candidates[:2]
-    one = materialise(cands, tmp_path / "w1", ["fog", "snow"], [2], 3, workers=1, progress=False)
-    two = materialise(cands, tmp_path / "w2", ["fog", "snow"], [2], 3, workers=2, progress=False)
-    for key in one:
-        files = sorted(p.name for p in one[key].iterdir())
-        assert files == ["fog-2.png", "none-0.png", "snow-2.png"]
-        for name in files:
-            assert (one[key] / name).read_bytes() == (two[key] / name).read_bytes()
+    cands = load_source(spec.sources[0], tmp_path).candidates[:3]
+    tasks = copy_tasks(cands, ["fog", "snow"], [2], 3, None)
+    one = list(ordered_map(encode_copies, tasks, workers=1))
+    two = list(ordered_map(encode_copies, tasks, workers=2))
+    assert [len(x) for x in one] == [3, 3, 3]  # clean, fog-2, snow-2
+    assert one == two
+    # the PNGs hold exactly the arrays the selectors were shown
+    for task, datas in zip(tasks, one, strict=True):
+        for arr, data in zip(corrupt_copies(task), datas, strict=True):
+            assert np.array_equal(np.asarray(Image.open(io.BytesIO(data))), arr)
+
+
+def test_ordered_map_keeps_order_and_bounds_pending(tmp_path: Path) -> None:
+    seen: list[int] = []
+
+    def items() -> Any:
+        for i in range(10):
+            seen.append(i)
+            yield i
+
+    it = ordered_map(abs, items(), workers=2)
+    assert next(it) == 0
+    # the first result is handed over once 2 × workers items are submitted
+    assert len(seen) == 4
+    assert list(it) == list(range(1, 10))
+    with pytest.raises(ValueError, match="workers must be >= 1, got 0"):
+        list(ordered_map(abs, [1], workers=0))
+
+
+def test_parallel_build_gives_the_same_dataset(tmp_path: Path) -> None:
+    write_source(tmp_path)
+    spec = parse_spec(raw_spec(max_questions=2), tmp_path / "bench-c.yaml")
+    src = load_source(spec.sources[0], tmp_path)
+    got = []
+    for workers in (1, 2):
+        out = tmp_path / f"w{workers}"
+        models = {"other:bright": FakeSelector("b", None), "other:red": FakeSelector("r", 0),
+                  "other:emb": FakeSelector("e", None)}
+        got.append(build_dataset(spec, spec.selection, [src], out,
+                                 options=BuildOptions(out=out, progress=False, workers=workers),
+                                 loader=models.__getitem__, text_embedder=text_embed))
+    assert got[0]["fingerprint"] == got[1]["fingerprint"]
+    assert got[0]["image_sha256"] == got[1]["image_sha256"]
+
+
+def test_only_kept_questions_are_encoded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                         ) -> None:
+    from vlmrobust.builders.corruptions import images
+
+    calls = []
+    real = images.encode_png
+
+    def counting(rgb: np.ndarray, level: int = 6) -> bytes:
+        calls.append(level)
+        return real(rgb, level)
+
+    monkeypatch.setattr(images, "encode_png", counting)
+    write_source(tmp_path)
+    manifest = run(tmp_path, tmp_path / "bench-c", max_questions=2)
+    per_q = 1 + len(CORRUPTIONS) * 5
+    kept = manifest["selection"]["kept"]
+    assert len(manifest["selection"]["kappa"]) == 6 > len(kept)  # 6 candidates, fewer kept
+    assert len(calls) == len(kept) * per_q == manifest["num_rows"]
+    assert set(calls) == {images.BENCH_C_PNG_LEVEL}
 
 
 def test_bad_input_fails_before_any_work(tmp_path: Path) -> None:
@@ -362,20 +420,40 @@ def test_shipped_spec_parses() -> None:
     assert json.dumps(spec.sample_selection.selectors)
 
 
-def test_max_side_and_stale_cache(tmp_path: Path) -> None:
+def test_max_side_and_seed_shape_the_copies(tmp_path: Path) -> None:
     write_source(tmp_path)
     spec = parse_spec(raw_spec(), tmp_path / "bench-c.yaml")
     cands = load_source(spec.sources[0], tmp_path).candidates[:1]
-    work = tmp_path / "w"
-    folders = materialise(cands, work, ["fog"], [1], 3, progress=False, max_side=20)
-    folder = folders[cands[0].key]
-    with Image.open(folder / "fog-1.png") as im:
-        assert im.size == (20, 18)  # 40x36 scaled to a longer side of 20
-    first = (folder / "fog-1.png").read_bytes()
-    # another seed invalidates the cache instead of mixing old and new images
-    materialise(cands, work, ["fog"], [1], 4, progress=False, max_side=20)
-    assert (folder / "fog-1.png").read_bytes() != first
-    assert json.loads((work / "params.json").read_text())["seed"] == 4
+    small = corrupt_copies(copy_tasks(cands, ["fog"], [1], 3, 20)[0])
+    assert [a.shape for a in small] == [(18, 20, 3)] * 2  # 40x36 scaled to a longer side of 20
+    full = corrupt_copies(copy_tasks(cands, ["fog"], [1], 3, None)[0])
+    assert full[0].shape == (36, 40, 3)
+    other = corrupt_copies(copy_tasks(cands, ["fog"], [1], 4, 20)[0])
+    assert np.array_equal(other[0], small[0]) and not np.array_equal(other[1], small[1])
+    with pytest.raises(ValueError, match="max_side must be >= 1, got 0"):
+        copy_tasks(cands, ["fog"], [1], 3, 0)
+
+
+def test_changed_seed_asks_the_selectors_again(tmp_path: Path) -> None:
+    write_source(tmp_path)
+    out = tmp_path / "bench-c"
+    first = {"other:bright": FakeSelector("b", None), "other:red": FakeSelector("r", 0),
+             "other:emb": FakeSelector("e", None)}
+    import shutil
+
+    run(tmp_path, out, selectors=first, keep_work=True)
+    assert first["other:bright"].calls == 6 * 2
+    shutil.rmtree(out)
+    again = {"other:bright": FakeSelector("b", None), "other:red": FakeSelector("r", 0),
+             "other:emb": FakeSelector("e", None)}
+    run(tmp_path, out, selectors=again, keep_work=True)
+    assert again["other:bright"].calls == 0  # the same seed: every answer cached
+    shutil.rmtree(out)
+    reseeded = {"other:bright": FakeSelector("b", None), "other:red": FakeSelector("r", 0),
+                "other:emb": FakeSelector("e", None)}
+    run(tmp_path, out, selectors=reseeded, seed=8)
+    assert reseeded["other:bright"].calls == 6 * 2
+    assert not work_dir(out).exists()
 
 
 @pytest.mark.slow

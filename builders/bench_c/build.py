@@ -1,16 +1,19 @@
 """Bench-C builder: sources -> balanced pool -> 95 corrupted copies each ->
 κ from selector models -> greedy κ + diversity selection -> dataset dir.
 
-Corrupted PNGs and selector answers are cached in ``<out>.work/`` (removed
-after a successful build), so a killed build resumes where it stopped. The
-caches are keyed by content: PNGs by (source/source_id, image sha256), answers
-by (selector, seed, size cap, image, question, options), so a source or
-selector list that changed in between recomputes exactly what changed. Every
-candidate's κ, diversity, score and selector answers go to ``selection.parquet``.
+The corrupted copies live in memory only: worker processes make them while
+each selector answers, and PNGs are encoded for the kept questions alone,
+straight into the dataset's shards (the disk is written once). Selector answers
+are cached in ``<out>.work/`` (removed after a successful build), so a killed
+build resumes where it stopped; they are keyed by (selector, seed, size cap,
+image, question, options), so a source or selector list that changed in
+between recomputes exactly what changed. Every candidate's κ, diversity, score
+and selector answers go to ``selection.parquet``.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import shutil
@@ -25,6 +28,7 @@ from vlmrobust.builders import card_meta
 from vlmrobust.builders.bench_c.audit import FILE as AUDIT_FILE
 from vlmrobust.builders.bench_c.audit import selection_table, summary, table_bytes
 from vlmrobust.builders.bench_c.card import render_card
+from vlmrobust.builders.bench_c.copies import copy_tasks, encode_copies, ordered_map
 from vlmrobust.builders.bench_c.pool import balanced_pool
 from vlmrobust.builders.bench_c.scoring import (
     TextEmbedder,
@@ -37,7 +41,7 @@ from vlmrobust.builders.bench_c.scoring import (
 from vlmrobust.builders.bench_c.selection import greedy_select
 from vlmrobust.builders.bench_c.sources import Candidate, LoadedSource, load_source
 from vlmrobust.builders.bench_c.spec import BenchCSpec, SelectionSpec, SourceSpec, parse_spec
-from vlmrobust.builders.bench_c.work import CLEAN, materialise, variant_file, variants
+from vlmrobust.builders.bench_c.work import CLEAN, variants
 from vlmrobust.builders.corruptions import ALL_CORRUPTIONS
 from vlmrobust.builders.families import BuildOptions
 from vlmrobust.core.atomic import write_bytes_atomic
@@ -153,20 +157,20 @@ def build_dataset(spec: BenchCSpec, selection: SelectionSpec, sources: Sequence[
         raise SourceError("the candidate pool is empty; check the sources")
     work = work_dir(out)
     work.mkdir(parents=True, exist_ok=True)
-    folders = materialise(pool, work, spec.corruptions, spec.severities, spec.seed,
-                          options.workers, options.progress, max_side)
+    tasks = copy_tasks(pool, spec.corruptions, spec.severities, spec.seed, max_side)
 
     # cached answers are keyed by selector, question content and what shapes the
     # copies, so a changed source or selector recomputes exactly what it must
     salt = json.dumps([spec.seed, max_side])
     answers = np.stack([
-        _answers(load, name, pool, folders, work, spec, selection, options, salt)
+        selector_answers(functools.partial(load, name), name, pool, tasks, work,
+                         selection.batch_size, options.progress, salt, options.workers)
         for name in selection.selectors
     ], axis=1)  # (Q, M, 1 + C·S)
     kappas = kappa_metric(kappa_answers(answers, len(spec.corruptions), len(spec.severities)),
                           np.array([len(c.options) for c in pool]))
 
-    img = image_embeddings(load(selection.image_embedder), pool, folders, selection.batch_size)
+    img = image_embeddings(load(selection.image_embedder), tasks, selection.batch_size)
     txt = (text_embedder or minilm_embedder(options.device))([question_text(c) for c in pool])
     picked = greedy_select(kappas, [img, txt], selection.alpha_kappa, selection.alpha_diversity)
     kept = list(picked.kept)[: selection.max_questions]
@@ -188,10 +192,14 @@ def build_dataset(spec: BenchCSpec, selection: SelectionSpec, sources: Sequence[
     def rows() -> Iterator[dict[str, Any]]:
         from tqdm import tqdm
 
-        for i in tqdm(kept, desc="writing bench-c", unit="q", disable=not options.progress):
+        # only now, and only for the kept questions, are copies encoded: in
+        # worker processes, streamed into the dataset's shards
+        pngs = ordered_map(encode_copies, [tasks[i] for i in kept], options.workers)
+        for i, datas in tqdm(zip(kept, pngs, strict=True), total=len(kept),
+                             desc="writing bench-c", unit="q", disable=not options.progress):
             c = pool[i]
-            for cor, sev in variants(spec.corruptions, spec.severities):
-                data = variant_file(folders[c.key], cor, sev).read_bytes()
+            for (cor, sev), data in zip(variants(spec.corruptions, spec.severities), datas,
+                                        strict=True):
                 rid = f"{c.key}/{cor}/{sev}"
                 image_sha[rid] = hashlib.sha256(data).hexdigest()
                 yield _row(c, rid, data, cor, sev, float(kappas[i]), with_ids)
@@ -247,13 +255,6 @@ def build_dataset(spec: BenchCSpec, selection: SelectionSpec, sources: Sequence[
     if not keep_work:
         shutil.rmtree(work, ignore_errors=True)
     return manifest
-
-
-def _answers(load: AdapterLoader, name: str, pool: Sequence[Candidate],
-             folders: dict[str, Path], work: Path, spec: BenchCSpec, selection: SelectionSpec,
-             options: BuildOptions, salt: str) -> np.ndarray:
-    return selector_answers(lambda: load(name), name, pool, folders, work, spec.corruptions,
-                            spec.severities, selection.batch_size, options.progress, salt)
 
 
 def _row(c: Candidate, rid: str, data: bytes, cor: str, sev: int, kappa: float,

@@ -4,19 +4,15 @@ copy (cached per selector and question) and image / text embeddings."""
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from vlmrobust.builders.bench_c.copies import CopyTask, clean_array, corrupt_copies, ordered_map
 from vlmrobust.builders.bench_c.sources import Candidate
-from vlmrobust.builders.bench_c.work import (
-    load_predictions,
-    save_predictions,
-    variant_file,
-    variants,
-)
+from vlmrobust.builders.bench_c.work import load_predictions, save_predictions, variants
 from vlmrobust.core.errors import VlmrobustError
 
 TextEmbedder = Callable[[Sequence[str]], np.ndarray]
@@ -28,13 +24,6 @@ def _row(c: Candidate, image: Any) -> dict[str, Any]:
     if c.option_class_ids is not None:
         row["option_class_ids"] = list(c.option_class_ids)
     return row
-
-
-def _open(path: Path) -> Any:
-    from PIL import Image
-
-    with Image.open(path) as im:
-        return im.convert("RGB")
 
 
 def top1(logits: np.ndarray, n_options: int) -> int:
@@ -55,35 +44,43 @@ def answers_file(work: Path, selector: str, cand: Candidate, salt: str = "") -> 
 
 
 def selector_answers(get_adapter: Callable[[], Any], name: str, cands: Sequence[Candidate],
-                     folders: Mapping[str, Path], work: Path, corruptions: Sequence[str],
-                     severities: Sequence[int], batch_size: int, progress: bool,
-                     salt: str = "") -> np.ndarray:
+                     tasks: Sequence[CopyTask], work: Path, batch_size: int, progress: bool,
+                     salt: str = "", workers: int = 1) -> np.ndarray:
     """(Q, 1 + C·S) top-1 answers of one selector on every copy, in
     :func:`variants` order (the clean copy first); cached per question. The
-    model is loaded (``get_adapter()``) only if some answer is not cached."""
+    copies of the questions not yet cached are made in memory by ``workers``
+    processes while the model answers; the model is loaded (``get_adapter()``)
+    only if some answer is not cached."""
+    from PIL import Image
     from tqdm import tqdm
 
-    adapter: Any = None
-
-    copies = variants(corruptions, severities)
+    if len(tasks) != len(cands):
+        raise ValueError("one CopyTask per candidate")
+    copies = [f"{cor}-{sev}" for cor, sev in variants(tasks[0].corruptions, tasks[0].severities)]
     out = np.zeros((len(cands), len(copies)), np.int64)
-    for qi, c in enumerate(tqdm(cands, desc=f"κ: {name}", unit="q", disable=not progress)):
-        path = answers_file(work, name, c, salt)
-        cached = load_predictions(path)
-        want = [f"{cor}-{sev}" for cor, sev in copies]
-        if cached is None or any(k not in cached for k in want):
-            if adapter is None:
-                adapter = get_adapter()
-            got: dict[str, int] = {}
-            for start in range(0, len(copies), batch_size):
-                chunk = copies[start:start + batch_size]
-                rows = [_row(c, _open(variant_file(folders[c.key], cor, s))) for cor, s in chunk]
-                logits = np.asarray(adapter.option_logits(rows))
-                for (cor, sev), lg in zip(chunk, logits, strict=True):
-                    got[f"{cor}-{sev}"] = top1(lg, len(c.options))
-            cached = {**(cached or {}), **got}
-            save_predictions(path, cached)
-        out[qi] = [int(cached[k]) for k in want]
+    todo: list[int] = []
+    for qi, c in enumerate(cands):
+        cached = load_predictions(answers_file(work, name, c, salt))
+        if cached is None or any(k not in cached for k in copies):
+            todo.append(qi)
+        else:
+            out[qi] = [int(cached[k]) for k in copies]
+    if not todo:
+        return out
+    adapter = get_adapter()
+    arrays = ordered_map(corrupt_copies, [tasks[qi] for qi in todo], workers)
+    for qi, imgs in tqdm(zip(todo, arrays, strict=True), total=len(todo), desc=f"κ: {name}",
+                         unit="q", disable=not progress):
+        c = cands[qi]
+        got: list[int] = []
+        for start in range(0, len(imgs), batch_size):
+            rows = [_row(c, Image.fromarray(a)) for a in imgs[start:start + batch_size]]
+            got += [top1(lg, len(c.options)) for lg in np.asarray(adapter.option_logits(rows))]
+        if len(got) != len(copies):
+            raise VlmrobustError(f"selector {name} returned {len(got)} answers for "
+                                 f"{len(copies)} copies of {c.key}; check the adapter")
+        save_predictions(answers_file(work, name, c, salt), dict(zip(copies, got, strict=True)))
+        out[qi] = got
     return out
 
 
@@ -93,12 +90,13 @@ def kappa_answers(answers: np.ndarray, n_corruptions: int, n_severities: int) ->
     return answers[:, :, 1:].reshape(q, m, n_corruptions, n_severities)
 
 
-def image_embeddings(adapter: Any, cands: Sequence[Candidate], folders: Mapping[str, Path],
-                     batch_size: int) -> np.ndarray:
+def image_embeddings(adapter: Any, tasks: Sequence[CopyTask], batch_size: int) -> np.ndarray:
+    """Embeddings of the clean copies (decoded and scaled in memory)."""
+    from PIL import Image
+
     chunks = []
-    for start in range(0, len(cands), batch_size):
-        imgs = [_open(variant_file(folders[c.key], "none", 0))
-                for c in cands[start:start + batch_size]]
+    for start in range(0, len(tasks), batch_size):
+        imgs = [Image.fromarray(clean_array(t)) for t in tasks[start:start + batch_size]]
         chunks.append(np.asarray(adapter.embed_images(imgs), dtype=np.float32))
     return np.concatenate(chunks)
 
