@@ -162,11 +162,9 @@ def build_dataset(spec: BenchCSpec, selection: SelectionSpec, sources: Sequence[
     # cached answers are keyed by selector, question content and what shapes the
     # copies, so a changed source or selector recomputes exactly what it must
     salt = json.dumps([spec.seed, max_side])
-    answers = np.stack([
-        selector_answers(functools.partial(load, name), name, pool, tasks, work,
-                         selection.batch_size, options.progress, salt, options.workers)
-        for name in selection.selectors
-    ], axis=1)  # (Q, M, 1 + C·S)
+    answers = selector_answers(
+        [(name, functools.partial(load, name)) for name in selection.selectors], pool, tasks,
+        work, selection.batch_size, options.progress, salt, options.workers)  # (Q, M, 1 + C·S)
     kappas = kappa_metric(kappa_answers(answers, len(spec.corruptions), len(spec.severities)),
                           np.array([len(c.options) for c in pool]))
 
@@ -198,10 +196,10 @@ def build_dataset(spec: BenchCSpec, selection: SelectionSpec, sources: Sequence[
         for i, datas in tqdm(zip(kept, pngs, strict=True), total=len(kept),
                              desc="writing bench-c", unit="q", disable=not options.progress):
             c = pool[i]
-            for (cor, sev), data in zip(variants(spec.corruptions, spec.severities), datas,
-                                        strict=True):
+            for (cor, sev), (data, sha) in zip(variants(spec.corruptions, spec.severities),
+                                               datas, strict=True):
                 rid = f"{c.key}/{cor}/{sev}"
-                image_sha[rid] = hashlib.sha256(data).hexdigest()
+                image_sha[rid] = sha
                 yield _row(c, rid, data, cor, sev, float(kappas[i]), with_ids)
 
     pool_counts = Counter(f"{c.source}/{c.category}" for c in pool)

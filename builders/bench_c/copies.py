@@ -62,11 +62,16 @@ def corrupt_copies(task: CopyTask) -> list[np.ndarray]:
             for c, s in variants(task.corruptions, task.severities)]
 
 
-def encode_copies(task: CopyTask) -> list[bytes]:
-    """Every copy as PNG bytes (fixed encoder settings: equal pixels, equal bytes)."""
+def encode_copies(task: CopyTask) -> list[tuple[bytes, str]]:
+    """Every copy as PNG bytes (fixed encoder settings: equal pixels, equal
+    bytes) with their sha256, hashed here so that the workers, not the writing
+    process, pay for it."""
+    import hashlib
+
     from vlmrobust.builders.corruptions.images import BENCH_C_PNG_LEVEL, encode_png
 
-    return [encode_png(arr, BENCH_C_PNG_LEVEL) for arr in corrupt_copies(task)]
+    pngs = [encode_png(arr, BENCH_C_PNG_LEVEL) for arr in corrupt_copies(task)]
+    return [(data, hashlib.sha256(data).hexdigest()) for data in pngs]
 
 
 def _init_worker() -> None:

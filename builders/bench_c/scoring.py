@@ -43,44 +43,57 @@ def answers_file(work: Path, selector: str, cand: Candidate, salt: str = "") -> 
     return work / "answers" / folder / f"{cand.content_key}.json"
 
 
-def selector_answers(get_adapter: Callable[[], Any], name: str, cands: Sequence[Candidate],
-                     tasks: Sequence[CopyTask], work: Path, batch_size: int, progress: bool,
-                     salt: str = "", workers: int = 1) -> np.ndarray:
-    """(Q, 1 + C·S) top-1 answers of one selector on every copy, in
-    :func:`variants` order (the clean copy first); cached per question. The
-    copies of the questions not yet cached are made in memory by ``workers``
-    processes while the model answers; the model is loaded (``get_adapter()``)
-    only if some answer is not cached."""
+def selector_answers(selectors: Sequence[tuple[str, Callable[[], Any]]],
+                     cands: Sequence[Candidate], tasks: Sequence[CopyTask], work: Path,
+                     batch_size: int, progress: bool, salt: str = "",
+                     workers: int = 1) -> np.ndarray:
+    """(Q, M, 1 + C·S) top-1 answers of every selector (``(name, loader)``
+    pairs) on every copy, in :func:`variants` order (the clean copy first);
+    cached per selector and question.
+
+    The copies of a question not yet answered by every selector are made once,
+    in memory, by ``workers`` processes while the models answer, and shown to
+    all the selectors that still need them: the selectors are therefore loaded
+    together (each on first need; the paper's three 1-2B VLMs fit one GPU
+    together), and the pool is corrupted once, not once per selector."""
     from PIL import Image
     from tqdm import tqdm
 
     if len(tasks) != len(cands):
         raise ValueError("one CopyTask per candidate")
     copies = [f"{cor}-{sev}" for cor, sev in variants(tasks[0].corruptions, tasks[0].severities)]
-    out = np.zeros((len(cands), len(copies)), np.int64)
-    todo: list[int] = []
+    out = np.zeros((len(cands), len(selectors), len(copies)), np.int64)
+    missing: dict[int, list[int]] = {}
     for qi, c in enumerate(cands):
-        cached = load_predictions(answers_file(work, name, c, salt))
-        if cached is None or any(k not in cached for k in copies):
-            todo.append(qi)
-        else:
-            out[qi] = [int(cached[k]) for k in copies]
-    if not todo:
+        for mi, (name, _) in enumerate(selectors):
+            cached = load_predictions(answers_file(work, name, c, salt))
+            if cached is None or any(k not in cached for k in copies):
+                missing.setdefault(qi, []).append(mi)
+            else:
+                out[qi, mi] = [int(cached[k]) for k in copies]
+    if not missing:
         return out
-    adapter = get_adapter()
+    adapters: dict[int, Any] = {}
+    todo = sorted(missing)
     arrays = ordered_map(corrupt_copies, [tasks[qi] for qi in todo], workers)
-    for qi, imgs in tqdm(zip(todo, arrays, strict=True), total=len(todo), desc=f"κ: {name}",
+    names = ", ".join(n for n, _ in selectors)
+    for qi, imgs in tqdm(zip(todo, arrays, strict=True), total=len(todo), desc=f"κ: {names}",
                          unit="q", disable=not progress):
         c = cands[qi]
-        got: list[int] = []
-        for start in range(0, len(imgs), batch_size):
-            rows = [_row(c, Image.fromarray(a)) for a in imgs[start:start + batch_size]]
-            got += [top1(lg, len(c.options)) for lg in np.asarray(adapter.option_logits(rows))]
-        if len(got) != len(copies):
-            raise VlmrobustError(f"selector {name} returned {len(got)} answers for "
-                                 f"{len(copies)} copies of {c.key}; check the adapter")
-        save_predictions(answers_file(work, name, c, salt), dict(zip(copies, got, strict=True)))
-        out[qi] = got
+        rows = [_row(c, Image.fromarray(a)) for a in imgs]
+        for mi in missing[qi]:
+            name, load = selectors[mi]
+            if mi not in adapters:
+                adapters[mi] = load()
+            got: list[int] = []
+            for start in range(0, len(rows), batch_size):
+                logits = np.asarray(adapters[mi].option_logits(rows[start:start + batch_size]))
+                got += [top1(lg, len(c.options)) for lg in logits]
+            if len(got) != len(copies):
+                raise VlmrobustError(f"selector {name} returned {len(got)} answers for "
+                                     f"{len(copies)} copies of {c.key}; check the adapter")
+            save_predictions(answers_file(work, name, c, salt), dict(zip(copies, got, strict=True)))
+            out[qi, mi] = got
     return out
 
 
