@@ -14,7 +14,13 @@ import pytest
 from PIL import Image
 
 from vlmrobust.builders.bench_c.build import build, build_dataset, work_dir
-from vlmrobust.builders.bench_c.copies import copy_tasks, corrupt_copies, encode_copies, ordered_map
+from vlmrobust.builders.bench_c.copies import (
+    Workers,
+    copy_tasks,
+    corrupt_copies,
+    encode_copies,
+    ordered_map,
+)
 from vlmrobust.builders.bench_c.sources import load_source
 from vlmrobust.builders.bench_c.spec import parse_spec
 from vlmrobust.builders.corruptions import corrupt, to_rgb_array
@@ -353,6 +359,16 @@ def test_ordered_map_keeps_order_and_bounds_pending(tmp_path: Path) -> None:
     assert list(it) == list(range(1, 10))
     with pytest.raises(ValueError, match="workers must be >= 1, got 0"):
         list(ordered_map(abs, [1], workers=0))
+
+
+def test_workers_are_shared_by_the_stages() -> None:
+    with Workers(2) as workers:
+        assert list(workers.map(abs, [-1, -2])) == [1, 2]
+        first = workers._pool
+        assert first is not None
+        assert list(ordered_map(abs, [-3], workers)) == [3]
+        assert workers._pool is first  # the second stage reuses the warm workers
+    assert workers._pool is None
 
 
 def test_parallel_build_gives_the_same_dataset(tmp_path: Path) -> None:

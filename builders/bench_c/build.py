@@ -28,7 +28,7 @@ from vlmrobust.builders import card_meta
 from vlmrobust.builders.bench_c.audit import FILE as AUDIT_FILE
 from vlmrobust.builders.bench_c.audit import selection_table, summary, table_bytes
 from vlmrobust.builders.bench_c.card import render_card
-from vlmrobust.builders.bench_c.copies import copy_tasks, encode_copies, ordered_map
+from vlmrobust.builders.bench_c.copies import Workers, copy_tasks, encode_copies
 from vlmrobust.builders.bench_c.pool import balanced_pool
 from vlmrobust.builders.bench_c.scoring import (
     TextEmbedder,
@@ -155,104 +155,106 @@ def build_dataset(spec: BenchCSpec, selection: SelectionSpec, sources: Sequence[
                          per_source=selection.pool_per_source)
     if not pool:
         raise SourceError("the candidate pool is empty; check the sources")
-    work = work_dir(out)
-    work.mkdir(parents=True, exist_ok=True)
-    tasks = copy_tasks(pool, spec.corruptions, spec.severities, spec.seed, max_side)
+    # one pool for both stages: spawned workers take seconds to warm up
+    with Workers(options.workers) as workers:
+        work = work_dir(out)
+        work.mkdir(parents=True, exist_ok=True)
+        tasks = copy_tasks(pool, spec.corruptions, spec.severities, spec.seed, max_side)
 
-    # cached answers are keyed by selector, question content and what shapes the
-    # copies, so a changed source or selector recomputes exactly what it must
-    salt = json.dumps([spec.seed, max_side])
-    answers = selector_answers(
-        [(name, functools.partial(load, name)) for name in selection.selectors], pool, tasks,
-        work, selection.batch_size, options.progress, salt, options.workers)  # (Q, M, 1 + C·S)
-    kappas = kappa_metric(kappa_answers(answers, len(spec.corruptions), len(spec.severities)),
-                          np.array([len(c.options) for c in pool]))
+        # cached answers are keyed by selector, question content and what shapes the
+        # copies, so a changed source or selector recomputes exactly what it must
+        salt = json.dumps([spec.seed, max_side])
+        answers = selector_answers(
+            [(name, functools.partial(load, name)) for name in selection.selectors], pool, tasks,
+            work, selection.batch_size, options.progress, salt, workers)  # (Q, M, 1 + C·S)
+        kappas = kappa_metric(kappa_answers(answers, len(spec.corruptions), len(spec.severities)),
+                              np.array([len(c.options) for c in pool]))
 
-    img = image_embeddings(load(selection.image_embedder), tasks, selection.batch_size)
-    txt = (text_embedder or minilm_embedder(options.device))([question_text(c) for c in pool])
-    picked = greedy_select(kappas, [img, txt], selection.alpha_kappa, selection.alpha_diversity)
-    kept = list(picked.kept)[: selection.max_questions]
-    if not kept:
-        raise VlmrobustError(
-            "no question was kept: every candidate has κ = 0 (the selectors never change "
-            "their answer with severity); enlarge the pool or change selectors")
-    copies = [f"{c}-{s}" for c, s in variants(spec.corruptions, spec.severities)]
-    audit = selection_table(pool, kappas, answers, selection.selectors, picked, kept, copies,
-                            {"alpha_kappa": selection.alpha_kappa,
-                             "alpha_diversity": selection.alpha_diversity,
-                             "threshold": picked.threshold})
-    audit_bytes = table_bytes(audit)
-    audit_summary = summary(audit)
+        img = image_embeddings(load(selection.image_embedder), tasks, selection.batch_size)
+        txt = (text_embedder or minilm_embedder(options.device))([question_text(c) for c in pool])
+        picked = greedy_select(kappas, [img, txt], selection.alpha_kappa, selection.alpha_diversity)
+        kept = list(picked.kept)[: selection.max_questions]
+        if not kept:
+            raise VlmrobustError(
+                "no question was kept: every candidate has κ = 0 (the selectors never change "
+                "their answer with severity); enlarge the pool or change selectors")
+        copies = [f"{c}-{s}" for c, s in variants(spec.corruptions, spec.severities)]
+        audit = selection_table(pool, kappas, answers, selection.selectors, picked, kept, copies,
+                                {"alpha_kappa": selection.alpha_kappa,
+                                 "alpha_diversity": selection.alpha_diversity,
+                                 "threshold": picked.threshold})
+        audit_bytes = table_bytes(audit)
+        audit_summary = summary(audit)
 
-    chosen = [pool[i] for i in kept]
-    image_sha: dict[str, str] = {}
+        chosen = [pool[i] for i in kept]
+        image_sha: dict[str, str] = {}
 
-    def rows() -> Iterator[dict[str, Any]]:
-        from tqdm import tqdm
+        def rows() -> Iterator[dict[str, Any]]:
+            from tqdm import tqdm
 
-        # only now, and only for the kept questions, are copies encoded: in
-        # worker processes, streamed into the dataset's shards
-        pngs = ordered_map(encode_copies, [tasks[i] for i in kept], options.workers)
-        for i, datas in tqdm(zip(kept, pngs, strict=True), total=len(kept),
-                             desc="writing bench-c", unit="q", disable=not options.progress):
-            c = pool[i]
-            for (cor, sev), (data, sha) in zip(variants(spec.corruptions, spec.severities),
-                                               datas, strict=True):
-                rid = f"{c.key}/{cor}/{sev}"
-                image_sha[rid] = sha
-                yield _row(c, rid, data, cor, sev, float(kappas[i]), with_ids)
+            # only now, and only for the kept questions, are copies encoded: in
+            # worker processes, streamed into the dataset's shards
+            pngs = workers.map(encode_copies, [tasks[i] for i in kept])
+            for i, datas in tqdm(zip(kept, pngs, strict=True), total=len(kept),
+                                 desc="writing bench-c", unit="q", disable=not options.progress):
+                c = pool[i]
+                for (cor, sev), (data, sha) in zip(variants(spec.corruptions, spec.severities),
+                                                   datas, strict=True):
+                    rid = f"{c.key}/{cor}/{sev}"
+                    image_sha[rid] = sha
+                    yield _row(c, rid, data, cor, sev, float(kappas[i]), with_ids)
 
-    pool_counts = Counter(f"{c.source}/{c.category}" for c in pool)
-    top = int(np.argmax(kappas))
-    card = render_card(spec, selection, audit=audit_summary, threshold=picked.threshold,
-                       top_pick=(pool[top].key, float(kappas[top]), top in kept),
-                       n_picked=len(picked.picked),
-                       sources=[s.spec.name for s in sources], sample=options.sample)
-    extra: dict[str, Any] = {
-        "corruptions": list(spec.corruptions),
-        "severities": list(spec.severities),
-        "max_side": max_side,
-        "corruption_engine": "vlmrobust.builders.corruptions (ImageNet-C parameters of "
-                             "imagecorruptions 1.1.2)",
-        "seeds": {"seed": spec.seed,
-                  "per_image": "numpy.random.default_rng(first 8 bytes of sha256 of JSON "
-                               "[seed, 'source/source_id', corruption, severity], big-endian)"},
-        "selection": {
-            "selectors": list(selection.selectors),
-            "image_embedder": selection.image_embedder,
-            "text_embedder": selection.text_embedder,
-            "alpha_kappa": selection.alpha_kappa,
-            "alpha_diversity": selection.alpha_diversity,
-            "pool_per_category": selection.pool_per_category,
-            "pool_per_source": selection.pool_per_source,
-            "max_questions": selection.max_questions,
-            "pool": dict(sorted(pool_counts.items())),
-            "picked": [pool[i].key for i in picked.picked],
-            "scores": [round(s, 6) for s in picked.scores],
-            "threshold": round(picked.threshold, 6),
-            "kept": [c.key for c in chosen],
-            "kappa": {c.key: round(float(kappas[i]), 6) for i, c in enumerate(pool)},
-            "table": AUDIT_FILE,
-            "table_sha256": hashlib.sha256(audit_bytes).hexdigest(),
-            "summary": audit_summary,
-        },
-        # filled while the rows stream; write_dataset reads extra only after them
-        "image_sha256": image_sha,
-    }
-    info = BuildInfo(FAMILY, spec.version, spec.seed,
-                     {s.spec.name: s.fingerprint for s in sources}, extra, options.sample)
-    feats = features(with_ids, spec.corruptions)
-    manifest = write_dataset(out, configs={"default": rows()}, features=feats,
-                             card=card, info=info,
-                             card_header=card_meta.header(
-                                 FAMILY, sample=options.sample, features=feats,
-                                 source_datasets=[f"extended|{s.spec.name}" for s in sources]))
-    # beside the data, outside the README's configs (load_dataset never reads it);
-    # the manifest already holds its sha256
-    write_bytes_atomic(out / AUDIT_FILE, audit_bytes)
-    if not keep_work:
-        shutil.rmtree(work, ignore_errors=True)
-    return manifest
+        pool_counts = Counter(f"{c.source}/{c.category}" for c in pool)
+        top = int(np.argmax(kappas))
+        card = render_card(spec, selection, audit=audit_summary, threshold=picked.threshold,
+                           top_pick=(pool[top].key, float(kappas[top]), top in kept),
+                           n_picked=len(picked.picked),
+                           sources=[s.spec.name for s in sources], sample=options.sample)
+        extra: dict[str, Any] = {
+            "corruptions": list(spec.corruptions),
+            "severities": list(spec.severities),
+            "max_side": max_side,
+            "corruption_engine": "vlmrobust.builders.corruptions (ImageNet-C parameters of "
+                                 "imagecorruptions 1.1.2)",
+            "seeds": {"seed": spec.seed,
+                      "per_image": "numpy.random.default_rng(first 8 bytes of sha256 of JSON "
+                                   "[seed, 'source/source_id', corruption, severity], big-endian)"},
+            "selection": {
+                "selectors": list(selection.selectors),
+                "image_embedder": selection.image_embedder,
+                "text_embedder": selection.text_embedder,
+                "alpha_kappa": selection.alpha_kappa,
+                "alpha_diversity": selection.alpha_diversity,
+                "pool_per_category": selection.pool_per_category,
+                "pool_per_source": selection.pool_per_source,
+                "max_questions": selection.max_questions,
+                "pool": dict(sorted(pool_counts.items())),
+                "picked": [pool[i].key for i in picked.picked],
+                "scores": [round(s, 6) for s in picked.scores],
+                "threshold": round(picked.threshold, 6),
+                "kept": [c.key for c in chosen],
+                "kappa": {c.key: round(float(kappas[i]), 6) for i, c in enumerate(pool)},
+                "table": AUDIT_FILE,
+                "table_sha256": hashlib.sha256(audit_bytes).hexdigest(),
+                "summary": audit_summary,
+            },
+            # filled while the rows stream; write_dataset reads extra only after them
+            "image_sha256": image_sha,
+        }
+        info = BuildInfo(FAMILY, spec.version, spec.seed,
+                         {s.spec.name: s.fingerprint for s in sources}, extra, options.sample)
+        feats = features(with_ids, spec.corruptions)
+        manifest = write_dataset(out, configs={"default": rows()}, features=feats,
+                                 card=card, info=info,
+                                 card_header=card_meta.header(
+                                     FAMILY, sample=options.sample, features=feats,
+                                     source_datasets=[f"extended|{s.spec.name}" for s in sources]))
+        # beside the data, outside the README's configs (load_dataset never reads it);
+        # the manifest already holds its sha256
+        write_bytes_atomic(out / AUDIT_FILE, audit_bytes)
+        if not keep_work:
+            shutil.rmtree(work, ignore_errors=True)
+        return manifest
 
 
 def _row(c: Candidate, rid: str, data: bytes, cor: str, sev: int, kappa: float,

@@ -81,36 +81,68 @@ def _init_worker() -> None:
     cv2.setNumThreads(1)
 
 
-def ordered_map(fn: Callable[[T], R], items: Iterable[T], workers: int = 1) -> Iterator[R]:
-    """``map(fn, items)`` in order, over ``workers`` processes (in this process
-    when ``workers`` is 1), with at most ``2 × workers`` results pending, so a
-    slow consumer never makes results pile up in memory. ``fn`` must be a
-    module-level function (it is sent to spawned processes by name).
+class Workers:
+    """A process pool shared by a build's stages, started on first use (a
+    spawned worker takes seconds to import and warm the corruption kernels, so
+    the selection and writing stages reuse the same ones). ``n == 1`` runs in
+    this process."""
 
-    >>> list(ordered_map(abs, [-2, 3, -1]))
-    [2, 3, 1]
-    """
-    if workers < 1:
-        raise ValueError(f"workers must be >= 1, got {workers}")
-    if workers == 1:
-        yield from map(fn, items)
-        return
-    import multiprocessing
+    def __init__(self, n: int) -> None:
+        if n < 1:
+            raise ValueError(f"workers must be >= 1, got {n}")
+        self.n = n
+        self._pool: ProcessPoolExecutor | None = None
 
-    # spawn: the parent may hold torch/OpenMP threads that fork would copy broken
-    ctx = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init_worker) as pool:
+    def map(self, fn: Callable[[T], R], items: Iterable[T]) -> Iterator[R]:
+        """``map(fn, items)`` in order, with at most ``2 × n`` results pending,
+        so a slow consumer never makes results pile up in memory. ``fn`` must
+        be a module-level function (it is sent to the workers by name)."""
+        if self.n == 1:
+            yield from map(fn, items)
+            return
+        if self._pool is None:
+            import multiprocessing
+
+            # spawn: the parent may hold torch/OpenMP threads that fork would copy broken
+            self._pool = ProcessPoolExecutor(self.n, mp_context=multiprocessing.get_context("spawn"),
+                                             initializer=_init_worker)
         pending: deque[Future[R]] = deque()
         try:
             for item in items:
-                pending.append(pool.submit(fn, item))
-                if len(pending) >= 2 * workers:
+                pending.append(self._pool.submit(fn, item))
+                if len(pending) >= 2 * self.n:
                     yield pending.popleft().result()
             while pending:
                 yield pending.popleft().result()
         finally:
             for fut in pending:  # a consumer that stopped early (or was killed)
                 fut.cancel()
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(cancel_futures=True)
+            self._pool = None
+
+    def __enter__(self) -> Workers:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def ordered_map(fn: Callable[[T], R], items: Iterable[T], workers: int | Workers = 1
+                ) -> Iterator[R]:
+    """``map(fn, items)`` in order over ``workers`` (a count: a pool for this
+    call only; or a shared :class:`Workers`).
+
+    >>> list(ordered_map(abs, [-2, 3, -1]))
+    [2, 3, 1]
+    """
+    if isinstance(workers, Workers):
+        yield from workers.map(fn, items)
+        return
+    with Workers(workers) as pool:
+        yield from pool.map(fn, items)
 
 
 def copy_tasks(cands: Sequence[Candidate], corruptions: Sequence[str],

@@ -10,7 +10,13 @@ from typing import Any
 
 import numpy as np
 
-from vlmrobust.builders.bench_c.copies import CopyTask, clean_array, corrupt_copies, ordered_map
+from vlmrobust.builders.bench_c.copies import (
+    CopyTask,
+    Workers,
+    clean_array,
+    corrupt_copies,
+    ordered_map,
+)
 from vlmrobust.builders.bench_c.sources import Candidate
 from vlmrobust.builders.bench_c.work import load_predictions, save_predictions, variants
 from vlmrobust.core.errors import VlmrobustError
@@ -46,7 +52,7 @@ def answers_file(work: Path, selector: str, cand: Candidate, salt: str = "") -> 
 def selector_answers(selectors: Sequence[tuple[str, Callable[[], Any]]],
                      cands: Sequence[Candidate], tasks: Sequence[CopyTask], work: Path,
                      batch_size: int, progress: bool, salt: str = "",
-                     workers: int = 1) -> np.ndarray:
+                     workers: int | Workers = 1) -> np.ndarray:
     """(Q, M, 1 + C·S) top-1 answers of every selector (``(name, loader)``
     pairs) on every copy, in :func:`variants` order (the clean copy first);
     cached per selector and question.
