@@ -218,37 +218,76 @@ def test_sixteen_bit_and_premultiplied_modes() -> None:
     (False, [(1.0, c) for c in (0.1, 0.2, 0.3, 0.4, 0.5)]),
     (True, [(0.3, 0.0), (0.1, 0.0), (2.0, 0.0), (5.0, 0.1), (20.0, 0.2)]),
 ])
-def test_hsv_kernels_equal_scikit_images_float64_round_trip(saturation: bool,
-                                                             settings: list) -> None:
-    """The float32 fast path plus its exact redo must give scikit-image's pixels
-    exactly, on random colours and on the cases where rounding decides (greys,
-    ties at the maximum or minimum, black, white)."""
+def test_hsv_kernel_equals_scikit_images_float64_round_trip(saturation: bool,
+                                                            settings: list) -> None:
+    """The sorted-channel kernel must give scikit-image's pixels exactly, on
+    random colours, on every red-green pair at five blue levels, and on the
+    cases where rounding or the sector decides (greys, ties at the maximum or
+    minimum, black, white)."""
     import skimage.color
 
-    from vlmrobust.builders.corruptions import kernels
+    from vlmrobust.builders.corruptions import hsv
 
     rng = np.random.default_rng(17)
     colours = [rng.integers(0, 256, (20000, 3))]
     levels = np.arange(256)
     colours.append(np.stack([levels] * 3, axis=1))  # greys
+    for blue in (0, 1, 128, 254, 255):
+        red, green = np.meshgrid(levels, levels, indexing="ij")
+        colours.append(np.stack([red.ravel(), green.ravel(), np.full(red.size, blue)], axis=1))
     a, b = rng.integers(0, 256, (2, 4000))
     for order in ((0, 0, 1), (0, 1, 0), (1, 0, 0), (0, 1, 1), (1, 0, 1), (1, 1, 0)):
         colours.append(np.stack([np.where(np.array(order) == 0, hi, lo)
                                  for hi, lo in zip(np.maximum(a, b), np.minimum(a, b), strict=True)]))
     img = np.concatenate(colours).astype(np.uint8).reshape(1, -1, 3)
     for gain, offset in settings:
-        hsv = skimage.color.rgb2hsv(img / 255.0)
+        ref_hsv = skimage.color.rgb2hsv(img / 255.0)
         if saturation:
-            hsv[..., 1] = np.clip(hsv[..., 1] * gain + offset, 0, 1)
+            ref_hsv[..., 1] = np.clip(ref_hsv[..., 1] * gain + offset, 0, 1)
         else:
-            hsv[..., 2] = np.clip(hsv[..., 2] + offset, 0, 1)
-        expected = np.uint8(np.clip(skimage.color.hsv2rgb(hsv), 0, 1) * 255)
-        ours = kernels.hsv_adjust(img, saturation=saturation, gain=gain, offset=offset)
+            ref_hsv[..., 2] = np.clip(ref_hsv[..., 2] + offset, 0, 1)
+        expected = np.uint8(np.clip(skimage.color.hsv2rgb(ref_hsv), 0, 1) * 255)
+        ours = hsv.hsv_adjust(img, saturation=saturation, gain=gain, offset=offset)
         assert np.array_equal(ours, expected), (gain, offset, int((ours != expected).sum()))
+        # any shape and memory layout (the kernel works on planar copies)
+        tile = img[0, :4 * 37 * 5].reshape(4 * 5, 37, 3)[::-1, :, :]
+        assert np.array_equal(hsv.hsv_adjust(tile, saturation=saturation, gain=gain, offset=offset),
+                              expected[0, :4 * 37 * 5].reshape(4 * 5, 37, 3)[::-1])
+
+
+def test_fma_divisions_are_correctly_rounded_on_the_kernels_whole_domain() -> None:
+    """hsv.div_exact replaces the reference's divisions by 255 and by 6. It must
+    equal true division for every byte / 255 and for every hue numerator
+    base ± (mid − min)/(max − min) that sorted bytes produce."""
+    import numba
+
+    from vlmrobust.builders.corruptions import hsv
+
+    @numba.njit
+    def mismatches() -> int:  # pragma: no cover - compiled
+        bad = 0
+        tab = np.empty(256)
+        for i in range(256):
+            tab[i] = i / 255.0
+            bad += hsv.div_exact(np.float64(i), 255.0, 1.0 / 255.0) != tab[i]
+        for mx in range(256):
+            for mn in range(mx + 1):
+                delta = tab[mx] - tab[mn]
+                for md in range(mn, mx + 1):
+                    z = (tab[md] - tab[mn]) / (delta if mx > mn else 1.0)
+                    for base in (0.0, 2.0, 4.0):
+                        for x in (base + z, base - z):
+                            bad += hsv.div_exact(x, 6.0, 1.0 / 6.0) != x / 6.0
+        return bad
+
+    assert mismatches() == 0
+    # and the identity is not vacuous: the plain product is off for some bytes
+    ints = np.arange(256.0)
+    assert (ints * (1.0 / 255.0) != ints / 255.0).any()
 
 
 def test_saturation_keeps_every_byte_of_the_maximum() -> None:
-    """The fast saturation path writes max(R, G, B) unchanged for the channel
+    """The saturation kernel writes max(R, G, B) unchanged for the channel
     holding V; that is what uint8(clip(m/255)·255) gives for every byte."""
     m = np.arange(256)
     assert np.array_equal(np.uint8(np.clip(m / 255.0, 0, 1) * 255), m)

@@ -11,7 +11,7 @@ import numpy as np
 from PIL import Image
 from scipy import ndimage
 
-from vlmrobust.builders.corruptions import kernels
+from vlmrobust.builders.corruptions import hsv
 from vlmrobust.builders.corruptions.draws import Draws
 
 BRIGHTNESS = (0.1, 0.2, 0.3, 0.4, 0.5)
@@ -23,8 +23,9 @@ ELASTIC_ALPHA = tuple(250 * a for a in (0.05, 0.065, 0.085, 0.1, 0.12))
 
 
 def brightness(x: np.ndarray, severity: int, draws: Draws) -> np.ndarray:
-    """V += c in HSV (float64, as the reference), without the HSV round trip."""
-    return kernels.hsv_adjust(x, saturation=False, gain=1.0, offset=BRIGHTNESS[severity - 1])
+    """V = clip(V + c) in HSV, byte for byte the reference's float64 round trip
+    (``hsv.py``: V, p and the middle channel only)."""
+    return hsv.hsv_adjust(x, saturation=False, gain=1.0, offset=BRIGHTNESS[severity - 1])
 
 
 def contrast(x: np.ndarray, severity: int, draws: Draws) -> np.ndarray:
@@ -38,9 +39,13 @@ def contrast(x: np.ndarray, severity: int, draws: Draws) -> np.ndarray:
 
 
 def saturate(x: np.ndarray, severity: int, draws: Draws) -> np.ndarray:
-    """S = S·gain + offset in HSV, without the HSV round trip."""
+    """S = clip(S·gain + offset) in HSV, byte for byte the reference's float64
+    round trip: float64 throughout, because the new channel values land
+    exactly on integers for many pixels (all of them at gain 2) and there the
+    reference's own roundings decide the byte; ``hsv.py`` repeats them for V,
+    p and the middle channel only."""
     gain, offset = SATURATE[severity - 1]
-    return kernels.hsv_adjust(x, saturation=True, gain=gain, offset=offset)
+    return hsv.hsv_adjust(x, saturation=True, gain=gain, offset=offset)
 
 
 def jpeg_compression(x: np.ndarray, severity: int, draws: Draws) -> np.ndarray:
