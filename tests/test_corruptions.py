@@ -256,12 +256,12 @@ def test_hsv_kernel_equals_scikit_images_float64_round_trip(saturation: bool,
 
 
 def test_fma_divisions_are_correctly_rounded_on_the_kernels_whole_domain() -> None:
-    """hsv.div_exact replaces the reference's divisions by 255 and by 6. It must
+    """kernels.div_exact replaces the reference's divisions by 255 and by 6. It must
     equal true division for every byte / 255 and for every hue numerator
     base ± (mid − min)/(max − min) that sorted bytes produce."""
     import numba
 
-    from vlmrobust.builders.corruptions import hsv
+    from vlmrobust.builders.corruptions import kernels
 
     @numba.njit
     def mismatches() -> int:  # pragma: no cover - compiled
@@ -269,7 +269,7 @@ def test_fma_divisions_are_correctly_rounded_on_the_kernels_whole_domain() -> No
         tab = np.empty(256)
         for i in range(256):
             tab[i] = i / 255.0
-            bad += hsv.div_exact(np.float64(i), 255.0, 1.0 / 255.0) != tab[i]
+            bad += kernels.div_exact(np.float64(i), 255.0, 1.0 / 255.0) != tab[i]
         for mx in range(256):
             for mn in range(mx + 1):
                 delta = tab[mx] - tab[mn]
@@ -277,7 +277,7 @@ def test_fma_divisions_are_correctly_rounded_on_the_kernels_whole_domain() -> No
                     z = (tab[md] - tab[mn]) / (delta if mx > mn else 1.0)
                     for base in (0.0, 2.0, 4.0):
                         for x in (base + z, base - z):
-                            bad += hsv.div_exact(x, 6.0, 1.0 / 6.0) != x / 6.0
+                            bad += kernels.div_exact(x, 6.0, 1.0 / 6.0) != x / 6.0
         return bad
 
     assert mismatches() == 0
@@ -293,22 +293,49 @@ def test_saturation_keeps_every_byte_of_the_maximum() -> None:
     assert np.array_equal(np.uint8(np.clip(m / 255.0, 0, 1) * 255), m)
 
 
-def test_opencv_gaussian_matches_scipy() -> None:
+def test_gaussian_is_scipys_arithmetic_bit_for_bit() -> None:
+    """float64 filtering repeats scipy's correlate1d operation for operation, so
+    the results are identical (both borders, kernels longer than the image,
+    channels); float32 (OpenCV) stays within float32 rounding."""
     from scipy import ndimage
 
-    from vlmrobust.builders.corruptions import filters
+    from vlmrobust.builders.corruptions import filters, kernels
 
     rng = np.random.default_rng(3)
-    noise = rng.normal(size=(61, 47))
-    for mode in ("nearest", "reflect"):
-        for sigma in (0.7, 2.0, 6.0):
-            ours = filters.gaussian(noise, sigma, channels=False, mode=mode)
-            ref = ndimage.gaussian_filter(noise, sigma, mode=mode, truncate=4.0)
-            assert np.abs(ours - ref).max() < 1e-12, (mode, sigma)
+    for shape in ((61, 47), (9, 5), (1, 30)):
+        noise = rng.normal(size=shape)
+        for mode in ("nearest", "reflect"):
+            for sigma in (0.7, 2.0, 6.0):
+                ours = filters.gaussian(noise, sigma, channels=False, mode=mode)
+                ref = ndimage.gaussian_filter(noise, sigma, mode=mode, truncate=4.0)
+                assert np.array_equal(ours, ref), (shape, mode, sigma)
     img = natural(33, 29)
-    ours = filters.gaussian(img / 255.0, 3.0, channels=True)
-    ref = ndimage.gaussian_filter(img / 255.0, [3.0, 3.0, 0.0], mode="nearest", truncate=4.0)
-    assert np.abs(ours - ref).max() < 1e-12
+    unit = kernels.unit(img)
+    assert np.array_equal(unit, img / 255.0)
+    for sigma in (1.0, 3.0):
+        ours = filters.gaussian(unit, sigma, channels=True)
+        ref = ndimage.gaussian_filter(img / 255.0, [sigma, sigma, 0.0], mode="nearest",
+                                      truncate=4.0)
+        assert np.array_equal(ours, ref)
+    f32 = filters.gaussian(noise.astype(np.float32), 2.0, channels=False)
+    ref32 = ndimage.gaussian_filter(noise, 2.0, mode="nearest", truncate=4.0)
+    assert f32.dtype == np.float32 and np.abs(f32 - ref32).max() < 1e-5
+
+
+def test_plasma_is_the_reference_fractal_and_fog_its_pixels() -> None:
+    """The compiled diamond-square consumes the reference's draws in its order
+    and gives its map exactly; fog built on it gives the reference's bytes."""
+    from vlmrobust.builders.corruptions import weather
+
+    ref_module = load_reference()
+    for size, decay in ((256, 1.7), (64, 2.0), (4, 1.4)):
+        np.random.seed(11)
+        expected = ref_module.corruptions.plasma_fractal(mapsize=size, wibbledecay=decay)
+        assert np.array_equal(weather.plasma(size, decay, LegacyDraws(11)), expected), size
+    img = natural(50, 70)
+    for severity in SEVERITIES:
+        ours = apply_corruption(img, "fog", severity, LegacyDraws(7))
+        assert np.array_equal(ours, reference_corrupt(img, "fog", severity, 7)), severity
 
 
 def test_motion_blur_taps_equal_a_loop_of_replicated_shifts() -> None:

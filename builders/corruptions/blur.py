@@ -40,8 +40,10 @@ def defocus_blur(x: np.ndarray, severity: int, draws: Draws) -> np.ndarray:
 
 
 def gaussian_blur(x: np.ndarray, severity: int, draws: Draws) -> np.ndarray:
-    out = filters.gaussian(x, GAUSSIAN_SIGMA[severity - 1], channels=True)
-    return kernels.finish(out, 1 / 255)
+    """scipy's Gaussian filter of x/255 in its own arithmetic: the reference's
+    pixels exactly."""
+    return kernels.finish(filters.gaussian(kernels.unit(x), GAUSSIAN_SIGMA[severity - 1],
+                                           channels=True))
 
 
 def motion_blur(x: np.ndarray, severity: int, draws: Draws) -> np.ndarray:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from vlmrobust.builders.corruptions import kernels
 from vlmrobust.builders.corruptions.draws import Draws
 from vlmrobust.builders.corruptions.filters import gaussian
 
@@ -36,10 +37,10 @@ def _scramble(img: np.ndarray, shifts: np.ndarray, reach: int) -> None:  # pragm
 
 def glass_blur(x: np.ndarray, severity: int, draws: Draws) -> np.ndarray:
     sigma, reach, iterations = GLASS[severity - 1]
-    img = (gaussian(x / 255.0, sigma, channels=True) * 255).astype(np.uint8)
+    img = (gaussian(kernels.unit(x), sigma, channels=True) * 255).astype(np.uint8)
     rows = max(0, x.shape[0] - 2 * reach)
     cols = max(0, x.shape[1] - 2 * reach)
     shifts = np.asarray(draws.integers(-reach, reach, size=(iterations, rows, cols, 2)),
                         dtype=np.int64)
     _scramble(img, shifts, reach)
-    return np.clip(gaussian(img / 255.0, sigma, channels=True), 0, 1) * 255
+    return kernels.finish(gaussian(kernels.unit(img), sigma, channels=True))

@@ -12,46 +12,21 @@ only, and places the three results. Every operation whose rounding decides a
 byte is the reference's own float64 operation; the two divisions by
 constants (by 255 and by 6) are a multiplication plus one fused
 multiply-add correction, which gives the correctly rounded quotient for every
-input the kernel sees (checked exhaustively in the tests).
+input the kernel sees (checked exhaustively in the tests). Float32 would be
+faster and right for most pixels, but the new values land exactly on integers
+for many of them (all of them at saturate's gain 2), and there only the
+reference's own float64 roundings give its byte.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 import cv2
 import numba
 import numpy as np
-from llvmlite import ir
-from numba import types
-from numba.extending import intrinsic
 
-_INV255 = 1.0 / 255.0
+from vlmrobust.builders.corruptions.kernels import INV255, div_exact
+
 _INV6 = 1.0 / 6.0
-
-
-def _fma_typer(typingctx: Any, a: Any, b: Any, c: Any) -> Any:  # pragma: no cover - compiled
-    """a·b + c with one rounding (LLVM's fma, a single instruction here)."""
-    sig = types.float64(types.float64, types.float64, types.float64)
-
-    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
-        d = ir.DoubleType()
-        fn = builder.module.declare_intrinsic("llvm.fma", [d], ir.FunctionType(d, [d, d, d]))
-        return builder.call(fn, args)
-
-    return sig, codegen
-
-
-# called from compiled code as _fma(a, b, c); numba supplies the typing context
-_fma: Any = intrinsic(_fma_typer)
-
-
-@numba.njit(cache=True, nogil=True, inline="always")
-def div_exact(x: float, c: float, inv: float) -> float:  # pragma: no cover - compiled
-    """x / c correctly rounded, from q = x·(1/c) and the exact remainder
-    x − q·c (Markstein): a division costs as much as the rest of the kernel."""
-    q = x * inv
-    return _fma(_fma(-q, c, x), inv, q)
 
 
 # nnan/ninf/nsz only let min/max and compares skip NaN handling (no NaN or
@@ -68,9 +43,9 @@ def _hsv_kernel(R: np.ndarray, G: np.ndarray, B: np.ndarray, saturation: bool, g
         mx = max(r, g, b)
         mn = min(r, g, b)
         md = max(min(r, g), min(max(r, g), b))
-        v = div_exact(np.float64(mx), 255.0, _INV255)
-        m = div_exact(np.float64(mn), 255.0, _INV255)
-        d = div_exact(np.float64(md), 255.0, _INV255)
+        v = div_exact(np.float64(mx), 255.0, INV255)
+        m = div_exact(np.float64(mn), 255.0, INV255)
+        d = div_exact(np.float64(md), 255.0, INV255)
         grey = mx == mn
         delta = v - m
         s = 0.0 if grey else delta / (1.0 if grey else v)

@@ -2,13 +2,59 @@
 
 ``to_uint8`` fuses the reference's ``np.uint8(np.clip(y, 0, 1) * 255)`` tail
 into one pass; the noise tails fuse their float64 operations likewise.
-(Brightness and saturate live in ``hsv.py``.)
+``div_exact`` divides by a constant without a division instruction, with the
+quotient's rounding unchanged. (Brightness and saturate live in ``hsv.py``.)
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 import numba
 import numpy as np
+from llvmlite import ir
+from numba import types
+from numba.extending import intrinsic
+
+INV255 = 1.0 / 255.0
+
+
+def _fma_typer(typingctx: Any, a: Any, b: Any, c: Any) -> Any:  # pragma: no cover - compiled
+    """a·b + c with one rounding (LLVM's fma, a single instruction here)."""
+    sig = types.float64(types.float64, types.float64, types.float64)
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        d = ir.DoubleType()
+        fn = builder.module.declare_intrinsic("llvm.fma", [d], ir.FunctionType(d, [d, d, d]))
+        return builder.call(fn, args)
+
+    return sig, codegen
+
+
+# called from compiled code as _fma(a, b, c); numba supplies the typing context
+_fma: Any = intrinsic(_fma_typer)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def div_exact(x: float, c: float, inv: float) -> float:  # pragma: no cover - compiled
+    """x / c correctly rounded, from q = x·(1/c) and the exact remainder
+    x − q·c (Markstein): a division costs as much as the rest of the kernel."""
+    q = x * inv
+    return _fma(_fma(-q, c, x), inv, q)
+
+
+@numba.njit(cache=True, nogil=True)
+def _unit(x: np.ndarray, out: np.ndarray) -> None:  # pragma: no cover
+    for i in range(x.shape[0]):
+        out[i] = div_exact(np.float64(x[i]), 255.0, INV255)
+
+
+def unit(x: np.ndarray) -> np.ndarray:
+    """``x / 255.0`` for uint8 ``x`` (float64, bit for bit numpy's), vectorised."""
+    x = np.ascontiguousarray(x)
+    out = np.empty(x.shape, np.float64)
+    _unit(x.reshape(-1), out.reshape(-1))
+    return out
 
 
 @numba.njit(cache=True, nogil=True)

@@ -12,7 +12,7 @@ import cv2
 import numba
 import numpy as np
 
-from vlmrobust.builders.corruptions import filters
+from vlmrobust.builders.corruptions import filters, kernels
 from vlmrobust.builders.corruptions.draws import Draws
 from vlmrobust.core.errors import VlmrobustError
 
@@ -45,26 +45,60 @@ def plasma(size: int, decay: float, draws: Draws) -> np.ndarray:
     [0, 1]. Each new point is the mean of its 4 neighbours plus uniform noise
     of amplitude w² (w starts at 100 and is divided by ``decay`` per level);
     draws per level: square centres, then edge points on corner rows, then on
-    centre rows."""
-    grid = np.zeros((size, size), np.float64)
+    centre rows. The draws come first (the arithmetic takes none), then one
+    compiled pass does the reference's float64 operations in its order."""
+    amps: list[float] = []
+    noise: list[np.ndarray] = []
     step, amp = size, 100.0
     while step >= 2:
-        half = step // 2
-        corners = grid[0:size:step, 0:size:step]
-        around = corners + np.roll(corners, -1, axis=0)
-        around = around + np.roll(around, -1, axis=1)
-        grid[half:size:step, half:size:step] = around / 4 + amp * draws.uniform(
-            -amp, amp, around.shape)
-        centres = grid[half:size:step, half:size:step]
-        corners = grid[0:size:step, 0:size:step]
-        top = centres + np.roll(centres, 1, axis=0) + corners + np.roll(corners, -1, axis=1)
-        grid[0:size:step, half:size:step] = top / 4 + amp * draws.uniform(-amp, amp, top.shape)
-        left = centres + np.roll(centres, 1, axis=1) + corners + np.roll(corners, -1, axis=0)
-        grid[half:size:step, 0:size:step] = left / 4 + amp * draws.uniform(-amp, amp, left.shape)
+        n = size // step
+        amps.append(amp)
+        noise.extend(np.asarray(draws.uniform(-amp, amp, (n, n)), np.float64).reshape(-1)
+                     for _ in range(3))
         step //= 2
         amp /= decay
+    grid = np.zeros((size, size), np.float64)
+    _diamond_square(np.array(amps), np.concatenate(noise), grid)
     grid -= grid.min()
     return grid / grid.max()
+
+
+@numba.njit(cache=True, nogil=True)
+def _diamond_square(amps: np.ndarray, noise: np.ndarray, grid: np.ndarray) -> None:  # pragma: no cover
+    """The reference's numpy rolls as index arithmetic: per level with corners
+    K (every step-th point) and centres C, C = ((K[i,j] + K[i+1,j]) +
+    (K[i,j+1] + K[i+1,j+1]))/4 + amp·u, then the edge points
+    ((C[i,j] + C[i−1,j]) + (K[i,j] + K[i,j+1]))/4 + amp·u on corner rows and
+    ((C[i,j] + C[i,j−1]) + (K[i,j] + K[i+1,j]))/4 + amp·u on centre rows,
+    indices modulo the level's side."""
+    size = grid.shape[0]
+    step = size
+    at = 0
+    for amp in amps:
+        half = step // 2
+        n = size // step
+        for i in range(n):
+            y, y1 = i * step, ((i + 1) % n) * step
+            for j in range(n):
+                x, x1 = j * step, ((j + 1) % n) * step
+                around = (grid[y, x] + grid[y1, x]) + (grid[y, x1] + grid[y1, x1])
+                grid[y + half, x + half] = around / 4 + amp * noise[at + i * n + j]
+        at += n * n
+        for i in range(n):
+            y, y0 = i * step, ((i - 1) % n) * step
+            for j in range(n):
+                x, x1 = j * step, ((j + 1) % n) * step
+                top = (grid[y + half, x + half] + grid[y0 + half, x + half]) + (grid[y, x] + grid[y, x1])
+                grid[y, x + half] = top / 4 + amp * noise[at + i * n + j]
+        at += n * n
+        for i in range(n):
+            y, y1 = i * step, ((i + 1) % n) * step
+            for j in range(n):
+                x, x0 = j * step, ((j - 1) % n) * step
+                left = (grid[y + half, x + half] + grid[y + half, x0 + half]) + (grid[y, x] + grid[y1, x])
+                grid[y + half, x] = left / 4 + amp * noise[at + i * n + j]
+        at += n * n
+        step = half
 
 
 def fog(x: np.ndarray, severity: int, draws: Draws) -> np.ndarray:
@@ -74,52 +108,75 @@ def fog(x: np.ndarray, severity: int, draws: Draws) -> np.ndarray:
     size = 1 << (max(h, w, x.shape[2]) - 1).bit_length()
     peak = x.max() / 255.0
     out = np.empty(x.shape, np.uint8)
-    _fog_mix(np.ascontiguousarray(x), strength * plasma(size, decay, draws)[:h, :w], peak,
-             strength, out)
+    _fog_mix(np.ascontiguousarray(x), plasma(size, decay, draws), peak, strength, out)
     return out
 
 
 @numba.njit(cache=True, nogil=True)
-def _fog_mix(x: np.ndarray, haze: np.ndarray, peak: float, strength: float,
+def _fog_mix(x: np.ndarray, plasma: np.ndarray, peak: float, strength: float,
              out: np.ndarray) -> None:  # pragma: no cover
-    """uint8(clip((x/255 + haze)·peak/(peak + strength), 0, 1)·255), the
-    reference's float64 operations in its order, in one pass."""
+    """uint8(clip((x/255 + strength·plasma)·peak/(peak + strength), 0, 1)·255),
+    the reference's float64 operations in its order, a row at a time: the haze
+    is spread over the row's interleaved channels first so that the main loop
+    runs over contiguous values and vectorises."""
     denom = peak + strength
+    w3 = x.shape[1] * 3
+    haze = np.empty(w3)
     for i in range(x.shape[0]):
         for j in range(x.shape[1]):
-            fh = haze[i, j]
-            for c in range(3):
-                v = (x[i, j, c] / 255.0 + fh) * peak / denom
-                out[i, j, c] = np.uint8(min(max(v, 0.0), 1.0) * 255.0)
+            hz = strength * plasma[i, j]
+            haze[3 * j] = hz
+            haze[3 * j + 1] = hz
+            haze[3 * j + 2] = hz
+        src = x[i].reshape(-1)
+        dst = out[i].reshape(-1)
+        for m in range(w3):
+            v = (kernels.div_exact(np.float64(src[m]), 255.0, kernels.INV255) + haze[m]) * peak / denom
+            dst[m] = np.uint8(np.int32(min(max(v, 0.0), 1.0) * 255.0))
 
 
 @numba.njit(cache=True, nogil=True)
 def _water_mix(x: np.ndarray, mask: np.ndarray, colour: np.ndarray,
                out: np.ndarray) -> None:  # pragma: no cover
-    """uint8(clip(x/255 + mask·colour, 0, 1)·255) in float32, as the reference."""
+    """uint8(clip(x/255 + mask·colour, 0, 1)·255) in float32, as the reference,
+    a row at a time over the interleaved values (see ``_fog_mix``)."""
     scale = np.float32(255.0)
+    w3 = x.shape[1] * 3
+    tint = np.empty(w3, np.float32)
     for i in range(x.shape[0]):
         for j in range(x.shape[1]):
             m = mask[i, j]
             for c in range(3):
-                v = np.float32(x[i, j, c]) / scale + m * colour[c]
-                out[i, j, c] = np.uint8(min(max(v, np.float32(0.0)), np.float32(1.0)) * scale)
+                tint[3 * j + c] = m * colour[c]
+        src = x[i].reshape(-1)
+        dst = out[i].reshape(-1)
+        for k in range(w3):
+            v = np.float32(src[k]) / scale + tint[k]
+            dst[k] = np.uint8(np.int32(min(max(v, np.float32(0.0)), np.float32(1.0)) * scale))
 
 
 @numba.njit(cache=True, nogil=True)
 def _mud_mix(x: np.ndarray, blot: np.ndarray, colour: np.ndarray,
              out: np.ndarray) -> None:  # pragma: no cover
     """uint8(clip(x/255·(1 − blot) + colour·blot, 0, 1)·255): the image part in
-    float32, the sum in float64, as the reference's dtypes fall."""
+    float32, the sum in float64, as the reference's dtypes fall; a row at a
+    time over the interleaved values."""
     scale = np.float32(255.0)
+    w3 = x.shape[1] * 3
+    keep = np.empty(w3, np.float32)
+    tint = np.empty(w3, np.float64)
     for i in range(x.shape[0]):
         for j in range(x.shape[1]):
             b = blot[i, j]
-            keep = np.float32(1.0) - b
             for c in range(3):
-                f = np.float32(x[i, j, c]) / scale * keep
-                v = np.float64(f) + colour[c] * np.float64(b)
-                out[i, j, c] = np.uint8(min(max(v, 0.0), 1.0) * 255.0)
+                keep[3 * j + c] = np.float32(1.0) - b
+                tint[3 * j + c] = colour[c] * np.float64(b)
+        src = x[i].reshape(-1)
+        dst = out[i].reshape(-1)
+        for k in range(w3):
+            f = np.float32(src[k]) / scale * keep[k]
+            v = np.float64(f) + tint[k]
+            dst[k] = np.uint8(np.int32(min(max(v, 0.0), 1.0) * 255.0))
 
 
 def _frost_dir() -> Path:
