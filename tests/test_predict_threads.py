@@ -51,7 +51,8 @@ def test_default_is_lower_under_load_and_explicit_wins(tmp_path: Path, eight_cpu
 
 
 def test_journal_keeps_the_count(tmp_path: Path, dataset: Path, eight_cpus: None,
-                                 monkeypatch: pytest.MonkeyPatch) -> None:
+                                 monkeypatch: pytest.MonkeyPatch,
+                                 capsys: pytest.CaptureFixture[str]) -> None:
     """A run stopped midway under no load resumes, under heavy load, with the
     journal's count; an explicit different count is refused before the model
     loads, with the fix in one line."""
@@ -79,6 +80,13 @@ def test_journal_keeps_the_count(tmp_path: Path, dataset: Path, eight_cpus: None
         predict_dataset(MODEL, dataset, out, batch_size=2, progress=False, threads=1)
     msg = str(err.value)
     assert "--threads 8" in msg and "--overwrite" in msg and "\n" not in msg
+    from vlmrobust.cli import main
+
+    rc = main(["predict", "--model", MODEL, "--dataset", str(dataset), "--out", str(out),
+               "--batch-size", "2", "--no-progress", "--threads", "2"])
+    cli_err = capsys.readouterr().err
+    assert rc == 1 and cli_err.startswith("error: ") and cli_err.count("\n") == 1
+    assert "--threads 8" in cli_err
     assert json.loads((partial_dir(out) / "run.json").read_text()) == run  # untouched
 
     before = torch.get_num_threads()

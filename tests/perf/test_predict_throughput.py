@@ -9,11 +9,12 @@ gathering, metadata and the prefetch thread. On CPU both run with one torch
 thread with every thread of this process pinned to one core (the least busy
 one), so that other processes on a shared machine take time from both alike;
 runs alternate (predict first in even rounds, hand-written first in odd ones),
-the classifier's logits cache cleared before each; the best of the rounds is
-kept for wall time and, separately, for CPU time of the whole process (every
-thread: what the work costs, nearly blind to waiting for the core). The ratio
-printed is hand-written time / predict time (predict's share of the
-hand-written throughput; >= 0.95 meets the target). On a GPU (when there is
+the classifier's logits cache cleared before each. Timed in wall clock and in
+CPU time of the whole process (every thread: what the work costs, nearly blind
+to waiting for the core); for each, two ratios of hand-written time / predict
+time (predict's share of the hand-written throughput; >= 0.95 meets the
+target): best of rounds against best of rounds, and the median over rounds of
+the two runs of one round (back to back, so under the same load). On a GPU (when there is
 one) the same comparison runs in bf16 with SDPA attention (a ViT-B-32 CLIP,
 random weights) and EfficientNet-Lite0; without one that test is skipped with
 the reason printed.
@@ -41,7 +42,7 @@ torch = pytest.importorskip("torch")
 
 N_IMAGES = 48
 BATCH = 32
-ROUNDS = int(os.environ.get("VLMROBUST_PERF_ROUNDS", "7"))
+ROUNDS = int(os.environ.get("VLMROBUST_PERF_ROUNDS", "9"))
 TARGET = 0.95  # predict at >= 95 % of the hand-written throughput
 
 
@@ -183,18 +184,17 @@ def _one_core() -> Iterator[int | None]:
 
 
 def _interleaved(runs: dict[str, Callable[[int], Any]], rounds: int
-                 ) -> dict[str, tuple[float, float]]:
-    """Best wall and best CPU time (whole process) per run, the order of the
-    runs alternating from round to round."""
-    best = {name: (np.inf, np.inf) for name in runs}
+                 ) -> dict[str, list[tuple[float, float]]]:
+    """(wall, CPU time of the whole process) of each run in each round, the
+    order of the runs alternating from round to round."""
+    times: dict[str, list[tuple[float, float]]] = {name: [] for name in runs}
     names = list(runs)
     for r in range(rounds):
         for name in (names if r % 2 == 0 else names[::-1]):
             t0, c0 = time.perf_counter(), time.process_time()
             runs[name](r)
-            wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-            best[name] = (min(best[name][0], wall), min(best[name][1], cpu))
-    return best
+            times[name].append((time.perf_counter() - t0, time.process_time() - c0))
+    return times
 
 
 def _load() -> str:
@@ -228,21 +228,29 @@ def _compare(benchmark: Any, tmp_path: Path, adapter: Any, ds: Path,
     run_predict(-1)  # warm up both paths (and the adapter's text cache)
     expected = hand(adapter, ds)
     before = _load()
-    best = _interleaved({"predict": run_predict, "hand-written": run_hand}, ROUNDS)
+    times = _interleaved({"predict": run_predict, "hand-written": run_hand}, ROUNDS)
     ours = _predict_logits(tmp_path / "p0.parquet")
     assert ours.shape == expected.shape and np.allclose(ours, expected, atol=atol)
-    (p_wall, p_cpu), (h_wall, h_cpu) = best["predict"], best["hand-written"]
-    wall_ratio, cpu_ratio = h_wall / p_wall, h_cpu / p_cpu
-    print(f"\n{label}, {threads} torch thread(s), {N_IMAGES} images, best of {ROUNDS} "
-          f"interleaved rounds ({before} before, {_load()} after):\n"
-          f"  wall: predict {p_wall:.3f} s ({N_IMAGES / p_wall:.1f} img/s), hand-written "
-          f"{h_wall:.3f} s ({N_IMAGES / h_wall:.1f} img/s): ratio {wall_ratio:.3f} "
-          f"({'within' if wall_ratio >= TARGET else 'NOT within'} 5 %)\n"
-          f"  CPU:  predict {p_cpu:.3f} s, hand-written {h_cpu:.3f} s: ratio {cpu_ratio:.3f} "
-          f"({'within' if cpu_ratio >= TARGET else 'NOT within'} 5 %)")
-    benchmark.extra_info.update({f"{label}_predict_s": p_wall, f"{label}_hand_written_s": h_wall,
-                                 f"{label}_wall_ratio": wall_ratio,
-                                 f"{label}_cpu_ratio": cpu_ratio, "threads": threads})
+    print(f"\n{label}, {threads} torch thread(s), {N_IMAGES} images, {ROUNDS} interleaved "
+          f"rounds ({before} before, {_load()} after); ratio = hand-written time / predict "
+          f"time (>= {TARGET} meets the 5 % target):")
+    ratios = {}
+    for k, what in enumerate(("wall", "CPU")):
+        pred = [t[k] for t in times["predict"]]
+        hand = [t[k] for t in times["hand-written"]]
+        best = min(hand) / min(pred)
+        # the two runs of one round ran back to back, under the same load
+        paired = float(np.median([h / p for h, p in zip(hand, pred, strict=True)]))
+        ratios[what] = (best, paired)
+        print(f"  {what:4s}: predict best {min(pred):.3f} s ({N_IMAGES / min(pred):.1f} img/s), "
+              f"hand-written best {min(hand):.3f} s ({N_IMAGES / min(hand):.1f} img/s): "
+              f"best-of-rounds ratio {best:.3f}, median paired ratio {paired:.3f} "
+              f"({'within' if min(best, paired) >= TARGET else 'NOT within'} 5 %)")
+    wall_ratio = ratios["wall"][0]
+    benchmark.extra_info.update({f"{label} {what} ratio {kind}": value
+                                 for what, pair in ratios.items()
+                                 for kind, value in zip(("best", "median paired"), pair,
+                                                        strict=True)})
     return wall_ratio
 
 
@@ -288,6 +296,7 @@ def test_predict_vs_hand_written_forward_gpu(benchmark: Any, tmp_path: Path) -> 
 
 
 LOADED_IMAGES = 32
+LOADED_ROUNDS = 3
 BUSY_LOOP = "import time\nend = time.time() + 600\nwhile time.time() < end: pass\n"
 
 
@@ -296,7 +305,7 @@ def test_default_threads_on_a_loaded_machine(benchmark: Any, tmp_path: Path) -> 
     CPU the quota allows) and with one thread, while 2 busy-loop processes run
     beside it (on this 2-core machine: a machine as loaded as when other agents
     work)."""
-    from vlmrobust.core.cpus import available_cpus
+    from vlmrobust.core.cpus import available_cpus, runnable_others
     from vlmrobust.evaluation.predict import predict_dataset
     from vlmrobust.evaluation.predictions_meta import read_prediction_meta
     from vlmrobust.models import classifier as clf
@@ -322,17 +331,20 @@ def test_default_threads_on_a_loaded_machine(benchmark: Any, tmp_path: Path) -> 
     busy = [subprocess.Popen([sys.executable, "-c", BUSY_LOOP]) for _ in range(2)]
     try:
         time.sleep(1.0)
-        load = _load()
-        best = _interleaved(runs, 2)
+        queue = runnable_others()
+        load = f"{_load()}, other processes' runnable tasks now " + (
+            "unknown" if queue is None else f"{queue:.1f}")
+        times = _interleaved(runs, LOADED_ROUNDS)
     finally:
         for p in busy:
             p.kill()
             p.wait()
         torch.set_num_threads(saved)
+    best = {name: min(t[0] for t in ts) for name, ts in times.items()}
     print(f"\nloaded machine (2 busy-loop processes; {load}), {LOADED_IMAGES} images, "
-          f"best of 2 interleaved rounds:")
-    for name, (wall, _) in best.items():
+          f"best of {LOADED_ROUNDS} interleaved rounds:")
+    for name, wall in best.items():
         extra = f" (chose {sorted(set(chosen))} threads)" if name == "default" else ""
         print(f"  {name}{extra}: {LOADED_IMAGES / wall:.1f} img/s")
-    benchmark.extra_info.update({name: LOADED_IMAGES / wall for name, (wall, _) in best.items()})
+    benchmark.extra_info.update({name: LOADED_IMAGES / wall for name, wall in best.items()})
     benchmark.pedantic(lambda: None, rounds=1, iterations=1)
