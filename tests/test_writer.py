@@ -77,6 +77,28 @@ def test_load_dataset_reads_configs_with_images(tmp_path: Path) -> None:
     assert shards == [f"test-0000{i}-of-00003.parquet" for i in range(3)]
 
 
+def test_image_payloads_are_stored_raw_and_the_rest_zstd(tmp_path: Path) -> None:
+    import pyarrow.parquet as pq
+
+    feats = datasets.Features({**FEATURES, "views": datasets.List(datasets.Image())})
+    rows = [{**r, "views": [{"bytes": _png(7), "path": None}]} for r in _rows("a", 2)]
+    out = tmp_path / "ds"
+    write_dataset(out, configs={"a": rows}, features=feats, card="toy",
+                  info=BuildInfo(spec_name="toy", spec_version="1", seed=0))
+    (shard,) = (out / "data" / "a").iterdir()
+    meta = pq.ParquetFile(shard).metadata.row_group(0)
+    cols = {meta.column(i).path_in_schema: meta.column(i) for i in range(meta.num_columns)}
+    raw = {"image.bytes", "views.list.element.bytes"}
+    assert raw < set(cols)
+    for path, col in cols.items():
+        assert col.compression == ("UNCOMPRESSED" if path in raw else "ZSTD"), path
+        if path in raw:
+            assert col.statistics is None, path
+    assert cols["id"].statistics is not None and cols["id"].statistics.has_min_max
+    ds = datasets.load_dataset(str(out), "a", split="test")
+    assert np.array_equal(np.asarray(ds[1]["views"][0]), np.asarray(Image.open(io.BytesIO(_png(7)))))
+
+
 def test_same_input_same_bytes_and_fingerprint(tmp_path: Path) -> None:
     m1 = _build(tmp_path / "x")
     m2 = _build(tmp_path / "y")
