@@ -16,6 +16,7 @@ from PIL import Image
 from vlmrobust.builders.bench_c.build import build, build_dataset, work_dir
 from vlmrobust.builders.bench_c.copies import (
     Workers,
+    copies_nbytes,
     copy_tasks,
     corrupt_copies,
     encode_copies,
@@ -354,11 +355,34 @@ def test_ordered_map_keeps_order_and_bounds_pending(tmp_path: Path) -> None:
 
     it = ordered_map(abs, items(), workers=2)
     assert next(it) == 0
-    # the first result is handed over once 2 × workers items are submitted
-    assert len(seen) == 4
+    # 2 × workers items are pending when the 5th is read: the first result
+    # is handed over before it is submitted
+    assert len(seen) == 5
     assert list(it) == list(range(1, 10))
     with pytest.raises(ValueError, match="workers must be >= 1, got 0"):
         list(ordered_map(abs, [1], workers=0))
+
+
+def test_pending_results_are_bounded_by_bytes(tmp_path: Path) -> None:
+    seen: list[int] = []
+
+    def items() -> Any:
+        for i in range(6):
+            seen.append(i)
+            yield -i
+
+    with Workers(2, budget=25) as workers:
+        it = workers.map(abs, items(), cost=lambda _: 10)
+        assert next(it) == 0
+        assert len(seen) == 3  # 2 held (20 bytes); the 3rd would pass 25: wait first
+        assert list(it) == [1, 2, 3, 4, 5]
+    # the estimate the build uses is the arrays' true size
+    write_source(tmp_path)
+    spec = parse_spec(raw_spec(), tmp_path / "bench-c.yaml")
+    cands = load_source(spec.sources[0], tmp_path).candidates[:1]
+    for side in (None, 20):
+        task = copy_tasks(cands, ["fog", "snow"], [1, 2], 3, side)[0]
+        assert copies_nbytes(task) == sum(a.nbytes for a in corrupt_copies(task))
 
 
 def test_workers_are_shared_by_the_stages() -> None:

@@ -28,7 +28,7 @@ from vlmrobust.builders import card_meta
 from vlmrobust.builders.bench_c.audit import FILE as AUDIT_FILE
 from vlmrobust.builders.bench_c.audit import selection_table, summary, table_bytes
 from vlmrobust.builders.bench_c.card import render_card
-from vlmrobust.builders.bench_c.copies import Workers, copy_tasks, encode_copies
+from vlmrobust.builders.bench_c.copies import Workers, copies_nbytes, copy_tasks, encode_copies
 from vlmrobust.builders.bench_c.pool import balanced_pool
 from vlmrobust.builders.bench_c.scoring import (
     TextEmbedder,
@@ -194,7 +194,7 @@ def build_dataset(spec: BenchCSpec, selection: SelectionSpec, sources: Sequence[
 
             # only now, and only for the kept questions, are copies encoded: in
             # worker processes, streamed into the dataset's shards
-            pngs = workers.map(encode_copies, [tasks[i] for i in kept])
+            pngs = workers.map(encode_copies, [tasks[i] for i in kept], copies_nbytes)
             for i, datas in tqdm(zip(kept, pngs, strict=True), total=len(kept),
                                  desc="writing bench-c", unit="q", disable=not options.progress):
                 c = pool[i]

@@ -6,7 +6,8 @@ Nothing here is cached: a copy is a pure function of (seed, source/source_id,
 image bytes, size cap, corruption, severity), and remaking it (~6 ms per copy
 at 500×375 on one core) is cheaper than writing, keeping and re-reading its PNG.
 Worker processes make the copies while the caller's model runs; at most
-``2 × workers`` questions are in flight, so memory stays bounded.
+``2 × workers`` questions, and at most 1 GiB of their copies, wait for the
+caller, so memory stays bounded whatever the image size.
 """
 
 from __future__ import annotations
@@ -24,6 +25,10 @@ from vlmrobust.builders.bench_c.work import variants
 
 T = TypeVar("T")
 R = TypeVar("R")
+
+# copies waiting in this process for their consumer: 1 GiB holds 19 questions
+# of 96 copies at 500×375 (more than 16 workers make), 4 at 1024×768
+PENDING_BYTES = 1 << 30
 
 
 @dataclass(frozen=True)
@@ -62,6 +67,21 @@ def corrupt_copies(task: CopyTask) -> list[np.ndarray]:
             for c, s in variants(task.corruptions, task.severities)]
 
 
+def copies_nbytes(task: CopyTask) -> int:
+    """The size of a question's copies as arrays, from the image header alone
+    (an upper bound for their PNGs too): the memory a pending result holds."""
+    import io
+
+    from PIL import Image
+
+    with Image.open(io.BytesIO(task.image)) as im:
+        w, h = im.size
+    if task.max_side is not None and max(w, h) > task.max_side:
+        scale = task.max_side / max(w, h)
+        w, h = max(1, round(w * scale)), max(1, round(h * scale))
+    return len(variants(task.corruptions, task.severities)) * w * h * 3
+
+
 def encode_copies(task: CopyTask) -> list[tuple[bytes, str]]:
     """Every copy as PNG bytes (fixed encoder settings: equal pixels, equal
     bytes) with their sha256, hashed here so that the workers, not the writing
@@ -87,16 +107,22 @@ class Workers:
     the selection and writing stages reuse the same ones). ``n == 1`` runs in
     this process."""
 
-    def __init__(self, n: int) -> None:
+    def __init__(self, n: int, budget: int = PENDING_BYTES) -> None:
         if n < 1:
             raise ValueError(f"workers must be >= 1, got {n}")
+        if budget < 1:
+            raise ValueError(f"budget must be >= 1 byte, got {budget}")
         self.n = n
+        self.budget = budget
         self._pool: ProcessPoolExecutor | None = None
 
-    def map(self, fn: Callable[[T], R], items: Iterable[T]) -> Iterator[R]:
-        """``map(fn, items)`` in order, with at most ``2 × n`` results pending,
-        so a slow consumer never makes results pile up in memory. ``fn`` must
-        be a module-level function (it is sent to the workers by name)."""
+    def map(self, fn: Callable[[T], R], items: Iterable[T],
+            cost: Callable[[T], int] | None = None) -> Iterator[R]:
+        """``map(fn, items)`` in order. At most ``2 × n`` items are pending,
+        and with ``cost`` (an item's result size in bytes, estimated) at most
+        ``budget`` bytes of them (one item at least), so a slow consumer never
+        makes results pile up in memory. ``fn`` must be a module-level
+        function (it is sent to the workers by name)."""
         if self.n == 1:
             yield from map(fn, items)
             return
@@ -106,16 +132,21 @@ class Workers:
             # spawn: the parent may hold torch/OpenMP threads that fork would copy broken
             self._pool = ProcessPoolExecutor(self.n, mp_context=multiprocessing.get_context("spawn"),
                                              initializer=_init_worker)
-        pending: deque[Future[R]] = deque()
+        pending: deque[tuple[Future[R], int]] = deque()
+        held = 0
         try:
             for item in items:
-                pending.append(self._pool.submit(fn, item))
-                if len(pending) >= 2 * self.n:
-                    yield pending.popleft().result()
+                size = cost(item) if cost is not None else 0
+                while pending and (len(pending) >= 2 * self.n or held + size > self.budget):
+                    held -= pending[0][1]
+                    # no local keeps the future (and its result) alive after the yield
+                    yield pending.popleft()[0].result()
+                pending.append((self._pool.submit(fn, item), size))
+                held += size
             while pending:
-                yield pending.popleft().result()
+                yield pending.popleft()[0].result()
         finally:
-            for fut in pending:  # a consumer that stopped early (or was killed)
+            for fut, _ in pending:  # a consumer that stopped early (or was killed)
                 fut.cancel()
 
     def close(self) -> None:
@@ -130,8 +161,8 @@ class Workers:
         self.close()
 
 
-def ordered_map(fn: Callable[[T], R], items: Iterable[T], workers: int | Workers = 1
-                ) -> Iterator[R]:
+def ordered_map(fn: Callable[[T], R], items: Iterable[T], workers: int | Workers = 1,
+                cost: Callable[[T], int] | None = None) -> Iterator[R]:
     """``map(fn, items)`` in order over ``workers`` (a count: a pool for this
     call only; or a shared :class:`Workers`).
 
@@ -139,10 +170,10 @@ def ordered_map(fn: Callable[[T], R], items: Iterable[T], workers: int | Workers
     [2, 3, 1]
     """
     if isinstance(workers, Workers):
-        yield from workers.map(fn, items)
+        yield from workers.map(fn, items, cost)
         return
     with Workers(workers) as pool:
-        yield from pool.map(fn, items)
+        yield from pool.map(fn, items, cost)
 
 
 def copy_tasks(cands: Sequence[Candidate], corruptions: Sequence[str],

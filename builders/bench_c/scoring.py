@@ -14,6 +14,7 @@ from vlmrobust.builders.bench_c.copies import (
     CopyTask,
     Workers,
     clean_array,
+    copies_nbytes,
     corrupt_copies,
     ordered_map,
 )
@@ -81,12 +82,14 @@ def selector_answers(selectors: Sequence[tuple[str, Callable[[], Any]]],
         return out
     adapters: dict[int, Any] = {}
     todo = sorted(missing)
-    arrays = ordered_map(corrupt_copies, [tasks[qi] for qi in todo], workers)
+    arrays = ordered_map(corrupt_copies, [tasks[qi] for qi in todo], workers, copies_nbytes)
     names = ", ".join(n for n, _ in selectors)
-    for qi, imgs in tqdm(zip(todo, arrays, strict=True), total=len(todo), desc=f"κ: {names}",
-                         unit="q", disable=not progress):
+    bar = tqdm(total=len(todo), desc=f"κ: {names}", unit="q", disable=not progress)
+    for qi in todo:
         c = cands[qi]
-        rows = [_row(c, Image.fromarray(a)) for a in imgs]
+        # the PIL copies are what the selectors read; no name keeps the arrays
+        # (a tqdm-wrapped loop would hold them through its own frame)
+        rows = [_row(c, Image.fromarray(a)) for a in next(arrays)]
         for mi in missing[qi]:
             name, load = selectors[mi]
             if mi not in adapters:
@@ -100,6 +103,8 @@ def selector_answers(selectors: Sequence[tuple[str, Callable[[], Any]]],
                                      f"{len(copies)} copies of {c.key}; check the adapter")
             save_predictions(answers_file(work, name, c, salt), dict(zip(copies, got, strict=True)))
             out[qi, mi] = got
+        bar.update()
+    bar.close()
     return out
 
 

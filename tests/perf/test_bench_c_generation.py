@@ -54,6 +54,7 @@ from vlmrobust.builders.families import BuildOptions
 from vlmrobust.core.writer import BuildInfo, write_dataset
 
 N_QUESTIONS = int(os.environ.get("VLMROBUST_PERF_QUESTIONS", "8"))
+SIZE = (500, 375)  # the paper's sources (ImageNet-like photos)
 PAPER = {"pool": 1200, "selectors": 3, "kept": 849, "cores": 16}
 TARGET_MINUTES = 10.0
 
@@ -73,7 +74,7 @@ def _source(root: Path) -> None:
     rows = []
     photos = _photos()
     for i in range(N_QUESTIONS):
-        img = Image.fromarray(photos[i % len(photos)]).resize((500, 375), Image.BICUBIC)
+        img = Image.fromarray(photos[i % len(photos)]).resize(SIZE, Image.BICUBIC)
         if i >= len(photos):  # distinct pixels for every question
             img = img.transpose(Image.Transpose.FLIP_LEFT_RIGHT)
         buf = io.BytesIO()
