@@ -157,6 +157,26 @@ def test_random_corruptions_follow_the_reference_distribution(name: str) -> None
         assert abs(d_ours.std() - d_ref.std()) < 0.1 * scale, (name, severity)
 
 
+def test_salt_and_pepper_codes_have_the_reference_probabilities() -> None:
+    """The production draw splits one uniform per value; salt and pepper must each
+    come with probability amount/2 (binomial bound), and impulse noise must keep
+    every other byte as it was."""
+    from vlmrobust.builders.corruptions.draws import draws_for
+
+    n = 300_000
+    for amount in (0.03, 0.27):
+        codes = draws_for(0, "sp", "impulse_noise", 1).salt_and_pepper((n,), amount)
+        sd = np.sqrt(n * amount / 2 * (1 - amount / 2))
+        for code in (1, 2):
+            assert abs(int((codes == code).sum()) - n * amount / 2) < 5 * sd, (amount, code)
+        assert set(np.unique(codes).tolist()) <= {0, 1, 2}
+    img = natural(64, 64)
+    out = corrupt(img, "impulse_noise", 5, item_id="sp")
+    changed = out != img
+    assert set(np.unique(out[changed]).tolist()) <= {0, 255}
+    assert abs(changed.mean() - 0.27 * (1 - (img == 0).mean() / 2 - (img == 255).mean() / 2)) < 0.02
+
+
 def test_noise_parameters_closed_form() -> None:
     grey = np.full((200, 200, 3), 128, np.uint8)
     out = corrupt(grey, "gaussian_noise", 1, item_id="g").astype(float) / 255

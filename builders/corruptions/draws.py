@@ -4,8 +4,10 @@ Every random corruption takes a ``Draws`` object and asks it for exactly the
 numbers, in exactly the order, that the ImageNet-C reference asks ``np.random``
 for; the builder passes a ``numpy.random.Generator`` seeded from
 (seed, item id, corruption, severity), the fidelity tests pass the legacy
-stream the reference sees (``reference.LegacyDraws``). No global RNG state is
-read or written.
+stream the reference sees (``reference.LegacyDraws``). Two draws are methods of
+their own (``poisson_levels``, ``salt_and_pepper``): the legacy stream makes
+them as the reference does, the Generator a cheaper way with the same
+distribution. No global RNG state is read or written.
 """
 
 from __future__ import annotations
@@ -35,6 +37,11 @@ class Draws(Protocol):
     def poisson_levels(self, levels: np.ndarray, lam: float, cap: int) -> np.ndarray:
         """Counts of Poisson(lam · levels / 255) for uint8 ``levels``, with every
         count above ``cap`` reported as ``cap``."""
+        ...
+
+    def salt_and_pepper(self, shape: tuple[int, ...], amount: float) -> np.ndarray:
+        """uint8 codes of ``shape``, independently per value: 2 (salt) and 1
+        (pepper) with probability amount/2 each, else 0 (keep)."""
         ...
 
 
@@ -80,6 +87,14 @@ def _invert_cdf(levels: np.ndarray, u: np.ndarray, cdf: np.ndarray,
         out[i] = n
 
 
+@numba.njit(cache=True, nogil=True)
+def _split_uniform(u: np.ndarray, amount: float, out: np.ndarray) -> None:  # pragma: no cover
+    half = np.float32(amount / 2)
+    whole = np.float32(amount)
+    for i in range(u.shape[0]):
+        out[i] = np.uint8(2) if u[i] < half else (np.uint8(1) if u[i] < whole else np.uint8(0))
+
+
 class SeededDraws:
     """``numpy.random.default_rng(seed)``, created on the first draw: the eight
     deterministic corruptions never draw, and for the cheapest of them building
@@ -123,6 +138,16 @@ class SeededDraws:
         out = np.empty(levels.shape, np.int64)
         _invert_cdf(np.ascontiguousarray(levels).reshape(-1), u.reshape(-1), cdf,
                     out.reshape(-1))
+        return out
+
+
+    def salt_and_pepper(self, shape: tuple[int, ...], amount: float) -> np.ndarray:
+        """One float32 uniform per value, split at amount/2 and amount: the
+        reference's distribution (flip with probability amount, then salt or
+        pepper evenly) from half its draws, each half the width."""
+        u = self.rng.random(shape, dtype=np.float32)
+        out = np.empty(shape, np.uint8)
+        _split_uniform(u.reshape(-1), float(amount), out.reshape(-1))
         return out
 
 

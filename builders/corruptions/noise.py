@@ -6,6 +6,7 @@ truncates the same way."""
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 
 from vlmrobust.builders.corruptions import kernels
@@ -33,13 +34,20 @@ def shot_noise(x: np.ndarray, severity: int, draws: Draws) -> np.ndarray:
 
 def impulse_noise(x: np.ndarray, severity: int, draws: Draws) -> np.ndarray:
     """Salt and pepper: each channel value flips with probability p, to 1 or 0
-    with equal odds (scikit-image ``random_noise(mode='s&p')`` semantics)."""
-    f = x / 255.0
-    flipped = draws.random(f.shape) <= IMPULSE_AMOUNT[severity - 1]
-    salted = draws.random(f.shape) <= 0.5
-    f[flipped & salted] = 1.0
-    f[flipped & ~salted] = 0.0
-    return f * 255
+    with equal odds (scikit-image ``random_noise(mode='s&p')`` semantics).
+    Kept values come back as they were: uint8(x/255·255) is x for every byte."""
+    x = np.ascontiguousarray(x)
+    codes = draws.salt_and_pepper(x.shape, IMPULSE_AMOUNT[severity - 1])
+    out = np.empty(x.shape, np.uint8)
+    _impulse(x.reshape(-1), codes.reshape(-1), out.reshape(-1))
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
+def _impulse(x: np.ndarray, codes: np.ndarray, out: np.ndarray) -> None:  # pragma: no cover
+    for i in range(x.shape[0]):
+        c = codes[i]
+        out[i] = x[i] if c == 0 else (np.uint8(255) if c == 2 else np.uint8(0))
 
 
 def speckle_noise(x: np.ndarray, severity: int, draws: Draws) -> np.ndarray:

@@ -160,3 +160,10 @@ class LegacyDraws:
     def poisson_levels(self, levels: np.ndarray, lam: float, cap: int) -> np.ndarray:
         """The reference's own draw, ``np.random.poisson(levels / 255 · lam)``."""
         return np.minimum(self._rs.poisson(levels / 255.0 * lam), cap)
+
+    def salt_and_pepper(self, shape: tuple[int, ...], amount: float) -> np.ndarray:
+        """scikit-image's ``random_noise(mode="s&p")`` draws: a uniform per value
+        for the flip (<= amount), then another per value for salt (<= 0.5)."""
+        flipped = self._rs.random_sample(shape) <= amount
+        salted = self._rs.random_sample(shape) <= 0.5
+        return np.where(flipped, np.where(salted, 2, 1), 0).astype(np.uint8)
