@@ -13,129 +13,21 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from vlmrobust.builders.bench_c.build import build, build_dataset, work_dir
-from vlmrobust.builders.bench_c.copies import (
-    Workers,
-    copies_nbytes,
-    copy_tasks,
-    corrupt_copies,
-    encode_copies,
-    ordered_map,
+from tests.bench_c_fixtures import (
+    CORRUPTIONS,
+    FakeSelector,
+    png_bytes,
+    raw_spec,
+    run,
+    write_source,
 )
-from vlmrobust.builders.bench_c.sources import load_source
+from vlmrobust.builders.bench_c.build import build, work_dir
 from vlmrobust.builders.bench_c.spec import parse_spec
 from vlmrobust.builders.corruptions import corrupt, to_rgb_array
 from vlmrobust.builders.families import BuildOptions
 from vlmrobust.core.errors import SourceError, SpecError
 from vlmrobust.core.writer import BuildInfo, write_dataset
 from vlmrobust.metrics.kappa import kappa as kappa_metric
-
-CORRUPTIONS = ["gaussian_noise", "glass_blur", "fog", "brightness", "contrast", "pixelate"]
-
-
-def _png(arr: np.ndarray) -> bytes:
-    buf = io.BytesIO()
-    Image.fromarray(arr).save(buf, "PNG")
-    return buf.getvalue()
-
-
-def write_source(root: Path, with_category: bool = True) -> Path:
-    import skimage.data
-    from datasets import Features, List, Value
-    from datasets import Image as HFImage
-
-    photos = [skimage.data.astronaut(), skimage.data.chelsea(), skimage.data.coffee(),
-              np.dstack([skimage.data.camera()] * 3), skimage.data.rocket(),
-              skimage.data.immunohistochemistry()]
-    cols: dict[str, Any] = {
-        "id": Value("string"), "image": HFImage(), "question": Value("string"),
-        "options": List(Value("string")), "answer": Value("int32"),
-        "option_class_ids": List(Value("int32")),
-    }
-    if with_category:
-        cols["variant"] = Value("string")
-    rows = []
-    for i, photo in enumerate(photos):
-        img = np.asarray(Image.fromarray(photo).resize((40, 36), Image.BILINEAR))
-        row: dict[str, Any] = {
-            "id": f"q{i}", "image": {"bytes": _png(img), "path": None},
-            "question": f"What is shown in picture {i}?",
-            "options": [f"thing {i}", "cat", "cup", "rocket"], "answer": i % 4,
-            "option_class_ids": [i, 281, 504, 812],
-        }
-        if with_category:
-            row["variant"] = "photo" if i % 2 else "render"
-        rows.append(row)
-    out = root / "src"
-    write_dataset(out, configs={"main": rows}, features=Features(cols), card="toy",
-                  info=BuildInfo("toy", "1", 0))
-    return out
-
-
-def raw_spec(**selection: Any) -> dict[str, Any]:
-    sel = {"selectors": ["other:bright", "other:red"], "image_embedder": "other:emb",
-           "pool_per_category": 3, "batch_size": 16, **selection}
-    return {"family": "bench-c", "name": "bench-c", "version": "0.1", "seed": 7,
-            "corruptions": CORRUPTIONS, "severities": [1, 2, 3, 4, 5],
-            "selection": sel,
-            "sources": [{"name": "toy", "path": "src", "category_column": "variant"}]}
-
-
-class FakeSelector:
-    """Answers from image statistics, so corruption severity moves the answer."""
-
-    family = "other"
-
-    def __init__(self, name: str, channel: int | None, fail_after: int | None = None) -> None:
-        self.name, self.channel, self.fail_after, self.calls = name, channel, fail_after, 0
-
-    def option_logits(self, rows: Any) -> np.ndarray:
-        self.calls += 1
-        if self.fail_after is not None and self.calls > self.fail_after:
-            raise KeyboardInterrupt("simulated kill")
-        out = []
-        for row in rows:
-            arr = np.asarray(row["image"], dtype=float)
-            v = arr.mean() if self.channel is None else arr[..., self.channel].mean()
-            k = len(row["options"])
-            out.append([-abs(v / 256 * k - j - 0.5) for j in range(k)])
-        return np.array(out, np.float32)
-
-    def embed_images(self, images: Any) -> np.ndarray:
-        feats = []
-        for im in images:
-            arr = np.asarray(im, dtype=float) / 255
-            f = np.concatenate([arr.mean(axis=(0, 1)), arr.std(axis=(0, 1))])
-            feats.append(f / np.linalg.norm(f))
-        return np.array(feats, np.float32)
-
-
-def text_embed(texts: Any) -> np.ndarray:
-    out = np.zeros((len(texts), 26))
-    for i, t in enumerate(texts):
-        for ch in t.lower():
-            if ch.isalpha():
-                out[i, ord(ch) - 97] += 1
-    return out / np.linalg.norm(out, axis=1, keepdims=True)
-
-
-def run(tmp: Path, out: Path, fail_after: int | None = None,
-        selectors: dict[str, FakeSelector] | None = None,
-        selectors_list: list[str] | None = None, keep_work: bool = False,
-        seed: int | None = None, **sel: Any) -> dict[str, Any]:
-    if selectors_list is not None:
-        sel["selectors"] = selectors_list
-    raw = raw_spec(**sel)
-    if seed is not None:
-        raw["seed"] = seed
-    spec = parse_spec(raw, tmp / "bench-c.yaml")
-    src = load_source(spec.sources[0], tmp)
-    models = selectors or {"other:bright": FakeSelector("b", None, fail_after),
-                           "other:red": FakeSelector("r", 0),
-                           "other:emb": FakeSelector("e", None)}
-    return build_dataset(spec, spec.selection, [src], out,
-                         options=BuildOptions(out=out, progress=False),
-                         loader=models.__getitem__, text_embedder=text_embed, keep_work=keep_work)
 
 
 def test_build_writes_clean_plus_all_variants_with_kappa(tmp_path: Path) -> None:
@@ -241,7 +133,7 @@ def _change_source(tmp: Path) -> None:
     ds = datasets.load_dataset(str(src), "main", split="test")
     rows = ds.cast_column("image", datasets.Image(decode=False)).to_list()
     flipped = np.asarray(Image.open(io.BytesIO(rows[1]["image"]["bytes"])))[::-1]
-    rows[1]["image"] = {"bytes": _png(np.ascontiguousarray(flipped)), "path": None}
+    rows[1]["image"] = {"bytes": png_bytes(np.ascontiguousarray(flipped)), "path": None}
     rows[2]["question"] = "A reworded question about picture 2?"
     write_dataset(src, configs={"main": rows}, features=ds.features, card="toy",
                   info=BuildInfo("toy", "2", 0))
@@ -329,121 +221,6 @@ def test_selection_parquet_holds_every_candidate(tmp_path: Path) -> None:
     assert "selection.parquet" in card and "plain" in card and "κ-weighted" in card
 
 
-def test_parallel_workers_make_the_same_bytes(tmp_path: Path) -> None:
-    write_source(tmp_path)
-    spec = parse_spec(raw_spec(), tmp_path / "bench-c.yaml")
-    cands = load_source(spec.sources[0], tmp_path).candidates[:3]
-    tasks = copy_tasks(cands, ["fog", "snow"], [2], 3, None)
-    one = list(ordered_map(encode_copies, tasks, workers=1))
-    two = list(ordered_map(encode_copies, tasks, workers=2))
-    assert [len(x) for x in one] == [3, 3, 3]  # clean, fog-2, snow-2
-    assert one == two
-    # the PNGs hold exactly the arrays the selectors were shown
-    for task, datas in zip(tasks, one, strict=True):
-        for arr, (data, sha) in zip(corrupt_copies(task), datas, strict=True):
-            assert np.array_equal(np.asarray(Image.open(io.BytesIO(data))), arr)
-            assert sha == hashlib.sha256(data).hexdigest()
-
-
-def test_ordered_map_keeps_order_and_bounds_pending(tmp_path: Path) -> None:
-    seen: list[int] = []
-
-    def items() -> Any:
-        for i in range(10):
-            seen.append(i)
-            yield i
-
-    it = ordered_map(abs, items(), workers=2)
-    assert next(it) == 0
-    # 2 × workers items are pending when the 5th is read: the first result
-    # is handed over before it is submitted
-    assert len(seen) == 5
-    assert list(it) == list(range(1, 10))
-    with pytest.raises(ValueError, match="workers must be >= 1, got 0"):
-        list(ordered_map(abs, [1], workers=0))
-
-
-def test_pending_results_are_bounded_by_bytes(tmp_path: Path) -> None:
-    seen: list[int] = []
-
-    def items() -> Any:
-        for i in range(6):
-            seen.append(i)
-            yield -i
-
-    with Workers(2, budget=25) as workers:
-        it = workers.map(abs, items(), cost=lambda _: 10)
-        assert next(it) == 0
-        assert len(seen) == 3  # 2 held (20 bytes); the 3rd would pass 25: wait first
-        assert list(it) == [1, 2, 3, 4, 5]
-    # the estimate the build uses is the arrays' true size
-    write_source(tmp_path)
-    spec = parse_spec(raw_spec(), tmp_path / "bench-c.yaml")
-    cands = load_source(spec.sources[0], tmp_path).candidates[:1]
-    for side in (None, 20):
-        task = copy_tasks(cands, ["fog", "snow"], [1, 2], 3, side)[0]
-        assert copies_nbytes(task) == sum(a.nbytes for a in corrupt_copies(task))
-
-
-def test_workers_are_shared_by_the_stages() -> None:
-    with Workers(2) as workers:
-        assert list(workers.map(abs, [-1, -2])) == [1, 2]
-        first = workers._pool
-        assert first is not None
-        assert list(ordered_map(abs, [-3], workers)) == [3]
-        assert workers._pool is first  # the second stage reuses the warm workers
-    assert workers._pool is None
-
-
-def test_parallel_build_gives_the_same_dataset(tmp_path: Path) -> None:
-    write_source(tmp_path)
-    spec = parse_spec(raw_spec(max_questions=2), tmp_path / "bench-c.yaml")
-    src = load_source(spec.sources[0], tmp_path)
-    got = []
-    for workers in (1, 2):
-        out = tmp_path / f"w{workers}"
-        models = {"other:bright": FakeSelector("b", None), "other:red": FakeSelector("r", 0),
-                  "other:emb": FakeSelector("e", None)}
-        got.append(build_dataset(spec, spec.selection, [src], out,
-                                 options=BuildOptions(out=out, progress=False, workers=workers),
-                                 loader=models.__getitem__, text_embedder=text_embed))
-    assert got[0]["fingerprint"] == got[1]["fingerprint"]
-    assert got[0]["image_sha256"] == got[1]["image_sha256"]
-
-
-def test_only_kept_questions_are_encoded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-                                         ) -> None:
-    from vlmrobust.builders.corruptions import images
-
-    calls = []
-    real = images.encode_png
-
-    def counting(rgb: np.ndarray, level: int = 6) -> bytes:
-        calls.append(level)
-        return real(rgb, level)
-
-    from vlmrobust.builders.bench_c import scoring
-
-    made: list[str] = []
-    real_copies = scoring.corrupt_copies
-
-    def counting_copies(task: Any) -> list[np.ndarray]:
-        made.append(task.key)
-        return real_copies(task)
-
-    monkeypatch.setattr(images, "encode_png", counting)
-    monkeypatch.setattr(scoring, "corrupt_copies", counting_copies)
-    write_source(tmp_path)
-    manifest = run(tmp_path, tmp_path / "bench-c", max_questions=2)
-    per_q = 1 + len(CORRUPTIONS) * 5
-    kept = manifest["selection"]["kept"]
-    assert len(manifest["selection"]["kappa"]) == 6 > len(kept)  # 6 candidates, fewer kept
-    assert len(calls) == len(kept) * per_q == manifest["num_rows"]
-    assert set(calls) == {images.BENCH_C_PNG_LEVEL}
-    # two selectors, one pass over the pool: each question's copies made once
-    assert sorted(made) == sorted(manifest["selection"]["kappa"])
-
-
 def test_bad_input_fails_before_any_work(tmp_path: Path) -> None:
     write_source(tmp_path, with_category=False)
     out = tmp_path / "bench-c"
@@ -474,20 +251,6 @@ def test_shipped_spec_parses() -> None:
     assert len(spec.corruptions) == 19 and spec.severities == (1, 2, 3, 4, 5)
     assert spec.sample_selection is not None and spec.sample_source is not None
     assert json.dumps(spec.sample_selection.selectors)
-
-
-def test_max_side_and_seed_shape_the_copies(tmp_path: Path) -> None:
-    write_source(tmp_path)
-    spec = parse_spec(raw_spec(), tmp_path / "bench-c.yaml")
-    cands = load_source(spec.sources[0], tmp_path).candidates[:1]
-    small = corrupt_copies(copy_tasks(cands, ["fog"], [1], 3, 20)[0])
-    assert [a.shape for a in small] == [(18, 20, 3)] * 2  # 40x36 scaled to a longer side of 20
-    full = corrupt_copies(copy_tasks(cands, ["fog"], [1], 3, None)[0])
-    assert full[0].shape == (36, 40, 3)
-    other = corrupt_copies(copy_tasks(cands, ["fog"], [1], 4, 20)[0])
-    assert np.array_equal(other[0], small[0]) and not np.array_equal(other[1], small[1])
-    with pytest.raises(ValueError, match="max_side must be >= 1, got 0"):
-        copy_tasks(cands, ["fog"], [1], 3, 0)
 
 
 def test_changed_seed_asks_the_selectors_again(tmp_path: Path) -> None:
