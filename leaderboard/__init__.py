@@ -1,10 +1,12 @@
 """Static leaderboard: read scored submissions, fit effective-robustness baselines,
 render a self-contained HTML site and publish it atomically."""
 
-from vlmrobust.leaderboard.aggregate import Leaderboard, aggregate
+from vlmrobust.leaderboard.aggregate import aggregate
 from vlmrobust.leaderboard.baselines import BaselineSpec, load_baselines
-from vlmrobust.leaderboard.load import Submission, load_submissions
+from vlmrobust.leaderboard.board import Leaderboard
+from vlmrobust.leaderboard.load import load_submissions
 from vlmrobust.leaderboard.publish import build_site, publish_site
+from vlmrobust.leaderboard.submission import Submission
 
 __all__ = [
     "BaselineSpec",

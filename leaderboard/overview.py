@@ -12,15 +12,9 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from vlmrobust.leaderboard.aggregate import (
-    BENCH_C,
-    IMAGENET,
-    IMAGEWIKIQA,
-    Leaderboard,
-    Row,
-    headline_er,
-)
-from vlmrobust.leaderboard.load import Submission
+from vlmrobust.leaderboard.aggregate import headline_er
+from vlmrobust.leaderboard.board import BENCH_C, IMAGENET, IMAGEWIKIQA, Leaderboard, Row
+from vlmrobust.leaderboard.submission import Submission
 
 DATASET_LABELS = {IMAGENET: "ImageNet-MCQ", BENCH_C: "Bench-C", IMAGEWIKIQA: "ImageWikiQA"}
 # (key, label, upper bound in parameters, exclusive); None = unknown size.

@@ -21,7 +21,7 @@ from typing import Any
 from vlmrobust.core.errors import VlmrobustError
 from vlmrobust.evaluation.predictions_meta import read_prediction_meta
 from vlmrobust.evaluation.submissions import PREDICTIONS_NAME
-from vlmrobust.leaderboard.load import Submission
+from vlmrobust.leaderboard.submission import Submission
 
 # Fields only the reference evaluator writes (evaluation/predict.py::_meta).
 REFERENCE_FIELDS = ("adapter", "batch_size", "world_size", "tool_version")

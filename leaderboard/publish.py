@@ -34,11 +34,12 @@ from tqdm import tqdm
 from vlmrobust import __version__
 from vlmrobust.core.atomic import atomic_directory
 from vlmrobust.core.errors import VlmrobustError
-from vlmrobust.leaderboard.aggregate import Leaderboard, aggregate
+from vlmrobust.leaderboard.aggregate import aggregate
 from vlmrobust.leaderboard.baselines import load_baselines
-from vlmrobust.leaderboard.load import Submission
+from vlmrobust.leaderboard.board import Leaderboard
 from vlmrobust.leaderboard.render import render_site, site_assets
 from vlmrobust.leaderboard.sitecheck import SiteCheckError, check_files
+from vlmrobust.leaderboard.submission import Submission
 
 RELEASES = "releases.json"
 RELEASES_SCHEMA = 1

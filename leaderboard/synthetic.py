@@ -17,8 +17,8 @@ import numpy as np
 import yaml
 from scipy.special import ndtr
 
-from vlmrobust.leaderboard.load import QUADRANTS, TRANSITIONS
-from vlmrobust.leaderboard.render import CORRUPTIONS
+from vlmrobust.leaderboard.bench_c_view import CORRUPTIONS
+from vlmrobust.leaderboard.submission import QUADRANTS, TRANSITIONS
 
 SAMPLE_VARIANTS = ("sample-photo", "sample-rendition")
 REAL_VARIANTS = ("imagenet-val", "imagenet-v2", "imagenet-r", "imagenet-sketch", "objectnet",

@@ -24,13 +24,9 @@ from vlmrobust.evaluation.predictions_meta import read_prediction_meta
 from vlmrobust.evaluation.score import score_report
 from vlmrobust.evaluation.submissions import PREDICTIONS_NAME, SCORES_NAME
 from vlmrobust.evaluation.validate import DatasetIndex, validate
-from vlmrobust.leaderboard.load import (
-    LeaderboardInputError,
-    Submission,
-    _check_comparable,
-    parse_scores,
-    submission_folders,
-)
+from vlmrobust.leaderboard.load import _check_comparable, submission_folders
+from vlmrobust.leaderboard.scores_json import parse_scores
+from vlmrobust.leaderboard.submission import LeaderboardInputError, Submission
 
 STORE_ENV = "VLMROBUST_DATASETS"
 # Stored and recomputed numbers must agree this closely (same code, same seeds:

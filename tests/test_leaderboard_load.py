@@ -12,7 +12,8 @@ import pytest
 import yaml
 
 from vlmrobust.core.errors import VlmrobustError
-from vlmrobust.leaderboard.load import LeaderboardInputError, load_submissions
+from vlmrobust.leaderboard.load import load_submissions
+from vlmrobust.leaderboard.submission import LeaderboardInputError
 from vlmrobust.leaderboard.synthetic import synthetic_submission, write_submission
 
 

@@ -44,8 +44,9 @@ from vlmrobust.evaluation.predictions_meta import PARQUET_META_KEY, read_predict
 from vlmrobust.evaluation.score import score
 from vlmrobust.evaluation.submissions import add_submission, validate_model_id
 from vlmrobust.evaluation.validate import validate
-from vlmrobust.leaderboard.load import LeaderboardInputError, load_submissions
+from vlmrobust.leaderboard.load import load_submissions
 from vlmrobust.leaderboard.publish import build_site, publish_site
+from vlmrobust.leaderboard.submission import LeaderboardInputError
 from vlmrobust.leaderboard.verify import load_verified_submissions
 
 

@@ -1,0 +1,169 @@
+"""What aggregation produces, as frozen records: the :class:`Leaderboard`, its
+overview rows (:class:`Row`), every line (:class:`ShiftFit` of kind reference,
+family or prompt), each model's ER per shift (:class:`ERValue`) and per strategy
+(:class:`MeanER`); plus the dataset keys and display orders the site shares."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from vlmrobust.leaderboard import fit
+from vlmrobust.leaderboard.baselines import BaselineSpec
+from vlmrobust.leaderboard.submission import Submission
+
+IMAGENET = "imagenet-mcq"
+BENCH_C = "bench-c"
+IMAGEWIKIQA = "imagewikiqa"
+# 5 options per imagenet-mcq question (DESIGN.md): a random guess scores 1/5.
+CHANCE = {IMAGENET: 1.0 / 5.0, IMAGEWIKIQA: 1.0 / 4.0}
+# Display order for the real variants; unknown (e.g. sample) variants follow, sorted.
+VARIANT_ORDER = ("imagenet-val", "imagenet-v2", "imagenet-r", "imagenet-sketch", "objectnet",
+                 "imagenet-a")
+FAMILY_ORDER = ("classifier", "clip", "vlm", "other")
+REFERENCE = "reference"
+LINE_KINDS = ("reference", "family", "prompt")
+UNSPECIFIED_PROMPT = "unspecified"
+
+
+@dataclass(frozen=True)
+class Point:
+    model_id: str
+    name: str
+    acc_ref: float
+    acc_shift: float
+    is_baseline: bool
+    family: str = "other"
+    prompt_id: str = UNSPECIFIED_PROMPT
+
+
+@dataclass(frozen=True)
+class ShiftFit:
+    """One line of one group (the reference baseline, a family, or a family's
+    prompt) for one (strategy, reference variant, shift)."""
+
+    kind: str
+    label: str
+    strategy: str
+    reference: str
+    shift: str
+    transform: str
+    baselines: tuple[str, ...]
+    missing: tuple[str, ...]
+    line: fit.LineFit | None
+    reason: str | None
+    chance: float
+    points: tuple[Point, ...]
+    slope_ci: tuple[float, float] | None = None
+    intercept_ci: tuple[float, float] | None = None
+    ci_reason: str | None = None
+    family: str = ""
+
+    def __post_init__(self) -> None:
+        if self.kind not in LINE_KINDS:
+            raise ValueError(f"kind must be one of {LINE_KINDS}, got {self.kind!r}")
+        if (self.line is None) == (self.reason is None):
+            raise ValueError("a ShiftFit has either a line or a reason for having none")
+        if self.line is not None and (self.slope_ci is None) != (self.ci_reason is not None):
+            raise ValueError("a line has either CIs or a reason for having none")
+
+    @property
+    def slope(self) -> float | None:
+        return None if self.line is None else self.line.slope
+
+    @property
+    def intercept(self) -> float | None:
+        return None if self.line is None else self.line.intercept
+
+    def as_record(self) -> dict[str, object]:
+        return {
+            "kind": self.kind, "label": self.label, "family": self.family or None,
+            "dataset": IMAGENET, "strategy": self.strategy,
+            "reference_variant": self.reference, "shift_variant": self.shift,
+            "transform": self.transform, "slope": self.slope, "intercept": self.intercept,
+            "slope_ci": None if self.slope_ci is None else list(self.slope_ci),
+            "intercept_ci": None if self.intercept_ci is None else list(self.intercept_ci),
+            "ci_reason": self.ci_reason,
+            "r2": None if self.line is None else self.line.r2,
+            "n": len(self.baselines), "baselines": list(self.baselines),
+            "missing_baselines": list(self.missing), "reason": self.reason,
+        }
+
+
+@dataclass(frozen=True)
+class ERValue:
+    """A model's ER against the reference line on one (strategy, shift)."""
+
+    strategy: str
+    shift: str
+    acc_ref: float
+    acc_shift: float
+    er: float | None
+    ci: tuple[float, float] | None
+    reason: str | None = None
+    ci_reason: str | None = None
+
+
+@dataclass(frozen=True)
+class MeanER:
+    """Mean ER over a model's shifts on one strategy, with its joint interval."""
+
+    strategy: str
+    value: float | None
+    ci: tuple[float, float] | None
+    n_shifts: int
+    reason: str | None = None
+
+    def as_headline(self) -> dict[str, Any]:
+        return {"value": self.value, "ci": None if self.ci is None else list(self.ci),
+                "strategy": self.strategy, "n_shifts": self.n_shifts, "reason": self.reason}
+
+
+@dataclass(frozen=True)
+class Row:
+    """One overview-table row; numbers stay numbers (None = not measured).
+    ``mean_er``/``mean_er_ci`` are the headline ER (reference line, headline strategy)."""
+
+    model_id: str
+    name: str
+    family: str
+    vision_encoder: str | None
+    params: int | None
+    page: str
+    imagenet: Mapping[str, float | None]
+    mean_er: float | None
+    mean_er_ci: tuple[float, float] | None
+    benchc: Mapping[str, float | None]
+    iwqa: float | None
+    headline_er: Mapping[str, Any] = field(default_factory=dict)
+    prompt_id: str | None = None
+
+
+@dataclass(frozen=True)
+class Leaderboard:
+    submissions: tuple[Submission, ...]
+    spec: BaselineSpec
+    strategy: str
+    variants: tuple[str, ...]
+    fits: tuple[ShiftFit, ...]
+    er: Mapping[str, tuple[ERValue, ...]]
+    rows: tuple[Row, ...]
+    pages: Mapping[str, str] = field(default_factory=dict)
+    mean_er: Mapping[str, tuple[MeanER, ...]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if len(self.rows) != len(self.submissions):
+            raise ValueError("one row per submission")
+
+    @property
+    def headline_strategy(self) -> str:
+        return self.spec.headline_strategy
+
+
+def variant_key(v: str) -> tuple[int, str]:
+    return (VARIANT_ORDER.index(v), v) if v in VARIANT_ORDER else (len(VARIANT_ORDER), v)
+
+
+def family_key(f: str) -> tuple[int, str]:
+    return (FAMILY_ORDER.index(f), f) if f in FAMILY_ORDER else (len(FAMILY_ORDER), f)

@@ -1,0 +1,68 @@
+"""How numbers print on the site: the Jinja filters every page uses ("—" for a
+value that was not measured)."""
+
+from __future__ import annotations
+
+import math
+
+
+def _finite(v: object) -> bool:
+    """A real number to print (releases.json is read back from disk: anything else
+    prints as not measured)."""
+    return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def pct(v: float | None, digits: int = 1) -> str:
+    """Accuracy as a percentage, "—" when not measured.
+
+    >>> pct(0.8123), pct(None)
+    ('81.2', '—')
+    """
+    return f"{v * 100:.{digits}f}" if _finite(v) and v is not None else "—"
+
+
+def signed(v: float | None, digits: int = 3, scale: float = 1.0) -> str:
+    """Signed number ("−" as the minus sign), "—" when undefined.
+
+    >>> signed(-0.0123), signed(0.5, 1, 100.0), signed(None)
+    ('−0.012', '+50.0', '—')
+    """
+    if not _finite(v):
+        return "—"
+    assert v is not None
+    s = f"{v * scale:+.{digits}f}"
+    return s.replace("-", "−")
+
+
+def num(v: float | None, digits: int = 3) -> str:
+    """Fixed-point number, "—" when undefined.
+
+    >>> num(0.12345), num(None)
+    ('0.123', '—')
+    """
+    return f"{v:.{digits}f}" if _finite(v) and v is not None else "—"
+
+
+def params(v: int | None) -> str:
+    """Parameter count in K/M/B.
+
+    >>> params(4652008), params(7_000_000_000), params(None)
+    ('4.65M', '7B', '—')
+    """
+    if v is None:
+        return "—"
+    for unit, size in (("B", 1e9), ("M", 1e6), ("K", 1e3)):
+        if v >= size:
+            return f"{v / size:.3g}{unit}"
+    return str(v)
+
+
+def data_v(v: object) -> str:
+    """Raw sort key for a cell's data-v attribute ("" = missing)."""
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+        return ""
+    return repr(v) if isinstance(v, float) else str(v)
+
+
+def tone(v: float | None) -> str:
+    return "" if not _finite(v) or v == 0 else ("pos" if v > 0 else "neg")  # type: ignore[operator]

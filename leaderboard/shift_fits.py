@@ -1,0 +1,233 @@
+"""Every line of one distractor strategy and each model's effective robustness
+against the reference line.
+
+Per (reference variant, shift) ONE reference line is fitted in transformed
+(probit) space on the reference baseline of baselines.yaml, plus each family's
+line and, where a family was run with several prompts, each prompt's line (the
+seed's Fig. 3). ER = acc_shift − t⁻¹(a·t(acc_ref) + b) against the reference line.
+
+The bootstrap redraws every model's accuracy (:mod:`.bootstrap`) and the line's
+models with replacement: one multiplicity vector per line group, shared by all
+shifts so that a mean over shifts has a proper joint interval.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from vlmrobust.leaderboard import fit
+from vlmrobust.leaderboard.baselines import BaselineSpec
+from vlmrobust.leaderboard.board import (
+    CHANCE,
+    IMAGENET,
+    REFERENCE,
+    UNSPECIFIED_PROMPT,
+    ERValue,
+    MeanER,
+    Point,
+    ShiftFit,
+    family_key,
+    variant_key,
+)
+from vlmrobust.leaderboard.bootstrap import (
+    MIN_BOOTSTRAP_MODELS,
+    interval,
+    resampled_accuracy,
+    seeded_rng,
+)
+from vlmrobust.leaderboard.submission import DatasetScores, Submission
+
+
+def imagenet_acc(d: DatasetScores) -> dict[tuple[str, str], float]:
+    """(strategy, variant) -> accuracy for configs that have one."""
+    out = {}
+    for c in d.configs:
+        if c.variant is not None and c.accuracy is not None:
+            out[(c.strategy or "", c.variant)] = c.accuracy
+    return out
+
+
+def imagenet_n(d: DatasetScores) -> dict[tuple[str, str], int]:
+    return {(c.strategy or "", c.variant): c.n for c in d.configs
+            if c.variant is not None and c.accuracy is not None}
+
+
+class Accuracies:
+    """Point accuracies and their (lazily drawn, cached) bootstrap replicates."""
+
+    def __init__(self, subs: Sequence[Submission], spec: BaselineSpec) -> None:
+        self.spec = spec
+        self.acc = {s.model_id: imagenet_acc(s.datasets[IMAGENET]) for s in subs}
+        self.n = {s.model_id: imagenet_n(s.datasets[IMAGENET]) for s in subs}
+        self._boot: dict[tuple[str, str, str], NDArray[np.float64]] = {}
+
+    def boot(self, model: str, strategy: str, variant: str) -> NDArray[np.float64]:
+        key = (model, strategy, variant)
+        if key not in self._boot:
+            self._boot[key] = resampled_accuracy(
+                self.acc[model][(strategy, variant)], self.n[model][(strategy, variant)],
+                self.spec.n_bootstrap, seeded_rng(self.spec.seed, "questions", *key))
+        return self._boot[key]
+
+
+@dataclass
+class _Group:
+    """The models that define one line (for every shift of one strategy), with one
+    shared draw of model multiplicities."""
+
+    kind: str
+    label: str
+    family: str
+    ids: list[str]
+    missing: tuple[str, ...]
+    weights: NDArray[np.float64]
+    absent_reason: str | None = None
+
+
+def _fit_shift(g: _Group, strategy: str, ref: str, shift: str, accs: Accuracies,
+               points: tuple[Point, ...], spec: BaselineSpec,
+               ) -> tuple[ShiftFit, NDArray[np.float64], NDArray[np.float64]]:
+    """The group's line on (ref, shift) and its bootstrap slopes/intercepts
+    (empty arrays when there is no line)."""
+    kind = spec.transform
+    have = {p.model_id for p in points}
+    base = [m for m in g.ids if m in have]
+    line: fit.LineFit | None = None
+    reason = g.absent_reason
+    if reason is None and len(base) < spec.min_models:
+        reason = (f"no line: {len(base)} {g.label} model(s) with accuracies on {ref} and "
+                  f"{shift}; a line needs at least {spec.min_models}")
+    elif reason is None:
+        line = fit.fit_line([accs.acc[m][(strategy, ref)] for m in base],
+                            [accs.acc[m][(strategy, shift)] for m in base], kind)
+        if line is None:
+            reason = f"no line: the {g.label} models share one {ref} accuracy"
+    boot_a = boot_b = np.empty(0)
+    slope_ci = intercept_ci = None
+    ci_reason = None
+    if line is not None:
+        if spec.n_bootstrap and base:
+            mask = np.array([m in have for m in g.ids], dtype=np.float64)
+            b = spec.n_bootstrap
+            x = np.stack([accs.boot(m, strategy, ref) if m in have else np.full(b, 0.5)
+                          for m in g.ids], axis=1)
+            y = np.stack([accs.boot(m, strategy, shift) if m in have else np.full(b, 0.5)
+                          for m in g.ids], axis=1)
+            boot_a, boot_b = fit.least_squares(fit.transform(x, kind), fit.transform(y, kind),
+                                               g.weights * mask,
+                                               min_points=MIN_BOOTSTRAP_MODELS)
+        slope_ci, ci_reason = interval(boot_a, spec.level, spec.n_bootstrap)
+        intercept_ci, _ = interval(boot_b, spec.level, spec.n_bootstrap)
+        if slope_ci is None or intercept_ci is None:
+            slope_ci = intercept_ci = None
+            ci_reason = ci_reason or "not estimable: every resample gives the same intercept"
+    in_base = set(base)
+    pts = tuple(Point(p.model_id, p.name, p.acc_ref, p.acc_shift, p.model_id in in_base,
+                      p.family, p.prompt_id) for p in points)
+    f = ShiftFit(g.kind, g.label, strategy, ref, shift, kind, tuple(base), g.missing, line,
+                 reason, CHANCE[IMAGENET], pts, slope_ci, intercept_ci, ci_reason, g.family)
+    return f, boot_a, boot_b
+
+
+def _groups(subs: Sequence[Submission], spec: BaselineSpec, strategy: str) -> list[_Group]:
+    family_of = {s.model_id: s.meta.family for s in subs}
+    prompt_of = {s.model_id: s.meta.prompt_id or UNSPECIFIED_PROMPT for s in subs}
+    b = spec.n_bootstrap
+
+    def weights(ids: list[str], *parts: str) -> NDArray[np.float64]:
+        return fit.bootstrap_weights(len(ids), b, seeded_rng(spec.seed, "models", strategy, *parts))
+
+    listed = spec.reference_ids(family_of)
+    ref_ids = [m for m in listed if m in family_of]
+    out = [_Group(REFERENCE, REFERENCE, "", ref_ids,
+                  tuple(m for m in listed if m not in family_of),
+                  weights(ref_ids, REFERENCE))]
+    for fam in sorted(set(family_of.values()), key=family_key):
+        ids = sorted(m for m, f in family_of.items() if f == fam)
+        out.append(_Group("family", fam, fam, ids, (), weights(ids, "family", fam)))
+        prompts = sorted({prompt_of[m] for m in ids})
+        if len(prompts) > 1:
+            for p in prompts:
+                pids = [m for m in ids if prompt_of[m] == p]
+                out.append(_Group("prompt", f"{fam} · {p}", fam, pids, (),
+                                  weights(pids, "prompt", fam, p)))
+    return out
+
+
+def strategy_fits(subs: Sequence[Submission], accs: Accuracies, strategy: str, spec: BaselineSpec,
+                   ) -> tuple[list[ShiftFit], dict[str, list[ERValue]], dict[str, MeanER]]:
+    """All lines of one strategy, every model's ER against the reference line per
+    shift, and its mean ER over shifts with the joint interval."""
+    refs = {s.model_id: s.datasets[IMAGENET].reference_variant for s in subs}
+    meta = {s.model_id: s.meta for s in subs}
+    pairs: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for m, a in accs.acc.items():
+        ref = refs[m]
+        if ref is None or (strategy, ref) not in a:
+            continue
+        for (st, v) in a:
+            if st == strategy and v != ref:
+                pairs[(ref, v)].append(m)
+    groups = _groups(subs, spec, strategy)
+    fits: list[ShiftFit] = []
+    er: dict[str, list[ERValue]] = defaultdict(list)
+    boot_er: dict[str, list[NDArray[np.float64]]] = defaultdict(list)
+    point_er: dict[str, list[float]] = defaultdict(list)
+    kind = spec.transform
+    for (ref, shift), models in sorted(pairs.items(),
+                                       key=lambda kv: (kv[0][0], variant_key(kv[0][1]))):
+        all_points = tuple(Point(
+            m, meta[m].name, accs.acc[m][(strategy, ref)], accs.acc[m][(strategy, shift)], False,
+            meta[m].family, meta[m].prompt_id or UNSPECIFIED_PROMPT) for m in sorted(models))
+        for g in groups:
+            ids = set(g.ids)
+            pts = all_points if g.kind == REFERENCE else tuple(
+                p for p in all_points if p.model_id in ids)
+            if not pts and g.kind != REFERENCE:
+                continue
+            f, boot_a, boot_b = _fit_shift(g, strategy, ref, shift, accs, pts, spec)
+            fits.append(f)
+            if g.kind != REFERENCE:
+                continue
+            for p in all_points:
+                if f.line is None:
+                    er[p.model_id].append(ERValue(strategy, shift, p.acc_ref, p.acc_shift,
+                                                  None, None, f.reason, f.reason))
+                    continue
+                value = float(fit.effective_robustness(p.acc_ref, p.acc_shift, f.line.slope,
+                                                       f.line.intercept, kind))
+                samples = np.empty(0)
+                if boot_a.size:
+                    samples = fit.effective_robustness(
+                        accs.boot(p.model_id, strategy, ref),
+                        accs.boot(p.model_id, strategy, shift), boot_a, boot_b, kind)
+                ci, why = interval(samples, spec.level, spec.n_bootstrap)
+                er[p.model_id].append(ERValue(strategy, shift, p.acc_ref, p.acc_shift, value,
+                                              ci, None, why))
+                point_er[p.model_id].append(value)
+                if samples.size:
+                    boot_er[p.model_id].append(samples)
+    means: dict[str, MeanER] = {}
+    for m, vals in er.items():
+        pv = point_er.get(m, [])
+        if not pv:
+            means[m] = MeanER(strategy, None, None, 0, vals[0].reason)
+            continue
+        if len(pv) != len(vals):
+            missing = [v.shift for v in vals if v.er is None]
+            means[m] = MeanER(strategy, None, None, len(vals),
+                              f"no reference line on {', '.join(missing)}")
+            continue
+        if boot_er.get(m) and len(boot_er[m]) == len(pv):
+            # A resample degenerate on any shift has no mean (NaN): dropped by interval().
+            ci, why = interval(np.mean(np.vstack(boot_er[m]), axis=0), spec.level,
+                               spec.n_bootstrap)
+        else:
+            ci, why = interval(np.empty(0), spec.level, spec.n_bootstrap)
+        means[m] = MeanER(strategy, float(np.mean(pv)), ci, len(pv), why)
+    return fits, er, means

@@ -1,0 +1,108 @@
+"""The frozen records of one loaded submission (:class:`Submission`: its
+``meta.yaml`` and the per-dataset :class:`DatasetScores` of its ``scores.json``),
+the metric names they hold, and the error every unusable submission raises."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from vlmrobust.core.errors import SubmissionError
+from vlmrobust.evaluation.submissions import ModelMeta
+
+QUADRANTS = ("degraded", "overconfident", "hesitant", "stable")
+TRANSITIONS = ("RR", "RW", "WR", "WW")
+CELL_METRICS = ("acc", "delta_acc", "S", "delta_S", "C", "delta_C", "ras")
+AGGREGATE_METRICS = (*CELL_METRICS, "destructive_ras", "corrective_ras")
+# Bench-C cells also carry the clean side and the RAS split, κ-weighted and plain
+BENCH_C_METRICS = (*AGGREGATE_METRICS, "S_clean", "C_clean")
+CLEAN_METRICS = ("acc", "S", "C")
+WEIGHTINGS = ("plain", "kappa_weighted")
+CALIBRATION_FIELDS = ("ece", "nll", "ece_ts", "nll_ts", "temperature")
+
+
+class LeaderboardInputError(SubmissionError):
+    """A submission folder cannot be shown on the leaderboard."""
+
+
+@dataclass(frozen=True)
+class ConfigScore:
+    config: str
+    n: int
+    accuracy: float | None
+    accuracy_ci: tuple[float, float] | None = None
+    variant: str | None = None
+    strategy: str | None = None
+    calibration: Mapping[str, float | None] = field(default_factory=dict)
+    # ImageNet-X factor -> (images with the factor, accuracy on them or None);
+    # imagenet-val configs only, when the scorer had the annotations.
+    factors: Mapping[str, tuple[int, float | None]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.n < 0:
+            raise ValueError("n must be >= 0")
+        if self.accuracy is not None and not 0.0 <= self.accuracy <= 1.0:
+            raise ValueError("accuracy must lie in [0, 1]")
+
+
+@dataclass(frozen=True)
+class BenchCCell:
+    corruption: str
+    severity: int
+    n: int
+    metrics: Mapping[str, float | None]  # κ-weighted cell means
+    quadrants: Mapping[str, int]
+    transitions: Mapping[str, int]
+    plain: Mapping[str, float | None] = field(default_factory=dict)  # plain cell means
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.severity <= 5:
+            raise ValueError("severity must be 1..5")
+
+
+@dataclass(frozen=True)
+class BenchCScores:
+    clean_accuracy: float | None
+    cells: tuple[BenchCCell, ...]
+    aggregate: Mapping[str, float | None]  # means over cells of κ-weighted cell means
+    quadrants: Mapping[str, int]
+    transitions: Mapping[str, int]
+    plain_aggregate: Mapping[str, float | None] = field(default_factory=dict)
+    # weighting ("plain" | "kappa_weighted") -> clean acc, S, C
+    clean: Mapping[str, Mapping[str, float | None]] = field(default_factory=dict)
+    categories: Mapping[str, BenchCScores] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        keys = [(c.corruption, c.severity) for c in self.cells]
+        if len(set(keys)) != len(keys):
+            raise ValueError("duplicate (corruption, severity) cell")
+
+
+@dataclass(frozen=True)
+class DatasetScores:
+    key: str
+    name: str
+    version: str | None
+    fingerprint: str | None
+    sample: bool
+    has_logits: bool
+    reference_variant: str | None
+    configs: tuple[ConfigScore, ...]
+    bench_c: BenchCScores | None = None
+
+    def __post_init__(self) -> None:
+        names = [c.config for c in self.configs]
+        if len(set(names)) != len(names):
+            raise ValueError("duplicate config")
+
+
+@dataclass(frozen=True)
+class Submission:
+    meta: ModelMeta
+    datasets: Mapping[str, DatasetScores]
+    folder: Path
+
+    @property
+    def model_id(self) -> str:
+        return self.meta.model_id
