@@ -90,6 +90,16 @@ def test_pending_results_are_bounded_by_bytes(tmp_path: Path) -> None:
         assert copies_nbytes(task) == sum(a.nbytes for a in corrupt_copies(task))
 
 
+def test_workers_leave_ctrl_c_to_the_parent() -> None:
+    import signal
+
+    # the parent turns KeyboardInterrupt into "interrupted; run again to resume";
+    # workers that also raised it would each print a traceback
+    with Workers(2) as workers:
+        got = list(workers.map(signal.getsignal, [signal.SIGINT, signal.SIGINT]))
+    assert got == [signal.SIG_IGN, signal.SIG_IGN]
+
+
 def test_workers_are_shared_by_the_stages() -> None:
     with Workers(2) as workers:
         assert list(workers.map(abs, [-1, -2])) == [1, 2]

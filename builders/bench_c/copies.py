@@ -95,10 +95,15 @@ def encode_copies(task: CopyTask) -> list[tuple[bytes, str]]:
 
 
 def _init_worker() -> None:
+    import signal
+
     import cv2
 
     # one process per CPU already: OpenCV's own pool would oversubscribe them
     cv2.setNumThreads(1)
+    # Ctrl-C reaches the whole process group: the parent stops the build (and
+    # says how to resume); a worker's own traceback would only be noise
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 class Workers:
