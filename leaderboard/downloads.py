@@ -1,5 +1,12 @@
 """The downloads: the full table at full precision as ``leaderboard.csv`` and
-``leaderboard.json``."""
+``leaderboard.json``.
+
+Bench-C numbers come in two named weightings (docs/internals.md, "Downloads"):
+``bench-c:plain:<metric>`` (unweighted cell means, the paper's tables) and
+``bench-c:kappa_weighted:<metric>`` (Σκ·x/Σκ cell means), each then averaged
+over cells; quadrant and transition columns are counts, which no weighting
+touches. The unqualified ``bench-c:<metric>`` columns of schema 1 (κ-weighted,
+unmarked) are gone, so no reader takes one weighting for the other."""
 
 from __future__ import annotations
 
@@ -10,7 +17,23 @@ from typing import Any
 
 from vlmrobust.leaderboard.aggregate import headline_er
 from vlmrobust.leaderboard.board import BENCH_C, IMAGENET, Leaderboard
-from vlmrobust.leaderboard.submission import AGGREGATE_METRICS, QUADRANTS, TRANSITIONS
+from vlmrobust.leaderboard.submission import (
+    BENCH_C_METRICS,
+    QUADRANTS,
+    TRANSITIONS,
+    WEIGHTINGS,
+    BenchCScores,
+)
+
+# Version of the leaderboard.json layout; 2: Bench-C columns named by weighting.
+DOWNLOADS_SCHEMA = 2
+BENCH_C_COLUMN_NOTES = {
+    "bench-c:plain:*": "plain: per (corruption, severity) cell the unweighted mean over the "
+                       "cell's questions (the paper's per-cell tables), then the mean over cells",
+    "bench-c:kappa_weighted:*": "κ-weighted: per cell Σκ·x / Σκ (κ = the question's "
+                                "discriminative power), then the mean over cells",
+    "bench-c:<quadrant|transition>": "counts of corrupted answers over all cells (unweighted)",
+}
 
 # CSV cells starting with these are formulas in spreadsheet programs.
 _CSV_FORMULA = ("=", "+", "-", "@", "\t", "\r")
@@ -27,10 +50,8 @@ def table_records(lb: Leaderboard) -> tuple[list[str], list[dict[str, Any]]]:
     columns += [f"imagenet-mcq:{v}:{st}:accuracy" for v, st in in_cols]
     columns += [f"er:{st}:{sh}" for st, sh in er_cols]
     columns += ["headline_er_value", "headline_er_ci_low", "headline_er_ci_high",
-                "headline_er_strategy", "mean_er", "mean_er_ci_low", "mean_er_ci_high",
-                "bench-c:clean_accuracy"]
-    columns += [f"bench-c:{k}" for k in AGGREGATE_METRICS]
-    columns += [f"bench-c:{k}" for k in (*QUADRANTS, *TRANSITIONS)]
+                "headline_er_strategy", "mean_er", "mean_er_ci_low", "mean_er_ci_high"]
+    columns += bench_c_columns()
     columns += ["imagewikiqa:accuracy"]
     rows_by_id = {r.model_id: r for r in lb.rows}
     records = []
@@ -63,16 +84,32 @@ def table_records(lb: Leaderboard) -> tuple[list[str], list[dict[str, Any]]]:
         rec["mean_er_ci_low"] = row.mean_er_ci[0] if row.mean_er_ci else None
         rec["mean_er_ci_high"] = row.mean_er_ci[1] if row.mean_er_ci else None
         bc = s.datasets[BENCH_C].bench_c if BENCH_C in s.datasets else None
-        rec["bench-c:clean_accuracy"] = bc.clean_accuracy if bc else None
-        for k in AGGREGATE_METRICS:
-            rec[f"bench-c:{k}"] = bc.aggregate.get(k) if bc else None
-        for k in QUADRANTS:
-            rec[f"bench-c:{k}"] = bc.quadrants.get(k) if bc else None
-        for k in TRANSITIONS:
-            rec[f"bench-c:{k}"] = bc.transitions.get(k) if bc else None
+        rec.update(bench_c_values(bc))
         rec["imagewikiqa:accuracy"] = row.iwqa
         records.append(rec)
     return columns, records
+
+
+def bench_c_columns() -> list[str]:
+    cols = [f"bench-c:{wt}:{k}" for wt in WEIGHTINGS for k in ("clean_accuracy", *BENCH_C_METRICS)]
+    return cols + [f"bench-c:{k}" for k in (*QUADRANTS, *TRANSITIONS)]
+
+
+def bench_c_values(bc: BenchCScores | None) -> dict[str, Any]:
+    """One model's Bench-C columns (all None without a Bench-C section)."""
+    if bc is None:
+        return dict.fromkeys(bench_c_columns())
+    by_weighting = {"plain": bc.plain_aggregate, "kappa_weighted": bc.aggregate}
+    # clean_accuracy is the scorer's κ-weighted clean accuracy (older scores lack `clean`)
+    clean = {"plain": bc.clean.get("plain", {}).get("acc"),
+             "kappa_weighted": bc.clean.get("kappa_weighted", {}).get("acc", bc.clean_accuracy)}
+    out: dict[str, Any] = {}
+    for wt in WEIGHTINGS:
+        out[f"bench-c:{wt}:clean_accuracy"] = clean[wt]
+        out.update({f"bench-c:{wt}:{k}": by_weighting[wt].get(k) for k in BENCH_C_METRICS})
+    out.update({f"bench-c:{k}": bc.quadrants.get(k) for k in QUADRANTS})
+    out.update({f"bench-c:{k}": bc.transitions.get(k) for k in TRANSITIONS})
+    return out
 
 
 def _csv_cell(v: Any) -> str:
@@ -97,7 +134,8 @@ def to_csv(columns: list[str], records: list[dict[str, Any]]) -> str:
 def to_json(lb: Leaderboard, columns: list[str], records: list[dict[str, Any]]) -> str:
     """``leaderboard.json``: the same table plus the baselines definition and every fit."""
     return json.dumps(
-        {"schema_version": 1, "overview_strategy": lb.strategy,
+        {"schema_version": DOWNLOADS_SCHEMA, "overview_strategy": lb.strategy,
+         "column_notes": BENCH_C_COLUMN_NOTES,
          "baselines": lb.spec.as_record(), "fits": [f.as_record() for f in lb.fits],
          "columns": columns, "rows": records},
         separators=(",", ":"), ensure_ascii=False, allow_nan=False) + "\n"

@@ -13,6 +13,7 @@ from vlmrobust.leaderboard.submission import (
     BENCH_C_METRICS,
     CALIBRATION_FIELDS,
     CLEAN_METRICS,
+    METRIC_BOUNDS,
     QUADRANTS,
     TRANSITIONS,
     WEIGHTINGS,
@@ -88,7 +89,7 @@ def _load_bench_c(w: Where, raw: Any, where: str, nested: bool = False) -> Bench
         seen.add((corruption, severity))
         cells.append(BenchCCell(
             corruption=corruption, severity=severity, n=int(w.integer(c, "n", cw) or 0),
-            metrics={k: w.number(c, k, cw) for k in BENCH_C_METRICS},
+            metrics=_metrics(w, c, BENCH_C_METRICS, cw),
             quadrants=w.counts(c, "quadrants", QUADRANTS, cw),
             transitions=w.counts(c, "transitions", TRANSITIONS, cw),
             plain=_numbers(w, c.get("plain"), BENCH_C_METRICS, f"{cw}.plain"),
@@ -103,7 +104,7 @@ def _load_bench_c(w: Where, raw: Any, where: str, nested: bool = False) -> Bench
     return BenchCScores(
         clean_accuracy=w.number(b, "clean_accuracy", where, lo=0.0, hi=1.0),
         cells=tuple(cells),
-        aggregate={k: w.number(agg, k, aw) for k in BENCH_C_METRICS},
+        aggregate=_metrics(w, agg, BENCH_C_METRICS, aw),
         quadrants=w.counts(agg, "quadrants", QUADRANTS, aw),
         transitions=w.counts(agg, "transitions", TRANSITIONS, aw),
         plain_aggregate=_numbers(w, agg.get("plain"), BENCH_C_METRICS, f"{aw}.plain"),
@@ -115,10 +116,16 @@ def _load_bench_c(w: Where, raw: Any, where: str, nested: bool = False) -> Bench
 
 
 def _numbers(w: Where, raw: Any, keys: tuple[str, ...], where: str) -> dict[str, float | None]:
+    """An optional block of metrics (``plain``, ``clean.<weighting>``)."""
     if raw is None:
         return {}
-    m = w.mapping(raw, where)
-    return {k: w.number(m, k, where) for k in keys}
+    return _metrics(w, w.mapping(raw, where), keys, where)
+
+
+def _metrics(w: Where, m: Any, keys: tuple[str, ...], where: str) -> dict[str, float | None]:
+    """``keys`` of ``m``, each a number inside its metric's range or null."""
+    return {k: w.number(m, k, where, lo=METRIC_BOUNDS[k][0], hi=METRIC_BOUNDS[k][1])
+            for k in keys}
 
 
 def load_scores(folder: Path, model_id: str) -> dict[str, DatasetScores]:

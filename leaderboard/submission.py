@@ -19,11 +19,29 @@ AGGREGATE_METRICS = (*CELL_METRICS, "destructive_ras", "corrective_ras")
 BENCH_C_METRICS = (*AGGREGATE_METRICS, "S_clean", "C_clean")
 CLEAN_METRICS = ("acc", "S", "C")
 WEIGHTINGS = ("plain", "kappa_weighted")
+# The range of each per-question metric; plain and κ-weighted (κ >= 0) means keep
+# it, and so does floating point (its rounding is monotone), so a stored value
+# outside is a damaged or hand-edited scores.json.
+_UNIT, _SIGNED, _RAS = (0.0, 1.0), (-1.0, 1.0), (-2.0, 1.0)
+METRIC_BOUNDS: Mapping[str, tuple[float, float]] = {
+    "acc": _UNIT, "delta_acc": _SIGNED, "S": _UNIT, "delta_S": _SIGNED, "C": _UNIT,
+    "delta_C": _SIGNED, "ras": _RAS, "destructive_ras": _RAS, "corrective_ras": _RAS,
+    "S_clean": _UNIT, "C_clean": _UNIT}
 CALIBRATION_FIELDS = ("ece", "nll", "ece_ts", "nll_ts", "temperature")
 
 
 class LeaderboardInputError(SubmissionError):
     """A submission folder cannot be shown on the leaderboard."""
+
+
+def check_metrics(values: Mapping[str, float | None], where: str) -> None:
+    """Every value a known Bench-C metric, None or inside its range."""
+    for k, v in values.items():
+        bounds = METRIC_BOUNDS.get(k)
+        if bounds is None:
+            raise ValueError(f"{where}: unknown metric {k!r}; use {list(METRIC_BOUNDS)}")
+        if v is not None and not bounds[0] <= v <= bounds[1]:
+            raise ValueError(f"{where}.{k}: {v!r} is outside {list(bounds)}")
 
 
 @dataclass(frozen=True)
@@ -77,6 +95,12 @@ class BenchCScores:
         keys = [(c.corruption, c.severity) for c in self.cells]
         if len(set(keys)) != len(keys):
             raise ValueError("duplicate (corruption, severity) cell")
+        for label, agg in (("aggregate", self.aggregate), ("plain_aggregate", self.plain_aggregate)):
+            check_metrics(agg, label)
+        for weighting, block in self.clean.items():
+            if weighting not in WEIGHTINGS:
+                raise ValueError(f"clean: unknown weighting {weighting!r}; use {list(WEIGHTINGS)}")
+            check_metrics(block, f"clean.{weighting}")
 
 
 @dataclass(frozen=True)

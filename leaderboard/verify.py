@@ -4,7 +4,8 @@ its metadata names, and the board shows the recomputed numbers.
 
 A section whose predictions are missing, whose predictions' sha256 differs from
 the one ``scores.json`` records, or whose stored numbers disagree with the
-recomputed ones is refused with the file's path. Dataset directories are given
+recomputed ones (any of them: κ-weighted and plain Bench-C numbers alike) is
+refused with the file's path. Dataset directories are given
 explicitly or found by fingerprint in local stores (folders holding dataset
 directories, e.g. the ``datasets/`` a ``vlmrobust demo`` leaves).
 """

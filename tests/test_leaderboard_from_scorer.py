@@ -97,4 +97,5 @@ def test_scorer_output_loads_fits_and_renders(tmp_path: Path) -> None:
     files = render_site(lb)
     table = json.loads(files["leaderboard.json"])
     assert [r["model_id"] for r in table["rows"]] == ["m0", "m1", "m2", "m3"]
-    assert all(r["bench-c:ras"] is not None for r in table["rows"])
+    assert all(r[f"bench-c:{w}:ras"] is not None for r in table["rows"]
+               for w in ("plain", "kappa_weighted"))

@@ -109,14 +109,15 @@ def test_downloads_keep_full_precision_and_neutralise_formulas(
     acc = scores["datasets"]["imagenet-mcq"]["configs"]["sample-rendition-wordnet"]["accuracy"]
     assert rows["clip-0001"]["imagenet-mcq:sample-rendition:wordnet:accuracy"] == acc
     assert rows["evil"]["name"] == PAYLOAD and rows["evil"]["vision_encoder"] == FORMULA
-    assert rows["no-benchc"]["bench-c:ras"] is None
+    assert rows["no-benchc"]["bench-c:kappa_weighted:ras"] is None
+    assert rows["no-benchc"]["bench-c:plain:ras"] is None
     assert table["fits"] and all(f["transform"] == "probit" for f in table["fits"])
     parsed = list(csv.DictReader(io.StringIO(files["leaderboard.csv"].decode())))
     assert len(parsed) == 8 and list(parsed[0]) == table["columns"]
     by_id = {r["model_id"]: r for r in parsed}
     assert by_id["evil"]["vision_encoder"] == "'" + FORMULA
     assert float(by_id["clip-0001"]["imagenet-mcq:sample-rendition:wordnet:accuracy"]) == acc
-    assert by_id["no-benchc"]["bench-c:ras"] == ""
+    assert by_id["no-benchc"]["bench-c:kappa_weighted:ras"] == ""
 
 
 def test_rendering_is_deterministic(site: tuple[dict[str, bytes], Path]) -> None:
