@@ -11,6 +11,9 @@ From each class's facts (knowledge.py) it writes:
 - WordNet questions: the category (direct hypernym), a part (meronym), the
   group it is a member of (member holonym), and its definition (gloss), with
   distractors from the nearest other classes that are not true of this one.
+
+The rewritten sentences come from sentences.py, the blankable facts and their
+support from slots.py; this module picks facts, distractors and option order.
 """
 
 from __future__ import annotations
@@ -22,175 +25,23 @@ from dataclasses import dataclass
 
 from vlmrobust.builders.imagewikiqa.knowledge import ClassKnowledge
 from vlmrobust.builders.imagewikiqa.leak import LeakChecker
-from vlmrobust.builders.imagewikiqa.question import BLANK, N_CHOICES, Candidate, normalise_text
+from vlmrobust.builders.imagewikiqa.question import N_CHOICES, Candidate, normalise_text
 from vlmrobust.builders.imagewikiqa.seeds import rng_for
-from vlmrobust.builders.imagewikiqa.vocab import SLOT_TYPES, SlotType
+from vlmrobust.builders.imagewikiqa.sentences import ObjectSentence, object_sentences
+from vlmrobust.builders.imagewikiqa.slots import (
+    STOP,
+    best_slot,
+    closed_slots,
+    cloze_text,
+    mention_res,
+    open_slots,
+    reference_text,
+    supported_facts,
+)
+from vlmrobust.builders.imagewikiqa.vocab import SLOT_TYPES
 
-VERBS = {"is": "is", "are": "is", "has": "has", "have": "has", "can": "can", "lives": "lives",
-         "live": "lives", "grows": "grows", "grow": "grows", "was": "was", "were": "was"}
-MAX_WORDS = 30
 PER_TYPE = 2          # cloze questions per slot type per class
 NEIGHBOURS = 60       # nearest classes searched for open-type distractors
-STOP = frozenset(["a", "an", "the", "of", "to", "for", "and", "or", "in", "on", "with", "by", "as", "at", "from", "its", "it", "is", "are", "be"])
-SOURCE_WEIGHT = {"wordnet": 2, "gpt": 2, "wikipedia": 2, "cupl": 1}
-
-FAMILY = re.compile(r"\b(?:of|in|to|from) the ([a-z]+) family\b")
-SCI_FAMILY = re.compile(r"\b([A-Z][a-z]{3,}idae)\b")
-PURPOSE = re.compile(
-    r"\bused (?:for|to) ([a-z][a-z'\-]*(?: [a-z][a-z'\-]*){0,4}?)"
-    r"(?=[.,;:!]|\s(?:and|or|in|by|on|at|with|when|because|that|which)\b|$)")
-VAGUE = re.compile(r"\b(?:purpose|purposes|thing|things|variety|many|various|different|"
-                   r"character|it|them|this|that)\b")
-GENERIC_FAMILY = frozenset({"same", "genus", "species", "plant", "animal", "bird", "fish",
-                            "dog", "cat", "a", "its", "their", "whole"})
-
-
-@dataclass(frozen=True)
-class ObjectSentence:
-    """A sentence about the class, rewritten to start with "This object"."""
-
-    text: str
-    original: str
-    source: str  # wordnet | gpt | wikipedia | cupl
-
-    def __post_init__(self) -> None:
-        if not self.text.startswith("This object"):
-            raise ValueError(f"not an object sentence: {self.text!r}")
-
-
-@dataclass(frozen=True)
-class Slot:
-    kind: str
-    value: str       # the blanked text, as written in the sentence
-    key: str         # what counts as "the same fact" (group rep or lower-case value)
-    sentence: ObjectSentence
-    start: int
-    end: int
-
-
-def _article(phrase: str) -> str:
-    return "an" if phrase[:1].lower() in "aeiou" else "a"
-
-
-def object_sentences(k: ClassKnowledge, checker: LeakChecker) -> list[ObjectSentence]:
-    """The class's sentences with the subject replaced by "This object"; sentences
-    that still name the class elsewhere are dropped."""
-    out: list[ObjectSentence] = []
-    gloss = k.gloss.strip().rstrip(".")
-    if gloss:
-        lead = "" if re.match(r"(?:a|an|the)\s", gloss, re.I) else _article(gloss) + " "
-        out.append(ObjectSentence(f"This object is {lead}{gloss}.", k.gloss, "wordnet"))
-    for i, s in enumerate(k.description):
-        if i == 0 and re.match(r"(?:A|An)\s", s):
-            out.append(ObjectSentence("This object is " + s[0].lower() + s[1:], s, "gpt"))
-        elif s.startswith("It "):
-            out.append(ObjectSentence("This object " + s[3:], s, "gpt"))
-    for s, source in [*((w, "wikipedia") for w in k.wikipedia), *((c, "cupl") for c in k.cupl)]:
-        if s.startswith("It ") and len(s) > 3:
-            out.append(ObjectSentence("This object " + s[3:], s, source))
-            continue
-        end = checker.match_start(s)
-        if end is None:
-            continue
-        # "The tench (Tinca tinca) is ...": the parenthesis is more of the name.
-        rest = re.sub(r"^\s*\([^)]*\),?", "", s[end:])
-        verb, _, tail = rest.strip().partition(" ")
-        if verb.lower() in VERBS and tail:
-            out.append(ObjectSentence(f"This object {VERBS[verb.lower()]} {tail}", s, source))
-    return [
-        o for o in out
-        if checker.find(o.text) is None and 4 <= len(o.text.split()) <= MAX_WORDS
-    ]
-
-
-def _word_re(words: Sequence[str], compounds: bool) -> re.Pattern[str]:
-    """Whole words; ``compounds=False`` also refuses parts of hyphenated words
-    (blanking "brown" in "olive-brown" reads badly), while a mention check must
-    see them (``compounds=True``)."""
-    alts = "|".join(sorted((re.escape(w) for w in words), key=len, reverse=True))
-    edge = r"\w" if compounds else r"\w-"
-    return re.compile(rf"(?<![{edge}])(?:{alts})(?![{edge}])", re.IGNORECASE)
-
-
-@functools.cache
-def _answer_re(slot_type: SlotType) -> re.Pattern[str]:
-    return _word_re([w for g in slot_type.groups for w in g.answers], compounds=False)
-
-
-@functools.cache
-def _mention_res(slot_type: SlotType) -> tuple[re.Pattern[str], ...]:
-    return tuple(_word_re(g.mentions, compounds=True) for g in slot_type.groups)
-
-
-def closed_slots(sentences: Sequence[ObjectSentence]) -> list[Slot]:
-    slots: list[Slot] = []
-    for o in sentences:
-        for st in SLOT_TYPES:
-            start = 0
-            if st.trigger is not None:
-                t = re.search(st.trigger, o.text, re.IGNORECASE)
-                if t is None:
-                    continue
-                start = t.end()
-            for m in _answer_re(st).finditer(o.text, start):
-                group = st.group_of(m.group(0))
-                if group is not None:
-                    slots.append(Slot(st.name, m.group(0), group.rep[0], o, m.start(), m.end()))
-    return slots
-
-
-def open_slots(sentences: Sequence[ObjectSentence]) -> list[Slot]:
-    slots: list[Slot] = []
-    for o in sentences:
-        for m in FAMILY.finditer(o.text):
-            if m.group(1) not in GENERIC_FAMILY:
-                slots.append(Slot("family", m.group(1), m.group(1), o, m.start(1), m.end(1)))
-        for m in SCI_FAMILY.finditer(o.text):
-            slots.append(Slot("sci-family", m.group(1), m.group(1).lower(), o,
-                              m.start(1), m.end(1)))
-        for m in PURPOSE.finditer(o.text):
-            value = m.group(1).strip()
-            first, last = value.split()[0], value.split()[-1]
-            if last not in STOP and first not in STOP and not VAGUE.search(value):
-                slots.append(Slot("purpose", value, value.lower(), o, m.start(1), m.end(1)))
-    return slots
-
-
-def _supported(slots: Sequence[Slot], min_support: int) -> dict[tuple[str, str], list[Slot]]:
-    """(kind, key) -> its slots, for facts stated by enough (weighted) sentences."""
-    by_fact: dict[tuple[str, str], list[Slot]] = {}
-    for s in slots:
-        by_fact.setdefault((s.kind, s.key), []).append(s)
-    out = {}
-    for fact, group in by_fact.items():
-        support = sum(SOURCE_WEIGHT[s.sentence.source]
-                      for s in {id(x.sentence): x for x in group}.values())
-        need = next((st.min_support for st in SLOT_TYPES if st.name == fact[0]), min_support)
-        if support >= need:
-            out[fact] = group
-    return out
-
-
-def _best_slot(group: Sequence[Slot], used: set[str]) -> Slot | None:
-    """The slot to blank for a fact: from a curated source first (WordNet, GPT
-    description), then the shortest sentence; never a sentence already used."""
-    free = [s for s in group if s.sentence.text not in used]
-    if not free:
-        return None
-    return min(free, key=lambda s: (-SOURCE_WEIGHT[s.sentence.source], len(s.sentence.text),
-                                    s.sentence.text))
-
-
-def _cloze_text(slot: Slot) -> str:
-    before = slot.sentence.text[: slot.start]
-    after = slot.sentence.text[slot.end:]
-    before = re.sub(r"\b([Aa])n? $", r"\1(n) ", before)
-    return f'Complete the sentence: "{before}{BLANK}{after}"'
-
-
-def _reference(group: Sequence[Slot]) -> str:
-    seen = list(dict.fromkeys(s.sentence.original for s in group))
-    return " ".join(seen[:3])
 
 
 @dataclass(frozen=True)
@@ -213,7 +64,7 @@ class OfflineGenerator:
             raw += [ObjectSentence("This object " + t, t, "gpt") for t in k.description]
             raw += [ObjectSentence("This object " + t, t, "cupl") for t in k.cupl
                     if "used" in t or "family" in t or "idae" in t]
-            facts = _supported(open_slots(raw), self.min_support)
+            facts = supported_facts(open_slots(raw), self.min_support)
             kinds: dict[str, list[str]] = {}
             for (kind, _), group in sorted(facts.items()):
                 kinds.setdefault(kind, []).append(group[0].value)
@@ -266,20 +117,20 @@ class OfflineGenerator:
 
     def _cloze_closed(self, k: ClassKnowledge, sentences: Sequence[ObjectSentence],
                       checker: LeakChecker, used: set[str]) -> list[Candidate]:
-        facts = _supported(closed_slots(sentences), self.min_support)
+        facts = supported_facts(closed_slots(sentences), self.min_support)
         text = k.text
         # "white" for the great white shark: the answer would be half the name.
         name_words = {w for n in k.names for w in re.findall(r"[a-z]+", n.lower())}
         out: list[Candidate] = []
         for st in SLOT_TYPES:
-            free = [g for g, rx in zip(st.groups, _mention_res(st), strict=True)
+            free = [g for g, rx in zip(st.groups, mention_res(st), strict=True)
                     if not rx.search(text)]
             mine = sorted((f for f in facts if f[0] == st.name), key=lambda f: -len(facts[f]))
             mine = [f for f in mine if f[1].lower() not in name_words
                     and not any(s.value.lower() in name_words for s in facts[f])]
             for fact in mine[:PER_TYPE]:
                 group = facts[fact]
-                slot = _best_slot(group, used)
+                slot = best_slot(group, used)
                 if slot is None:
                     continue
                 if len(free) < N_CHOICES - 1:
@@ -291,7 +142,7 @@ class OfflineGenerator:
                 dis = [g.rep[1] if plural else g.rep[0] for g in picks]
                 if slot.value[:1].islower():
                     dis = [d if st.proper else d.lower() for d in dis]
-                c = self._make(k, _cloze_text(slot), slot.value, dis, _reference(group),
+                c = self._make(k, cloze_text(slot), slot.value, dis, reference_text(group),
                                f"cloze-{st.name}", checker)
                 if c is not None:
                     out.append(c)
@@ -301,7 +152,7 @@ class OfflineGenerator:
     def _cloze_open(self, k: ClassKnowledge, sentences: Sequence[ObjectSentence],
                     checker: LeakChecker, near: Sequence[ClassKnowledge],
                     used: set[str]) -> list[Candidate]:
-        facts = _supported(open_slots(sentences), self.min_support)
+        facts = supported_facts(open_slots(sentences), self.min_support)
         text = k.text
         mine_words = {w for f in facts for w in f[1].split() if w not in STOP}
         out: list[Candidate] = []
@@ -309,7 +160,7 @@ class OfflineGenerator:
             mine = sorted((f for f in facts if f[0] == kind), key=lambda f: (-len(facts[f]), f))
             for fact in mine[:PER_TYPE]:
                 group = facts[fact]
-                slot = _best_slot(group, used)
+                slot = best_slot(group, used)
                 if slot is None:
                     continue
                 dis: list[str] = []
@@ -326,7 +177,7 @@ class OfflineGenerator:
                         break
                 if len(dis) < N_CHOICES - 1:
                     continue
-                c = self._make(k, _cloze_text(slot), slot.value, dis, _reference(group),
+                c = self._make(k, cloze_text(slot), slot.value, dis, reference_text(group),
                                f"cloze-{kind}", checker)
                 if c is not None:
                     out.append(c)
