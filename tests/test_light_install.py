@@ -46,6 +46,10 @@ def test_light_install_imports(light_python: Path, tmp_path: Path) -> None:
     r = _run(light_python, ["-c", "import vlmrobust.evaluation.score, vlmrobust.leaderboard.publish; "
                             "import vlmrobust.builders; print('ok')"], tmp_path)
     assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr
+    # Package data outside the Python files ships in the wheel (the photo table is YAML).
+    r = _run(light_python, ["-c", "from vlmrobust.builders.sample.photo_sources import PHOTOS; "
+                            "print(len(PHOTOS))"], tmp_path)
+    assert r.returncode == 0 and r.stdout.strip() == "101", r.stderr
 
 
 def test_light_install_validate_score_submit_leaderboard(light_python: Path, tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ from tests.sample_fixtures import OPENMOJI_SVG, PHOTO_ROWS, RENDITION_ROWS, SAMP
 from vlmrobust.builders.sample import SAMPLE_CSV
 from vlmrobust.builders.sample.emoji_table import EMOJI, STYLES
 from vlmrobust.builders.sample.packages import module_root
-from vlmrobust.builders.sample.photo_table import PHOTOS
+from vlmrobust.builders.sample.photo_sources import PHOTOS
 from vlmrobust.builders.sample.photos import PHOTO_KEEP_MAX_SIDE
 from vlmrobust.builders.sample.render import CANVAS, render_svg
 from vlmrobust.core.classes import load_imagenet_classes

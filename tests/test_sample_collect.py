@@ -14,7 +14,7 @@ from tests.sample_fixtures import OPENMOJI_SVG
 from vlmrobust.builders.sample import read_sample_table
 from vlmrobust.builders.sample.emoji_table import EMOJI
 from vlmrobust.builders.sample.packages import npm_from_dir, package_root
-from vlmrobust.builders.sample.photo_table import PHOTOS, PhotoSource
+from vlmrobust.builders.sample.photo_sources import PHOTOS, PhotoSource
 from vlmrobust.builders.sample.photos import photo_item
 from vlmrobust.builders.sample.render import render_svg
 from vlmrobust.builders.sample.renditions import Style, rendition_items

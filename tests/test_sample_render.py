@@ -11,7 +11,7 @@ from PIL import Image
 
 from vlmrobust.builders.sample.emoji_table import EmojiClass
 from vlmrobust.builders.sample.packages import module_root
-from vlmrobust.builders.sample.photo_table import PhotoSource
+from vlmrobust.builders.sample.photo_sources import PhotoSource
 from vlmrobust.builders.sample.render import (
     CANVAS,
     downscale_photo,

@@ -29,7 +29,7 @@ from vlmrobust.builders.sample.packages import (
     npm_fetch,
     npm_from_dir,
 )
-from vlmrobust.builders.sample.photo_table import PHOTOS
+from vlmrobust.builders.sample.photo_sources import PHOTOS
 from vlmrobust.builders.sample.photos import photo_item
 from vlmrobust.builders.sample.renditions import make_styles, rendition_items
 from vlmrobust.builders.sample.staging import install, produce, table_text

@@ -8,7 +8,7 @@ from pathlib import Path
 from PIL import Image
 
 from vlmrobust.builders.sample.packages import package_root
-from vlmrobust.builders.sample.photo_table import PhotoSource
+from vlmrobust.builders.sample.photo_sources import PhotoSource
 from vlmrobust.builders.sample.render import (
     downscale_photo,
     encode_png,
