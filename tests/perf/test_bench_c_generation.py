@@ -169,6 +169,9 @@ def test_bench_c_generation_extrapolates_under_target(benchmark: Any, tmp_path: 
     src = load_source(spec.sources[0], tmp_path)
     tasks = copy_tasks(src.candidates, spec.corruptions, spec.severities, spec.seed, None)
     load = os.getloadavg()[0]
+    # warm up first: a fresh checkout compiles (and caches) the numba kernels on
+    # the first call, seconds that no later question pays
+    encode_copies(tasks[-1])
     corrupt_s = _cpu_per_question(corrupt_copies, tasks[:2])
     encode_s = _cpu_per_question(encode_copies, tasks[:2])
     select_q, write_q = _parent_cpu_per_question(tasks, spec, src.candidates, tmp_path / "w")
