@@ -16,7 +16,9 @@ from typing import Any
 
 from vlmrobust.core.errors import VlmrobustError
 
-META_COLUMNS = ("id", "options", "option_class_ids")
+# option_class_groups is optional (ObjectNet max-over-group scoring); older
+# datasets without it still predict through option_class_ids alone
+META_COLUMNS = ("id", "options", "option_class_ids", "option_class_groups")
 
 
 @dataclass(frozen=True)
@@ -192,6 +194,8 @@ def plan_rows(
     max_options: int | None = None,
 ) -> list[PlannedRow]:
     """Validate the light columns of every config and list the rows to predict."""
+    from vlmrobust.models.base import option_groups
+
     if limit is not None and limit < 1:
         raise VlmrobustError(f"--limit must be >= 1, got {limit}")
     plan: list[PlannedRow] = []
@@ -208,6 +212,7 @@ def plan_rows(
         cols = [c for c in META_COLUMNS if c in present]
         data = reader.read_columns(config, cols)
         n = len(data["id"])
+        all_groups = data.get("option_class_groups")
         for r in range(n if limit is None else min(n, limit)):
             rid = data["id"][r]
             at = f"{where} row {r} (id {rid!r})"
@@ -235,6 +240,9 @@ def plan_rows(
                     )
                 if ids is None and "option_class_ids" in required:
                     raise VlmrobustError(f"{at}: option_class_ids is null")
+                groups = all_groups[r] if all_groups is not None else None
+                if ids is not None and groups is not None and "option_class_ids" in required:
+                    option_groups(ids, groups, at)
             plan.append(PlannedRow(len(plan), config, r, rid))
     if not plan:
         raise VlmrobustError(f"{reader.source}: no rows to predict")

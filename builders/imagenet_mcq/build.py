@@ -61,6 +61,8 @@ class VariantInput:
     licences: Mapping[str, tuple[str, str]]  # item key -> (source, licence)
     groups: Mapping[int, str] | None = None  # ObjectNet: IN-1k class -> ObjectNet class
     clean_note: str | None = None  # imagenet-val: which clean labels, how many rows
+    # ObjectNet: ObjectNet class -> every IN-1k class the release maps to it
+    members: Mapping[str, tuple[int, ...]] | None = None
 
     @property
     def space_size(self) -> int:
@@ -82,6 +84,8 @@ def features() -> Any:
         # ImageNet-1k index, named: the hub viewer and ds.features["label"].int2str show names
         "label": ClassLabel(names=list(class_names())),
         "option_class_ids": List(Value("int32")),
+        # per option, the IN-1k classes a classifier takes the max logit over
+        "option_class_groups": List(List(Value("int32"))),
         "variant": Value("string"),
         "distractors": Value("string"),
         "source_file": Value("string"),
@@ -108,6 +112,25 @@ def option_names(v: VariantInput, names: Mapping[int, str]) -> Mapping[int, str]
     if v.groups is None:
         return names
     return {c: objectnet_name(v.groups[c]) for c in v.space}
+
+
+def option_groups(v: VariantInput) -> Mapping[int, tuple[int, ...]] | None:
+    """Per class id of the label space, the IN-1k classes an option of that class
+    is scored over: for ObjectNet every IN-1k class mapped to its ObjectNet class
+    (sorted; the standard ObjectNet protocol takes the max logit over them), else
+    None (each option is its own class)."""
+    if v.groups is None:
+        return None
+    members = v.members or {}
+    out: dict[int, tuple[int, ...]] = {}
+    for c in v.space:
+        name = v.groups[c]
+        group = set(members.get(name, ()))
+        # the mapping file is the source of the groups; the inverse of `groups`
+        # covers a VariantInput made without it
+        group |= {d for d, n in v.groups.items() if n == name}
+        out[c] = tuple(sorted(group))
+    return out
 
 
 def sample_inputs(spec: McqSpec) -> list[VariantInput]:
@@ -147,22 +170,26 @@ def _clean_labels(spec: McqSpec, root: Path) -> str | Path | None:
     return path
 
 
-def _space(name: str, root: Path) -> tuple[tuple[int, ...], dict[int, str] | None]:
+def _space(
+    name: str, root: Path,
+) -> tuple[tuple[int, ...], dict[int, str] | None, dict[str, tuple[int, ...]] | None]:
     """The variant's label space and, for ObjectNet, each class's ObjectNet class
-    (the first in name order when a class maps from several)."""
+    (the first in name order when a class maps from several) and each ObjectNet
+    class's IN-1k classes."""
     from vlmrobust.builders.sources import variant_dir
     from vlmrobust.core.classes import label_space, load_objectnet_mapping
 
     if name != "objectnet":
-        return tuple(label_space(name)), None
+        return tuple(label_space(name)), None, None
     d = variant_dir(name, root)
     if not (d / "mappings").is_dir() and (d / "objectnet-1.0").is_dir():
         d = d / "objectnet-1.0"
     groups: dict[int, str] = {}
-    for on_name, ids in sorted(load_objectnet_mapping(d / "mappings").items()):
+    members = dict(sorted(load_objectnet_mapping(d / "mappings").items()))
+    for on_name, ids in members.items():
         for c in ids:
             groups.setdefault(c, on_name)
-    return tuple(label_space(name, objectnet_mapping=d / "mappings")), groups
+    return tuple(label_space(name, objectnet_mapping=d / "mappings")), groups, members
 
 
 def source_inputs(spec: McqSpec, root: Path) -> list[VariantInput]:
@@ -180,7 +207,7 @@ def source_inputs(spec: McqSpec, root: Path) -> list[VariantInput]:
     out = []
     for v in spec.variants:
         sources = read_variant(v.name, root, clean_labels=clean)
-        space, groups = _space(v.name, root)
+        space, groups, members = _space(v.name, root)
         dropped = 0
         if clean is not None and v.name == "imagenet-val":
             dropped = len(read_variant(v.name, root)) - len(sources)
@@ -190,7 +217,7 @@ def source_inputs(spec: McqSpec, root: Path) -> list[VariantInput]:
         licences = {it.key: (v.homepage or v.name, v.licence) for it in items}
         out.append(
             VariantInput(v.name, space, tuple(items), dropped + no_label, licences, groups,
-                         clean_note if v.name == "imagenet-val" else None)
+                         clean_note if v.name == "imagenet-val" else None, members)
         )
     return out
 
@@ -311,11 +338,12 @@ def build_dataset(
         from tqdm import tqdm
 
         texts = option_names(v, names)
+        class_groups = option_groups(v)
         config = f"{v.name}-{strategy}"
         for it, dis, answer in tqdm(planned[config], desc=f"writing {config}", unit="q",
                                     disable=not progress):
             yield make_row(it, strategy, dis, answer, texts, spec.question, spec.seed,
-                           stored_bytes(it.path))
+                           stored_bytes(it.path), class_groups)
 
     configs = {f"{v.name}-{s}": rows(v, s) for v in inputs for s in spec.strategies}
     summaries = [

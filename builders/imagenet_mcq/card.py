@@ -58,7 +58,9 @@ def render_card(
         f"- The {k} options are the true class and {k - 1} distractors, all from the "
         "variant's own label space, shown by their unique clean class names (no two "
         "ImageNet classes share a name). `option_class_ids` gives the ImageNet-1k "
-        "index of each option, `label` the index of the answer.",
+        "index of each option, `label` the index of the answer, `option_class_groups` "
+        "the ImageNet-1k classes each option is scored over (one class, its own, "
+        "except for ObjectNet).",
         f"- Answer positions are balanced: within each config every position occurs "
         f"floor(N/{k}) or ceil(N/{k}) times (a seeded permutation of a balanced list, "
         "shared by the three strategies of a variant).",
@@ -102,7 +104,10 @@ def render_card(
         "(a plain chair is \"chair\", never \"barber chair\"); a class sharing an ObjectNet "
         "class with the answer is never a distractor, and no two options share one. "
         "`option_class_ids` holds one ImageNet-1k class per option, among those its "
-        "ObjectNet class maps to.",
+        "ObjectNet class maps to; `option_class_groups` holds all of them (sorted), and "
+        "an ImageNet-1k classifier scores each option by the max over its group's class "
+        "logits, the standard ObjectNet protocol (a chair option takes the best of "
+        "barber chair, folding chair, rocking chair, ...).",
         "",
         "## Counts per variant",
         "",

@@ -38,9 +38,12 @@ def question_id(variant: str, strategy: str, key: str) -> str:
 def make_row(
     item: Item, strategy: str, distractors: Sequence[int], answer: int,
     names: Mapping[int, str], question: str, seed: int, image: bytes,
+    groups: Mapping[int, Sequence[int]] | None = None,
 ) -> dict[str, Any]:
     """One dataset row. Distractors are shuffled with the item's own seed and the
-    true class is put at ``answer``."""
+    true class is put at ``answer``. ``groups`` gives, per class id, the IN-1k
+    classes its option is scored over (ObjectNet); without it each option's group
+    is its own class."""
     rng = item_rng(seed, item.variant, item.key, strategy, "order")
     order = [int(distractors[i]) for i in rng.permutation(len(distractors))]
     classes = [*order[:answer], item.label, *order[answer:]]
@@ -52,6 +55,9 @@ def make_row(
         "answer": answer,
         "label": item.label,
         "option_class_ids": classes,
+        "option_class_groups": [
+            sorted(int(g) for g in groups[c]) if groups is not None else [c] for c in classes
+        ],
         "variant": item.variant,
         "distractors": strategy,
         "source_file": source_file(item.variant, item.key),

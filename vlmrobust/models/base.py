@@ -110,6 +110,48 @@ def pad_rows(per_row: Sequence[np.ndarray]) -> np.ndarray:
     return out
 
 
+NUM_IMAGENET_CLASSES = 1000
+
+
+def option_groups(
+    ids: Sequence[int], groups: Sequence[Sequence[int] | None] | None, where: str,
+) -> list[np.ndarray]:
+    """Check a row's ``option_class_groups`` against its ``option_class_ids`` and
+    return them as int64 arrays: one non-empty group per option, ids in 0..999,
+    each group holding its option's own class id.
+
+    >>> [g.tolist() for g in option_groups([423, 954], [[423, 559], [954]], "row 'q'")]
+    [[423, 559], [954]]
+    >>> option_groups([423, 954], [[559], [954]], "row 'q'")
+    Traceback (most recent call last):
+    ...
+    vlmrobust.core.errors.VlmrobustError: row 'q': option 0's option_class_groups [559] lacks its option_class_ids entry 423; rebuild the dataset (vlmrobust build) so each group holds its option's class
+    """
+    fix = "rebuild the dataset (vlmrobust build) so each group holds its option's class"
+    if groups is None or len(groups) != len(ids):
+        n = "null" if groups is None else str(len(groups))
+        raise VlmrobustError(
+            f"{where}: {len(ids)} option_class_ids but {n} option_class_groups; {fix}"
+        )
+    out = []
+    for k, (c, group) in enumerate(zip(ids, groups, strict=True)):
+        arr = np.asarray(list(group or ()), dtype=np.int64)
+        if arr.size == 0:
+            raise VlmrobustError(f"{where}: option {k}'s option_class_groups is empty; {fix}")
+        if arr.min() < 0 or arr.max() >= NUM_IMAGENET_CLASSES:
+            raise VlmrobustError(
+                f"{where}: option {k}'s option_class_groups {arr.tolist()} has ids outside "
+                f"0..{NUM_IMAGENET_CLASSES - 1}; {fix}"
+            )
+        if int(c) not in arr:
+            raise VlmrobustError(
+                f"{where}: option {k}'s option_class_groups {arr.tolist()} lacks its "
+                f"option_class_ids entry {int(c)}; {fix}"
+            )
+        out.append(arr)
+    return out
+
+
 def row_options(row: Mapping[str, Any], where: str = "row") -> list[str]:
     options = row.get("options")
     if options is None or len(options) == 0:

