@@ -68,12 +68,25 @@ def test_embeddings_and_prototypes(lite0: ClassifierAdapter, photos: list[Image.
     assert protos.shape == (1000, 1280)
     np.testing.assert_allclose(np.linalg.norm(lite0.class_prototypes(), axis=1), 1.0, rtol=1e-5)
     # logits = W f + b with f the pooled features that embed_images normalises
-    pooled = lite0._pooled(photos).numpy()
+    pooled = lite0._pooled(photos)[:len(photos)].numpy()  # padded to whole micro-batches
     bias = lite0.model.head.bias.detach().numpy()
     np.testing.assert_allclose(pooled @ protos.T + bias, lite0.class_logits(photos),
                                rtol=1e-4, atol=1e-3)
     np.testing.assert_allclose(pooled / np.linalg.norm(pooled, axis=1, keepdims=True), emb,
                                rtol=1e-5, atol=1e-6)
+
+
+def test_an_images_logits_do_not_depend_on_its_batch(lite0: ClassifierAdapter) -> None:
+    """Uncached forwards (_class_logits): one image alone, with two others, and
+    with six others give the same bytes, so a resumed run (or a cache filled
+    by another run) cannot change a prediction's rounding."""
+    photos = [Image.fromarray(p) for p in (skimage.data.chelsea(), skimage.data.coffee(),
+                                             skimage.data.astronaut())]
+    alone = lite0._class_logits(photos[:1])
+    assert alone.shape == (1, 1000)
+    assert np.array_equal(alone[0], lite0._class_logits(photos)[0])
+    assert np.array_equal(alone[0], lite0._class_logits(photos[:1] + photos[1:] * 3)[0])
+    assert np.array_equal(lite0._class_logits(photos[1:2])[0], lite0._class_logits(photos)[1])
 
 
 def test_resize_crop_geometry() -> None:

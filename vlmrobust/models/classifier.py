@@ -98,19 +98,34 @@ class ClassifierAdapter:
         return self._torch.from_numpy(batch).to(self.device)
 
     def _pooled(self, images: Sequence[Any]) -> Any:
+        """Pooled features, padded with zero images to whole micro-batches (the
+        caller keeps the first ``len(images)`` rows): on CPU a forward's rounding
+        depends on its batch size (1 and 4 images differ by ~1e-6), so every
+        micro-batch has the same size and an image's logits do not depend on
+        which images it was batched with, nor on what the cache held."""
         torch = self._torch
         x = self._pixels(images)
         step = self.micro_batch or len(images)
+        pad = -len(images) % step
+        if pad:
+            x = torch.cat([x, x.new_zeros((pad, *x.shape[1:]))])
         with torch.inference_mode(), torch.autocast(
             self.device.type, dtype=self._autocast_dtype,
             enabled=self._autocast_dtype != torch.float32,
         ):
             return torch.cat([self.model.features(x[i:i + step]).float()
-                              for i in range(0, len(images), step)])
+                              for i in range(0, len(x), step)])
+
+    def _cache_tag(self) -> str:
+        # the thread count changes CPU rounding too: a run with --threads 1 must
+        # not be served logits another thread count computed in this process
+        threads = f"/{self._torch.get_num_threads()}" if self.device.type == "cpu" else ""
+        return f"{self.name}@{self.device}{threads}"
 
     def class_logits(self, images: Sequence[Any]) -> np.ndarray:
         """float32 (B, num_classes) logits over all classes (cached per pixels)."""
-        keys = [(f"{self.name}@{self.device}", pixel_digest(im)) for im in images]
+        tag = self._cache_tag()
+        keys = [(tag, pixel_digest(im)) for im in images]
         missing: dict[tuple[str, bytes], int] = {}
         for i, key in enumerate(keys):
             if key not in _LOGITS_CACHE and key not in missing:
@@ -131,7 +146,7 @@ class ClassifierAdapter:
         pooled = self._pooled(images)
         with torch.inference_mode():
             out: np.ndarray = self.model.head(pooled).float().cpu().numpy()
-        return out
+        return out[:len(images)]
 
     def option_logits(self, rows: Sequence[Mapping[str, Any]]) -> np.ndarray:
         """Per option: its class's logit, or the max over its group's class logits
@@ -144,7 +159,7 @@ class ClassifierAdapter:
     def embed_images(self, images: Sequence[Any]) -> np.ndarray:
         """Pooled penultimate features, L2-normalised, float32 (B, D)."""
         torch = self._torch
-        pooled = self._pooled(images)
+        pooled = self._pooled(images)[:len(images)]
         out: np.ndarray = torch.nn.functional.normalize(pooled, dim=-1).cpu().numpy()
         return out.astype(np.float32)
 
