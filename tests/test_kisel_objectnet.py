@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -98,19 +99,23 @@ def _objectnet(root: Path) -> Path:
     return root
 
 
-def test_objectnet_asks_chair_in_objectnet_names(tmp_path: Path) -> None:
-    root = tmp_path / "src"
-    make_sources(root)
+def build_objectnet_mcq(root: Path, out: Path) -> dict[str, Any]:
+    """ImageNet-MCQ (random, wordnet) over imagenet-val and the ObjectNet
+    fixture above, built from sources under ``root`` into ``out``."""
     import shutil
 
+    make_sources(root)
     shutil.rmtree(root / "objectnet")
     _objectnet(root)
     raw = raw_spec(["random", "wordnet"])
     raw["variants"] = [v for v in raw["variants"] if v["name"] in ("imagenet-val", "objectnet")]
     raw["questions_per_variant"] = 30
+    return build(raw, Path("s.yaml"), BuildOptions(out=out, source_root=root, progress=False))
+
+
+def test_objectnet_asks_chair_in_objectnet_names(tmp_path: Path) -> None:
     out = tmp_path / "ds"
-    manifest = build(raw, Path("s.yaml"), BuildOptions(out=out, source_root=root,
-                                                       progress=False))
+    manifest = build_objectnet_mcq(tmp_path / "src", out)
     assert manifest["label_space_sizes"]["objectnet"] == 7  # ObjectNet classes, not IN-1k
     names = {"chair", "still Camera", "tie", "banana", "mug", "bench", "TV"}
     group = {423: "chair", 559: "chair", 765: "chair", 732: "still Camera",

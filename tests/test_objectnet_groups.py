@@ -16,10 +16,7 @@ import pytest
 import skimage.data
 from PIL import Image
 
-from tests.test_imagenet_mcq_sources import make_sources, raw_spec
-from tests.test_kisel_objectnet import _objectnet
-from vlmrobust.builders.families import BuildOptions
-from vlmrobust.builders.imagenet_mcq.build import build
+from tests.test_kisel_objectnet import build_objectnet_mcq
 from vlmrobust.cli.main import main
 from vlmrobust.core.datadir import read_table, shard_paths
 from vlmrobust.core.errors import VlmrobustError
@@ -35,15 +32,8 @@ GROUPS = {"chair": [423, 559, 765], "still Camera": [732, 759], "tie": [457, 906
 
 @pytest.fixture(scope="module")
 def dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("src")
-    make_sources(root)
-    shutil.rmtree(root / "objectnet")
-    _objectnet(root)
-    raw = raw_spec(["random", "wordnet"])
-    raw["variants"] = [v for v in raw["variants"] if v["name"] in ("imagenet-val", "objectnet")]
-    raw["questions_per_variant"] = 30
     out = tmp_path_factory.mktemp("ds") / "mcq"
-    build(raw, Path("s.yaml"), BuildOptions(out=out, source_root=root, progress=False))
+    build_objectnet_mcq(tmp_path_factory.mktemp("src"), out)
     return out
 
 
