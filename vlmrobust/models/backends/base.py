@@ -10,11 +10,13 @@ text so that predictions can carry it as their audit trail.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
+
+from vlmrobust.core.registry import Registry
 
 # primitive names, as listed in Backend.capabilities
 NEXT_TOKEN = "next_token_logprobs"      # log p(first answer token = candidate string)
@@ -82,3 +84,21 @@ class Backend(Protocol):
     def generate(self, prompts: Sequence[Prompt], config: GenerationConfig) -> list[str]:
         """Greedy continuation of each prompt, cut at the first stop string."""
         ...
+
+
+@dataclass(frozen=True)
+class BackendFamily:
+    """How to load the backends of one model-name prefix (``hf`` for ``vlm:<dir or hub id>``,
+    ``endpoint`` for served models): ``load(target, options)`` returns a loaded Backend."""
+
+    prefix: str
+    load: Callable[[str, Mapping[str, Any]], Backend]
+    help: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.prefix or ":" in self.prefix:
+            raise ValueError(f"backend prefix must be non-empty without ':', got {self.prefix!r}")
+
+
+# Filled by the module that imports the implementations (never by this protocol module).
+BACKENDS: Registry[BackendFamily] = Registry("backend")
