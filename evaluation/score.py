@@ -21,6 +21,8 @@ from vlmrobust.evaluation.validate import (
     CLEAN,
     DatasetIndex,
     ValidationReport,
+    clean_rows_of,
+    question_keys,
     validate,
     validate_against,
 )
@@ -217,7 +219,8 @@ def bench_c_scores(report: ValidationReport) -> dict[str, Any] | None:
     cells (see vlmrobust.metrics.aggregate for the Σκ normaliser). The same
     block is repeated for every source ``category`` under ``categories``.
 
-    Each corrupted row is paired with the clean row of its ``source_id``; κ is
+    Each corrupted row is paired with the clean row of its question,
+    ``(source, source_id)`` (a source_id is unique only within its source); κ is
     the corrupted row's (every copy of a question carries the same κ; weight 1
     when the dataset has no κ column). ``clean_accuracy`` is the κ-weighted
     accuracy over clean rows, ``clean`` holds plain and κ-weighted clean Acc,
@@ -232,9 +235,10 @@ def bench_c_scores(report: ValidationReport) -> dict[str, Any] | None:
     kappa = cols["kappa"].astype(np.float64) if "kappa" in cols else np.ones(index.n_rows)
     is_clean = corruption == CLEAN
     clean_rows = np.flatnonzero(is_clean)
-    clean_of = {s: i for i, s in zip(clean_rows.tolist(), cols["source_id"][is_clean].tolist(), strict=True)}
+    clean_of = clean_rows_of(index)
+    keys = question_keys(index)
     d_rows = np.flatnonzero(~is_clean)
-    o_rows = np.fromiter((clean_of[s] for s in cols["source_id"][d_rows].tolist()), dtype=np.int64,
+    o_rows = np.fromiter((clean_of[keys[i]] for i in d_rows.tolist()), dtype=np.int64,
                          count=d_rows.size)
     y = index.answer
     ok = report.aligned.predicted == y

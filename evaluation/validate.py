@@ -39,9 +39,31 @@ ROWS_FACTOR = 2
 BYTES_PER_ROW = 16 * 1024
 BYTES_BASE = 16 * 1024 * 1024
 # Columns scoring may use besides id/options/answer (read when the dataset has them).
-FAMILY_COLUMNS = ("variant", "distractors", "source_id", "corruption", "severity", "kappa",
-                  "category", "source_file")
+FAMILY_COLUMNS = ("variant", "distractors", "source", "source_id", "corruption", "severity",
+                  "kappa", "category", "source_file")
 CLEAN = "none"
+
+
+def question_keys(index: DatasetIndex) -> list[tuple[str, str]]:
+    """Bench-C: the source question of every row, ``(source, source_id)``.
+
+    A ``source_id`` is only unique within its source (converted benchmarks number
+    their rows from 0), so pairing a corrupted copy with its clean copy, and
+    clustering copies by question, must key on both; a dataset without a
+    ``source`` column has one unnamed source."""
+    ids = index.columns["source_id"].tolist()
+    src = index.columns["source"].tolist() if "source" in index.columns else [""] * len(ids)
+    return [(str(s), str(i)) for s, i in zip(src, ids, strict=True)]
+
+
+def clean_rows_of(index: DatasetIndex) -> dict[tuple[str, str], int]:
+    """(source, source_id) -> the row of its clean copy (corruption 'none'); the
+    first one when a broken dataset repeats it (``_clean_copy_problems`` refuses that)."""
+    keys = question_keys(index)
+    out: dict[tuple[str, str], int] = {}
+    for i in np.flatnonzero(index.columns["corruption"] == CLEAN).tolist():
+        out.setdefault(keys[i], i)
+    return out
 
 
 @dataclass(frozen=True)
@@ -261,34 +283,46 @@ def check_predictions(index: DatasetIndex, pf: PredictionsFile) -> list[Problem]
 
 
 def _clean_copy_problems(index: DatasetIndex, row_of: NDArray[np.int64]) -> list[Problem]:
-    """Bench-C: every corrupted row needs its question's clean copy (by source_id)."""
+    """Bench-C: exactly one clean copy per question, and every corrupted row
+    needs its question's clean copy (by source and source_id)."""
     if "corruption" not in index.columns or "source_id" not in index.columns:
         return []
-    corruption = index.columns["corruption"]
-    source = index.columns["source_id"]
-    is_clean = corruption == CLEAN
-    clean_row = {s: i for i, s in zip(np.flatnonzero(is_clean).tolist(), source[is_clean].tolist(), strict=True)}
+    keys = question_keys(index)
+    is_clean = index.columns["corruption"] == CLEAN
+    clean_row = clean_rows_of(index)
     problems = []
+    repeated = [i for i in np.flatnonzero(is_clean).tolist() if clean_row[keys[i]] != i]
+    if repeated:
+        shown = list(dict.fromkeys(keys[i] for i in repeated))
+        problems.append(Problem(
+            "dataset repeats a clean copy",
+            "(source, source_id) must be unique among the clean copies (corruption 'none'), "
+            "else corrupted copies cannot be paired with their question; questions "
+            + ", ".join(f"{s}/{q}" for s, q in shown[:MAX_EXAMPLES])
+            + (" …" if len(shown) > MAX_EXAMPLES else "") + " have several; rebuild the dataset",
+            tuple(repr(index.ids[i]) for i in repeated[:MAX_EXAMPLES]), len(repeated)))
     no_clean_in_data = []
     no_clean_pred = []
     for i in np.flatnonzero(~is_clean & (row_of >= 0)).tolist():
-        c = clean_row.get(source[i])
+        c = clean_row.get(keys[i])
         if c is None:
             no_clean_in_data.append(i)
         elif row_of[c] < 0:
             no_clean_pred.append(i)
     if no_clean_pred:
-        srcs = list(dict.fromkeys(source[i] for i in no_clean_pred))
+        srcs = list(dict.fromkeys(keys[i] for i in no_clean_pred))
         problems.append(Problem(
             "missing clean copy",
             "corrupted copies are scored against the clean copy of the same question "
-            f"(same source_id, corruption 'none'); predict the clean copies of source_id "
-            f"{', '.join(repr(s) for s in srcs[:MAX_EXAMPLES])}" + (" …" if len(srcs) > MAX_EXAMPLES else ""),
+            "(same source and source_id, corruption 'none'); predict the clean copies of "
+            f"{', '.join(f'{s}/{q}' for s, q in srcs[:MAX_EXAMPLES])}"
+            + (" …" if len(srcs) > MAX_EXAMPLES else ""),
             tuple(repr(index.ids[i]) for i in no_clean_pred[:MAX_EXAMPLES]), len(no_clean_pred)))
     if no_clean_in_data:
         problems.append(Problem(
             "dataset lacks clean copy",
-            "the dataset has no clean copy (corruption 'none') for these rows' source_id; rebuild it",
+            "the dataset has no clean copy (corruption 'none') for these rows' source and "
+            "source_id; rebuild it",
             tuple(repr(index.ids[i]) for i in no_clean_in_data[:MAX_EXAMPLES]), len(no_clean_in_data)))
     return problems
 

@@ -293,7 +293,7 @@ def test_bench_c_missing_clean_copy(bench_c: Path, tmp_path: Path, capsys: pytes
     p = write_parquet(tmp_path / "p.parquet", [r["id"] for r in rows], random_logits(rows))
     assert main(["validate", "--dataset", str(bench_c), "--predictions", str(p)]) == 1
     err = capsys.readouterr().err
-    assert "missing clean copy" in err and "source_id 'q1'" in err and "'q1-fog-1'" in err
+    assert "missing clean copy" in err and "of toy/q1" in err and "'q1-fog-1'" in err
 
 
 def test_dataset_dir_errors_are_clean(tmp_path: Path) -> None:
