@@ -153,12 +153,14 @@ def _class_names(col: Any, manifest: Mapping[str, Any], name: str) -> list[Any]:
 
 def load_dataset_index(dataset_dir: Path, config: str | Sequence[str] | None = None) -> DatasetIndex:
     """Read ids/options/answers (+ family columns) of ``config`` (a name or a
-    list of names; all configs when None)."""
+    list of names; all configs when None), after checking every data shard
+    against the sha256 the manifest records (``verify_shards``)."""
     import pyarrow as pa
 
-    from vlmrobust.core.datadir import read_manifest, read_table
+    from vlmrobust.core.datadir import read_manifest, read_table, verify_shards
 
     manifest = read_manifest(dataset_dir)
+    verify_shards(dataset_dir, manifest)
     all_configs = manifest_configs(manifest, dataset_dir)
     chosen = all_configs if config is None else [config] if isinstance(config, str) else list(config)
     features = set(manifest.get("features", {}))

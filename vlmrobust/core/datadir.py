@@ -49,6 +49,54 @@ def shard_paths(dataset_dir: Path, config: str) -> list[Path]:
     return paths
 
 
+def verify_shards(dataset_dir: Path, manifest: dict[str, Any] | None = None) -> int:
+    """Check every data shard against the sha256 and size the manifest records
+    (``shards``), and that no config folder holds a shard it does not list;
+    return the bytes hashed. A dataset built before shard checksums (fingerprint
+    version < 3: its fingerprint left out the columns the scorer reads) is
+    refused with the command that rebuilds it."""
+    from vlmrobust.core.fingerprint import FINGERPRINT_VERSION, file_sha256
+
+    dataset_dir = Path(dataset_dir)
+    manifest = read_manifest(dataset_dir) if manifest is None else manifest
+    where = dataset_dir / MANIFEST
+    shards = manifest.get("shards")
+    if not isinstance(shards, dict) or manifest.get("fingerprint_version") != FINGERPRINT_VERSION:
+        name = (manifest.get("spec") or {}).get("name", "SPEC")
+        raise VlmrobustError(
+            f"{where}: built by an older vlmrobust (fingerprint version "
+            f"{manifest.get('fingerprint_version')}, current {FINGERPRINT_VERSION}: its "
+            "fingerprint does not cover every scored column and it records no shard "
+            f"checksums); rebuild it with 'vlmrobust build {name} --out {dataset_dir}' and "
+            "predict again")
+    listed: dict[str, tuple[str, int]] = {}
+    for rel, rec in shards.items():
+        if (not isinstance(rel, str) or not isinstance(rec, dict)
+                or not isinstance(rec.get("sha256"), str) or not isinstance(rec.get("bytes"), int)):
+            raise VlmrobustError(f"{where}: shards[{rel!r}] is not {{sha256, bytes}}; rebuild "
+                                 "the dataset")
+        listed[rel] = (rec["sha256"], rec["bytes"])
+    found = {p.relative_to(dataset_dir).as_posix()
+             for c in config_names(dataset_dir)
+             for p in (dataset_dir / "data" / c).glob(f"{SPLIT}-*.parquet")}
+    extra = sorted(found - set(listed))
+    if extra:
+        raise VlmrobustError(f"{dataset_dir / extra[0]}: a data shard the manifest does not "
+                             "list (added after the build); remove it or rebuild the dataset")
+    total = 0
+    for rel, (sha, size) in sorted(listed.items()):
+        path = dataset_dir / rel
+        if ".." in Path(rel).parts or not rel.startswith("data/") or not path.is_file():
+            raise VlmrobustError(f"{path}: data shard listed in {where} is missing; "
+                                 "rebuild or re-download the dataset")
+        got_size = path.stat().st_size
+        if got_size != size or file_sha256(path) != sha:
+            raise VlmrobustError(f"{path}: data shard changed after the build (sha256 differs "
+                                 f"from {where}); rebuild or re-download the dataset")
+        total += got_size
+    return total
+
+
 def read_table(dataset_dir: Path, config: str, columns: list[str] | None = None) -> Any:
     """A pyarrow Table of ``columns`` (all when None) of one config, in row order."""
     import pyarrow as pa

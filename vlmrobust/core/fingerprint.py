@@ -1,8 +1,11 @@
 """Content fingerprints: sha256 over everything a model sees of a question (id,
 image bytes, question text, options, answer, and the prompt it was asked
-with), independent of parquet encoding details. Predictions carry the
-fingerprint of the build they answer, so any change to what a model would see
-makes old predictions stale and refused."""
+with) and every other column of the row (what the scorer reads: source,
+source_id, corruption, severity, kappa, category, label, option_class_ids,
+option_class_groups, ...), independent of parquet encoding details.
+Predictions carry the fingerprint of the build they answer, so any change to
+what a model would see or to what its answers are scored against makes old
+predictions stale and refused."""
 
 from __future__ import annotations
 
@@ -30,8 +33,30 @@ def _image_bytes(image: Any) -> bytes:
 
 
 # Bumped whenever what the fingerprint covers changes, so that fingerprints of
-# different definitions can never collide.
-FINGERPRINT_VERSION = 2
+# different definitions can never collide. 3: every column of the row (2 left
+# out the family columns the scorer reads).
+FINGERPRINT_VERSION = 3
+# hashed on their own (image payloads by sha256) or in the row's fixed head
+_HEAD_COLUMNS = frozenset({"id", "answer", "options", "question", "prompt", "image"})
+
+
+def _canonical(value: Any) -> Any:
+    """A JSON-able form of a column value: numpy scalars and arrays as Python
+    numbers and lists, tuples as lists, image payloads (bytes, ``{"bytes"}``
+    mappings) as the sha256 of their bytes, mapping keys sorted."""
+    if isinstance(value, (bytes, bytearray)):
+        return {"sha256": hashlib.sha256(value).hexdigest()}
+    if isinstance(value, Mapping):
+        if "bytes" in value and set(value) <= {"bytes", "path"}:
+            return {"sha256": hashlib.sha256(_image_bytes(value)).hexdigest()}
+        return {str(k): _canonical(v) for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))}
+    if isinstance(value, (list, tuple)):
+        return [_canonical(v) for v in value]
+    if hasattr(value, "tolist"):  # numpy scalar or array
+        return _canonical(value.tolist())
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    raise TypeError(f"cannot fingerprint a column value of type {type(value).__name__}")
 
 
 class ContentHasher:
@@ -39,7 +64,9 @@ class ContentHasher:
 
     ``prompt`` is the dataset-wide prompt (e.g. the question template id and
     text a builder rendered the questions with); a row's own ``prompt`` field,
-    when it has one, is covered too.
+    when it has one, is covered too, and so is every other column (sorted by
+    name, canonical JSON), so a rebuild that changes only ``kappa`` or
+    ``source_id`` gets a new fingerprint.
 
     >>> h = ContentHasher()
     >>> h.update("cfg", {"id": "a", "question": "q?", "answer": 1, "options": ["x", "y"],
@@ -61,7 +88,8 @@ class ContentHasher:
         head = json.dumps(
             [config, row["id"], int(row["answer"]), [str(o) for o in row["options"]],
              None if question is None else str(question),
-             None if prompt is None else str(prompt)],
+             None if prompt is None else str(prompt),
+             sorted([str(k), _canonical(v)] for k, v in row.items() if k not in _HEAD_COLUMNS)],
             ensure_ascii=False,
             separators=(",", ":"),
         ).encode("utf-8")

@@ -3,7 +3,7 @@ that ``datasets.load_dataset(DIR, CONFIG)`` loads and ``huggingface_hub`` can
 push as is::
 
     DIR/README.md                      YAML ``configs:`` + dataset card
-    DIR/manifest.json                  provenance + content fingerprint
+    DIR/manifest.json                  provenance + content fingerprint + shard sha256s
     DIR/data/<config>/test-00000-of-0000N.parquet
 
 Rows are streamed into shards cut by bytes and written in bounded row groups,
@@ -26,7 +26,7 @@ import yaml
 
 from vlmrobust import __version__
 from vlmrobust.core.atomic import atomic_directory, write_text_atomic
-from vlmrobust.core.fingerprint import FINGERPRINT_VERSION, ContentHasher
+from vlmrobust.core.fingerprint import FINGERPRINT_VERSION, ContentHasher, file_sha256
 
 SPLIT = "test"
 MANIFEST = "manifest.json"
@@ -229,6 +229,18 @@ def _write_config(
     return count
 
 
+def shard_records(root: Path, configs: Iterable[str]) -> dict[str, dict[str, Any]]:
+    """``{"data/<config>/<file>": {"sha256", "bytes"}}`` of every data shard, the
+    manifest's ``shards``: what ``vlmrobust.core.datadir.verify_shards`` checks
+    before scoring reads them."""
+    out: dict[str, dict[str, Any]] = {}
+    for config in configs:
+        for path in sorted((root / "data" / config).glob(f"{SPLIT}-*.parquet")):
+            out[path.relative_to(root).as_posix()] = {"sha256": file_sha256(path),
+                                                      "bytes": path.stat().st_size}
+    return out
+
+
 def write_dataset(
     out: Path,
     *,
@@ -282,6 +294,7 @@ def write_dataset(
             "fingerprint": hasher.hexdigest(),
             "fingerprint_version": FINGERPRINT_VERSION,
             **dict(info.extra),
+            "shards": shard_records(tmp, counts),
         }
         write_text_atomic(tmp / MANIFEST, json.dumps(manifest, indent=2, sort_keys=False) + "\n")
         extra = card_header(counts) if card_header is not None else None
