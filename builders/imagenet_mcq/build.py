@@ -23,7 +23,7 @@ from vlmrobust.builders.imagenet_mcq.card import VariantSummary, licence_counts,
 from vlmrobust.builders.imagenet_mcq.distractors import (
     random_distractors,
     visual_distractors,
-    wordnet_distractors,
+    wordnet_item_distractors,
 )
 from vlmrobust.builders.imagenet_mcq.items import (
     Item,
@@ -318,9 +318,8 @@ def build_dataset(
             rng = item_rng(spec.seed, v.name, it.key, "random")
             return random_distractors(v.space, it.valid, k, rng, v.groups)
         if strategy == "wordnet":
-            rng = item_rng(spec.seed, v.name, it.key, "wordnet")
-            ranking = rankings[v.name].ranking(it.label)
-            return wordnet_distractors(ranking, it.valid, k, spec.wordnet.top_k, rng, v.groups)
+            return wordnet_item_distractors(rankings[v.name], spec.seed, v.name, it.key,
+                                            it.label, it.valid, k, spec.wordnet.top_k, v.groups)
         return visual_distractors(neighbours[(v.name, it.key)], it.valid, k, v.groups)
 
     # questions are computed up front (cheap) so a strategy that cannot fill its
@@ -365,7 +364,9 @@ def build_dataset(
         "options": spec.options,
         "question_prompt": spec.question_prompt,
         "prompts": dict(PROMPTS),
-        "wordnet": {"measure": "wu-palmer", "top_k": spec.wordnet.top_k},
+        "wordnet": {"measure": "wu-palmer", "top_k": spec.wordnet.top_k,
+                    "ties": "per question: seeded hash of (sha256 of [seed, variant, item key, "
+                            "'wordnet-ties'], synset name)"},
         "visual": {"encoder": spec.visual.encoder, "prototypes": spec.visual.prototypes,
                    "prototype_images": spec.visual.prototype_images,
                    "per_class": spec.visual.per_class,

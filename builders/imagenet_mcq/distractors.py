@@ -3,7 +3,9 @@ from the variant's label space that are never a valid label of the image.
 
 - ``random``: uniform over the non-valid classes of the label space.
 - ``wordnet``: uniform among the ``top_k`` non-valid classes most Wu-Palmer
-  similar to the true class (text obfuscation; sampling keeps questions varied).
+  similar to the true class (text obfuscation; sampling keeps questions varied);
+  ties at the cutoff are broken per question by a seeded hash of the synset
+  names (``wordnet_item_distractors``), never by class index.
 - ``visual``: the ``k`` non-valid classes whose prototypes are nearest to the
   image embedding (visual obfuscation; the neighbour list comes from FAISS).
 
@@ -18,10 +20,15 @@ per group; the ranked strategies keep the best-ranked class of each group.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+from vlmrobust.builders.imagenet_mcq.seeding import derive_seed, item_rng
 from vlmrobust.core.errors import VlmrobustError
+
+if TYPE_CHECKING:
+    from vlmrobust.builders.imagenet_mcq.similarity import LabelSpaceSimilarity
 
 Groups = Mapping[int, str]
 
@@ -101,6 +108,20 @@ def wordnet_distractors(
     _need(pool, k, "wordnet distractors")
     picked = rng.choice(len(pool), size=k, replace=False)
     return tuple(int(pool[i]) for i in sorted(picked))
+
+
+def wordnet_item_distractors(
+    similarity: LabelSpaceSimilarity, seed: int, variant: str, key: str, label: int,
+    valid: frozenset[int], k: int, top_k: int, groups: Groups | None = None,
+) -> tuple[int, ...]:
+    """One question's ``wordnet`` distractors as the builder draws them: the
+    ranking of ``label`` with the question's own tie seed (spec seed, variant,
+    item key), then ``k`` of its first ``top_k`` non-valid classes by the
+    question's own generator. Nothing here depends on class indices or their
+    order, so relabelled classes get the same distractors."""
+    ranking = similarity.ranking(label, derive_seed(seed, variant, key, "wordnet-ties"))
+    rng = item_rng(seed, variant, key, "wordnet")
+    return wordnet_distractors(ranking, valid, k, top_k, rng, groups)
 
 
 def visual_distractors(
