@@ -40,6 +40,8 @@ from vlmrobust.leaderboard.board import (
     ShiftFit,
     variant_key,
 )
+from vlmrobust.leaderboard.provenance import provenances
+from vlmrobust.leaderboard.reference_runs import ReferenceRuns
 from vlmrobust.leaderboard.shift_fits import Accuracies, imagenet_acc, strategy_fits
 from vlmrobust.leaderboard.submission import Submission
 
@@ -88,8 +90,18 @@ def _iwqa(s: Submission) -> float | None:
     return num / den if den else None
 
 
-def aggregate(submissions: tuple[Submission, ...], spec: BaselineSpec) -> Leaderboard:
-    """Everything the site shows, computed once (pure; deterministic given the seed)."""
+def aggregate(submissions: tuple[Submission, ...], spec: BaselineSpec,
+              record: ReferenceRuns | None = None) -> Leaderboard:
+    """Everything the site shows, computed once (pure; deterministic given the seed).
+
+    ``record`` is the maintainers' reference-run record: it alone gives the
+    ``reference`` badge and the reference line's models (reference-family models
+    outside it get their own ``self-reported`` line). None is for in-memory
+    records the caller vouches for (tests of the site mechanics): the reference
+    line then takes every model of the reference family, and no badge is given."""
+    recorded = None if record is None else frozenset(
+        s.model_id for s in submissions if IMAGENET in s.evidence
+        and record.covers(s.model_id, IMAGENET, s.evidence[IMAGENET].predictions_sha256))
     with_in = [s for s in submissions if IMAGENET in s.datasets]
     strategies = Counter(c.strategy or "" for s in with_in for c in s.datasets[IMAGENET].configs)
     # The overview's accuracy columns use the headline strategy when it was run.
@@ -101,7 +113,7 @@ def aggregate(submissions: tuple[Submission, ...], spec: BaselineSpec) -> Leader
     er: dict[str, list[ERValue]] = defaultdict(list)
     mean_er: dict[str, list[MeanER]] = defaultdict(list)
     for st in sorted(strategies):
-        f, e, means = strategy_fits(with_in, accs, st, spec)
+        f, e, means = strategy_fits(with_in, accs, st, spec, recorded)
         fits.extend(f)
         for m, vals in e.items():
             er[m].extend(vals)
@@ -132,6 +144,8 @@ def aggregate(submissions: tuple[Submission, ...], spec: BaselineSpec) -> Leader
         submissions=submissions, spec=spec, strategy=strategy, variants=tuple(variants),
         fits=tuple(fits), er={k: tuple(v) for k, v in er.items()}, rows=tuple(rows),
         pages=pages, mean_er=mean_map,
+        provenance=provenances(submissions, record or ReferenceRuns("none")),
+        record=record,
     )
 
 

@@ -11,6 +11,8 @@ from typing import Any
 
 from vlmrobust.leaderboard import fit
 from vlmrobust.leaderboard.baselines import BaselineSpec
+from vlmrobust.leaderboard.provenance import Provenance
+from vlmrobust.leaderboard.reference_runs import ReferenceRuns
 from vlmrobust.leaderboard.submission import Submission
 
 IMAGENET = "imagenet-mcq"
@@ -23,7 +25,10 @@ VARIANT_ORDER = ("imagenet-val", "imagenet-v2", "imagenet-r", "imagenet-sketch",
                  "imagenet-a")
 FAMILY_ORDER = ("classifier", "clip", "vlm", "other")
 REFERENCE = "reference"
-LINE_KINDS = ("reference", "family", "prompt")
+# Models of the reference family (or list) that are not in the maintainers'
+# reference-run record: their own line, never the reference one.
+SELF_REPORTED = "self-reported"
+LINE_KINDS = (REFERENCE, SELF_REPORTED, "family", "prompt")
 UNSPECIFIED_PROMPT = "unspecified"
 
 
@@ -59,6 +64,9 @@ class ShiftFit:
     intercept_ci: tuple[float, float] | None = None
     ci_reason: str | None = None
     family: str = ""
+    # line model -> other submissions of the same model (adapter, checkpoint,
+    # predictions content), drawn but not counted
+    copies: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.kind not in LINE_KINDS:
@@ -87,6 +95,7 @@ class ShiftFit:
             "ci_reason": self.ci_reason,
             "r2": None if self.line is None else self.line.r2,
             "n": len(self.baselines), "baselines": list(self.baselines),
+            "copies": {m: list(c) for m, c in sorted(self.copies.items())},
             "missing_baselines": list(self.missing), "reason": self.reason,
         }
 
@@ -151,6 +160,9 @@ class Leaderboard:
     rows: tuple[Row, ...]
     pages: Mapping[str, str] = field(default_factory=dict)
     mean_er: Mapping[str, tuple[MeanER, ...]] = field(default_factory=dict)
+    # model id -> where its predictions came from (the maintainers' record decides)
+    provenance: Mapping[str, Provenance] = field(default_factory=dict)
+    record: ReferenceRuns | None = None
 
     def __post_init__(self) -> None:
         if len(self.rows) != len(self.submissions):

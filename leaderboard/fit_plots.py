@@ -8,7 +8,13 @@ from typing import Any
 from markupsafe import Markup
 
 from vlmrobust.leaderboard import probit_chart, svg
-from vlmrobust.leaderboard.board import REFERENCE, Leaderboard, ShiftFit, family_key
+from vlmrobust.leaderboard.board import (
+    REFERENCE,
+    SELF_REPORTED,
+    Leaderboard,
+    ShiftFit,
+    family_key,
+)
 
 
 def _fit_points(f: ShiftFit) -> list[tuple[str, float, float, bool]]:
@@ -50,15 +56,17 @@ def shift_charts(lb: Leaderboard) -> list[tuple[str, list[dict[str, Any]]]]:
         ref_line = ([probit_chart.ChartLine("reference", refit.line.slope, refit.line.intercept,
                                             probit_chart.REFERENCE_COLOUR, reference=True)]
                     if refit.line else [])
-        lines = ref_line + [probit_chart.ChartLine(f"{f.label} line", f.line.slope,
-                                                   f.line.intercept, fam_colours[f.label])
-                            for f in fits if f.kind == "family" and f.line is not None]
+        lines = ref_line + [probit_chart.ChartLine(
+            f"{f.label} line", f.line.slope, f.line.intercept,
+            fam_colours.get(f.label, probit_chart.SELF_REPORTED_COLOUR))
+            for f in fits if f.kind in ("family", SELF_REPORTED) and f.line is not None]
         points = [probit_chart.ChartPoint(p.name, p.family, p.acc_ref, p.acc_shift,
                                           p.is_baseline) for p in refit.points]
         charts = [{"svg": probit_chart.shift_chart(
             points, lines, group_colours=fam_colours, chance=refit.chance,
             transform=refit.transform, x_name=ref, y_name=shift, title=title),
-            "fits": [refit, *(f for f in fits if f.kind == "family")], "title": title}]
+            "fits": [refit, *(f for f in fits if f.kind in (SELF_REPORTED, "family"))],
+            "title": title}]
         for fam in sorted({f.family for f in fits if f.kind == "prompt"}, key=family_key):
             pfits = [f for f in fits if f.kind == "prompt" and f.family == fam]
             pc = probit_chart.colours([f.label for f in pfits])

@@ -17,6 +17,8 @@ from vlmrobust.leaderboard.svg import ACC_TICKS, Frame, _axes, _clip_line, _n, _
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#D55E00", "#56B4E9", "#F0E442",
            "#999999")
 REFERENCE_COLOUR = "#000000"
+# The line of reference-family models outside the maintainers' record.
+SELF_REPORTED_COLOUR = "#999999"
 
 
 @dataclass(frozen=True)

@@ -1,26 +1,23 @@
-"""Who produced a submission's predictions: the reference evaluator
-(``vlmrobust predict``) or the submitter's own code ("self-reported").
+"""Who produced a submission's predictions: the maintainers, with the
+reference evaluator ("reference"), or the submitter ("self-reported").
 
-The evidence is the run metadata that travels with each dataset's predictions
-(embedded in ``submissions/<model-id>/<dataset>/predictions.parquet``; see
-vlmrobust.evaluation.predictions_meta): ``vlmrobust predict`` writes the
-adapter it ran, the batch size and world size of the run and its tool version,
-which hand-written metadata does not carry. A submission counts as reference
-only when every scored dataset has such a run record. The badge states where
-the numbers came from; it is not a signature (a determined submitter can copy
-the fields), which the About page says.
+"Reference" means the maintainers ran it: every scored dataset's stored
+predictions (their sha256, checked while re-scoring) is listed for this model
+id in the maintainers' record (:mod:`.reference_runs`), a versioned file
+outside every submission folder. Nothing a submitter writes can grant it: the
+fields ``vlmrobust predict`` writes into the predictions' metadata (adapter,
+batch size, world size, tool version) are only a claim, and a submission that
+carries them without being in the record is shown as self-reported, with a
+detail saying so.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from vlmrobust.core.errors import VlmrobustError
-from vlmrobust.evaluation.predictions_meta import read_prediction_meta
-from vlmrobust.evaluation.submissions import PREDICTIONS_NAME
+from vlmrobust.leaderboard.reference_runs import ReferenceRuns
 from vlmrobust.leaderboard.submission import Submission
 
 # Fields only the reference evaluator writes (evaluation/predict.py::_meta).
@@ -37,13 +34,14 @@ class Provenance:
         return "reference" if self.reference else "self-reported"
 
 
-def is_reference_run(meta: Mapping[str, Any] | None) -> bool:
-    """True when a predictions meta.yaml is a reference-evaluator run record.
+def claims_reference_run(meta: Mapping[str, Any] | None) -> bool:
+    """True when a predictions' metadata carries the fields of a reference-evaluator
+    run record. A claim only: anyone can write these fields.
 
-    >>> is_reference_run({"adapter": "clip", "batch_size": 32, "world_size": 1,
-    ...                   "tool_version": "0.1.0"})
+    >>> claims_reference_run({"adapter": "clip", "batch_size": 32, "world_size": 1,
+    ...                       "tool_version": "0.1.0"})
     True
-    >>> is_reference_run({"model": "mine", "tool_version": "0.1.0"})
+    >>> claims_reference_run({"model": "mine", "tool_version": "0.1.0"})
     False
     """
     if not isinstance(meta, Mapping):
@@ -52,21 +50,29 @@ def is_reference_run(meta: Mapping[str, Any] | None) -> bool:
         meta.get("world_size"), int) and isinstance(meta.get("batch_size"), int)
 
 
-def _read(dataset_folder: Path) -> Mapping[str, Any] | None:
-    """The run metadata of a stored predictions file (None when unreadable)."""
-    try:
-        return read_prediction_meta(dataset_folder / PREDICTIONS_NAME)
-    except VlmrobustError:
-        return None
-
-
-def provenance(s: Submission) -> Provenance:
-    """Reference when every dataset of the submission has a reference run record."""
+def provenance(s: Submission, record: ReferenceRuns) -> Provenance:
+    """Reference when every scored dataset's predictions are in ``record`` for this
+    model id (needs a re-scored submission: its evidence holds the sha256s)."""
     if not s.datasets:
         return Provenance(False, "no scored datasets")
+    if not s.evidence:
+        return Provenance(False, "not re-scored from stored predictions, so not checked "
+                                 "against the maintainers' reference-run record")
     missing = [k for k in sorted(s.datasets)
-               if not is_reference_run(_read(s.folder / k))]
-    if missing:
-        return Provenance(False, f"no reference-evaluator run record for {', '.join(missing)}")
-    return Provenance(True, "every dataset predicted by vlmrobust predict "
-                            f"({', '.join(sorted(s.datasets))})")
+               if k not in s.evidence
+               or not record.covers(s.model_id, k, s.evidence[k].predictions_sha256)]
+    if not missing:
+        return Provenance(True, "run by the maintainers: every dataset's predictions are in "
+                                f"the reference-run record version {record.version} "
+                                f"({', '.join(sorted(s.datasets))})")
+    claimed = [k for k in missing if k in s.evidence and claims_reference_run(s.evidence[k].meta)]
+    detail = f"not in the maintainers' reference-run record: {', '.join(missing)}"
+    if claimed:
+        detail += (f" (the metadata of {', '.join(claimed)} carries reference-run fields, "
+                   "which submitters can write)")
+    return Provenance(False, detail)
+
+
+def provenances(subs: tuple[Submission, ...] | list[Submission],
+                record: ReferenceRuns) -> dict[str, Provenance]:
+    return {s.model_id: provenance(s, record) for s in subs}

@@ -27,7 +27,7 @@ import re
 import shutil
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
 
 from tqdm import tqdm
 
@@ -37,6 +37,7 @@ from vlmrobust.core.errors import VlmrobustError
 from vlmrobust.leaderboard.aggregate import aggregate
 from vlmrobust.leaderboard.baselines import load_baselines
 from vlmrobust.leaderboard.board import Leaderboard
+from vlmrobust.leaderboard.reference_runs import ReferenceRuns, load_reference_runs
 from vlmrobust.leaderboard.render import render_site, site_assets
 from vlmrobust.leaderboard.sitecheck import SiteCheckError, check_files
 from vlmrobust.leaderboard.submission import Submission
@@ -106,6 +107,7 @@ def make_release(lb: Leaderboard, previous: list[dict[str, Any]], version: str,
         "date": now.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "code_version": __version__,
         "baselines": lb.spec.as_record(),
+        "reference_runs": None if lb.record is None else lb.record.as_record(),
         "overview_strategy": lb.strategy,
         "fits": [f.as_record() for f in lb.fits],
         "n_models": len(models),
@@ -244,28 +246,44 @@ def _write_site(target: Path, files: Mapping[str, bytes], n_models: int,
         check_site(tmp, files, n_models)
 
 
+RecordArg: TypeAlias = "Path | str | ReferenceRuns | None"
+
+
+def _record(reference_runs: RecordArg) -> ReferenceRuns:
+    if isinstance(reference_runs, ReferenceRuns):
+        return reference_runs
+    return load_reference_runs(reference_runs)
+
+
 def _leaderboard(submissions: Path | Sequence[Submission], baselines: Path | None,
-                 datasets: Sequence[Path] = (), stores: Sequence[Path] = ()) -> Leaderboard:
-    """A folder is loaded and re-scored from its predictions; already-loaded
-    submissions (e.g. from load_verified_submissions) are used as they are."""
+                 datasets: Sequence[Path] = (), stores: Sequence[Path] = (),
+                 reference_runs: RecordArg = None) -> Leaderboard:
+    """A folder is loaded and re-scored from its predictions and checked against
+    the maintainers' reference-run record (``reference_runs``, default the
+    packaged leaderboard/reference_runs.yaml); already-loaded submissions (e.g.
+    from load_verified_submissions) are used as they are, and checked against a
+    record only when one is given."""
     if isinstance(submissions, (str, Path)):
         from vlmrobust.leaderboard.verify import load_verified_submissions
 
+        record: ReferenceRuns | None = _record(reference_runs)
         subs = load_verified_submissions(Path(submissions), datasets=datasets, stores=stores)
     else:
+        record = None if reference_runs is None else _record(reference_runs)
         subs = tuple(submissions)
-    return aggregate(subs, load_baselines(baselines))
+    return aggregate(subs, load_baselines(baselines), record)
 
 
 def build_site(submissions: Path | Sequence[Submission], out: Path, *,
                baselines: Path | None = None, progress: bool = False,
-               datasets: Sequence[Path] = (), stores: Sequence[Path] = ()) -> Path:
+               datasets: Sequence[Path] = (), stores: Sequence[Path] = (),
+               reference_runs: RecordArg = None) -> Path:
     """Preview build: render ``submissions`` into ``out`` (no new release; the
     changelog of an existing site in ``out`` is kept). A submissions folder is
     re-scored against ``datasets`` / the dataset ``stores`` first
     (vlmrobust.leaderboard.verify). Returns ``out/index.html``."""
     out = Path(out)
-    lb = _leaderboard(submissions, baselines, datasets, stores)
+    lb = _leaderboard(submissions, baselines, datasets, stores, reference_runs)
     _refuse_foreign(out)  # before the lock file is created beside it
     with _site_lock(out):
         _refuse_foreign(out)
@@ -285,12 +303,13 @@ def _releases_json(releases: list[dict[str, Any]]) -> bytes:
 def publish_site(submissions: Path | Sequence[Submission], site: Path, *,
                  version: str | None = None, baselines: Path | None = None,
                  now: dt.datetime | None = None, progress: bool = False,
-                 datasets: Sequence[Path] = (), stores: Sequence[Path] = ()) -> dict[str, Any]:
+                 datasets: Sequence[Path] = (), stores: Sequence[Path] = (),
+                 reference_runs: RecordArg = None) -> dict[str, Any]:
     """Render, check and atomically swap in a new release of the site at ``site``
     (submissions re-scored as in build_site); returns the release record
     appended to ``releases.json``."""
     site = Path(site)
-    lb = _leaderboard(submissions, baselines, datasets, stores)
+    lb = _leaderboard(submissions, baselines, datasets, stores, reference_runs)
     # Read the changelog under the lock: two publishes must not both append to v1.
     _refuse_foreign(site)  # before the lock file is created beside it
     with _site_lock(site):

@@ -35,7 +35,7 @@ from vlmrobust.leaderboard.board import (
 from vlmrobust.leaderboard.downloads import table_records, to_csv, to_json
 from vlmrobust.leaderboard.fit_plots import fit_marker, fit_plot, shift_charts
 from vlmrobust.leaderboard.formatting import data_v, num, params, pct, signed, tone
-from vlmrobust.leaderboard.provenance import Provenance, provenance
+from vlmrobust.leaderboard.provenance import Provenance
 from vlmrobust.leaderboard.submission import QUADRANTS, TRANSITIONS
 
 HERE = Path(__file__).parent
@@ -120,7 +120,7 @@ def render_site(lb: Leaderboard, *, releases: Sequence[Mapping[str, Any]] = (),
                 ) -> dict[str, bytes]:
     """All site files as {relative path: bytes}. ``releases`` is the changelog
     (oldest first); ``release`` the one being published (None for a preview build);
-    ``provenances`` overrides reading each submission's run records. Same inputs
+    ``provenances`` overrides the badges the maintainers' record gave (lb.provenance). Same inputs
     give byte-identical files.
 
     Size grows linearly with the number of models: plots are shared SVG files
@@ -130,8 +130,7 @@ def render_site(lb: Leaderboard, *, releases: Sequence[Mapping[str, Any]] = (),
     env = _env()
     script = _static("site.js")
     css = _static("style.css")
-    prov = dict(provenances) if provenances is not None else {
-        s.model_id: provenance(s) for s in lb.submissions}
+    prov = dict(provenances) if provenances is not None else dict(lb.provenance)
     common = {
         "css": Markup(css), "script": Markup(script), "csp": csp(script),
         "lb": lb, "release": release, "code_version": code_version,

@@ -14,8 +14,8 @@ shifts so that a mean over shifts has a proper joint interval.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 from numpy.typing import NDArray
@@ -26,6 +26,7 @@ from vlmrobust.leaderboard.board import (
     CHANCE,
     IMAGENET,
     REFERENCE,
+    SELF_REPORTED,
     UNSPECIFIED_PROMPT,
     ERValue,
     MeanER,
@@ -40,6 +41,7 @@ from vlmrobust.leaderboard.bootstrap import (
     resampled_accuracy,
     seeded_rng,
 )
+from vlmrobust.leaderboard.evidence import model_identity
 from vlmrobust.leaderboard.submission import DatasetScores, Submission
 
 
@@ -87,6 +89,8 @@ class _Group:
     missing: tuple[str, ...]
     weights: NDArray[np.float64]
     absent_reason: str | None = None
+    # representative id -> the other submissions of the same model (not counted)
+    copies: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 def _fit_shift(g: _Group, strategy: str, ref: str, shift: str, accs: Accuracies,
@@ -100,8 +104,11 @@ def _fit_shift(g: _Group, strategy: str, ref: str, shift: str, accs: Accuracies,
     line: fit.LineFit | None = None
     reason = g.absent_reason
     if reason is None and len(base) < spec.min_models:
+        n_copies = sum(len(c) for m, c in g.copies.items() if m in base)
         reason = (f"no line: {len(base)} {g.label} model(s) with accuracies on {ref} and "
-                  f"{shift}; a line needs at least {spec.min_models}")
+                  f"{shift}; a line needs at least {spec.min_models}" + (
+                      f" (another {n_copies} submission(s) repeat one of these models: same "
+                      "adapter, checkpoint and predictions)" if n_copies else ""))
     elif reason is None:
         line = fit.fit_line([accs.acc[m][(strategy, ref)] for m in base],
                             [accs.acc[m][(strategy, shift)] for m in base], kind)
@@ -129,40 +136,72 @@ def _fit_shift(g: _Group, strategy: str, ref: str, shift: str, accs: Accuracies,
     in_base = set(base)
     pts = tuple(Point(p.model_id, p.name, p.acc_ref, p.acc_shift, p.model_id in in_base,
                       p.family, p.prompt_id) for p in points)
+    copies = {m: c for m, c in g.copies.items() if m in in_base}
     f = ShiftFit(g.kind, g.label, strategy, ref, shift, kind, tuple(base), g.missing, line,
-                 reason, CHANCE[IMAGENET], pts, slope_ci, intercept_ci, ci_reason, g.family)
+                 reason, CHANCE[IMAGENET], pts, slope_ci, intercept_ci, ci_reason, g.family,
+                 copies)
     return f, boot_a, boot_b
 
 
-def _groups(subs: Sequence[Submission], spec: BaselineSpec, strategy: str) -> list[_Group]:
+def distinct_models(ids: Sequence[str], identity: Mapping[str, tuple[str, ...]],
+                    ) -> tuple[list[str], dict[str, tuple[str, ...]]]:
+    """One model per (adapter, checkpoint, predictions content): the first id of
+    each identity in sorted order stands for it; returns the representatives and
+    each one's other copies (a classifier submitted under several prompt ids is
+    one point of a line, not several).
+
+    >>> distinct_models(["a", "b", "c"], {"a": ("x",), "b": ("y",), "c": ("x",)})
+    (['a', 'b'], {'a': ('c',)})
+    """
+    reps: dict[tuple[str, ...], list[str]] = {}
+    for m in sorted(ids):
+        reps.setdefault(identity.get(m, ("submission", m)), []).append(m)
+    firsts = sorted(group[0] for group in reps.values())
+    copies = {group[0]: tuple(group[1:]) for group in reps.values() if len(group) > 1}
+    return firsts, copies
+
+
+def _groups(subs: Sequence[Submission], spec: BaselineSpec, strategy: str,
+            recorded: frozenset[str] | None) -> list[_Group]:
     family_of = {s.model_id: s.meta.family for s in subs}
     prompt_of = {s.model_id: s.meta.prompt_id or UNSPECIFIED_PROMPT for s in subs}
+    identity = {s.model_id: model_identity(s.model_id, s.evidence) for s in subs}
     b = spec.n_bootstrap
 
-    def weights(ids: list[str], *parts: str) -> NDArray[np.float64]:
-        return fit.bootstrap_weights(len(ids), b, seeded_rng(spec.seed, "models", strategy, *parts))
+    def group(kind: str, label: str, family: str, ids: list[str], *parts: str,
+              missing: tuple[str, ...] = (), reason: str | None = None) -> _Group:
+        reps, copies = distinct_models(ids, identity)
+        w = fit.bootstrap_weights(len(reps), b, seeded_rng(spec.seed, "models", strategy, *parts))
+        return _Group(kind, label, family, reps, missing, w, reason, copies)
 
     listed = spec.reference_ids(family_of)
-    ref_ids = [m for m in listed if m in family_of]
-    out = [_Group(REFERENCE, REFERENCE, "", ref_ids,
-                  tuple(m for m in listed if m not in family_of),
-                  weights(ref_ids, REFERENCE))]
+    submitted = [m for m in listed if m in family_of]
+    # The line's models are the maintainers': only runs in the reference-run record
+    # (recorded is None: in-memory records the caller vouches for, e.g. site tests).
+    ref_ids = submitted if recorded is None else [m for m in submitted if m in recorded]
+    unrecorded = [m for m in submitted if m not in ref_ids]
+    out = [group(REFERENCE, REFERENCE, "", ref_ids, REFERENCE,
+                 missing=tuple(m for m in listed if m not in family_of))]
+    if unrecorded:
+        out.append(group(SELF_REPORTED, f"{spec.reference_label} · self-reported", "",
+                         unrecorded, SELF_REPORTED))
     for fam in sorted(set(family_of.values()), key=family_key):
         ids = sorted(m for m, f in family_of.items() if f == fam)
-        out.append(_Group("family", fam, fam, ids, (), weights(ids, "family", fam)))
+        out.append(group("family", fam, fam, ids, "family", fam))
         prompts = sorted({prompt_of[m] for m in ids})
         if len(prompts) > 1:
             for p in prompts:
                 pids = [m for m in ids if prompt_of[m] == p]
-                out.append(_Group("prompt", f"{fam} · {p}", fam, pids, (),
-                                  weights(pids, "prompt", fam, p)))
+                out.append(group("prompt", f"{fam} · {p}", fam, pids, "prompt", fam, p))
     return out
 
 
 def strategy_fits(subs: Sequence[Submission], accs: Accuracies, strategy: str, spec: BaselineSpec,
-                   ) -> tuple[list[ShiftFit], dict[str, list[ERValue]], dict[str, MeanER]]:
+                  recorded: frozenset[str] | None = None,
+                  ) -> tuple[list[ShiftFit], dict[str, list[ERValue]], dict[str, MeanER]]:
     """All lines of one strategy, every model's ER against the reference line per
-    shift, and its mean ER over shifts with the joint interval."""
+    shift, and its mean ER over shifts with the joint interval. ``recorded``: the
+    model ids whose ImageNet-MCQ run is in the maintainers' reference-run record."""
     refs = {s.model_id: s.datasets[IMAGENET].reference_variant for s in subs}
     meta = {s.model_id: s.meta for s in subs}
     pairs: dict[tuple[str, str], list[str]] = defaultdict(list)
@@ -173,7 +212,7 @@ def strategy_fits(subs: Sequence[Submission], accs: Accuracies, strategy: str, s
         for (st, v) in a:
             if st == strategy and v != ref:
                 pairs[(ref, v)].append(m)
-    groups = _groups(subs, spec, strategy)
+    groups = _groups(subs, spec, strategy, recorded)
     fits: list[ShiftFit] = []
     er: dict[str, list[ERValue]] = defaultdict(list)
     boot_er: dict[str, list[NDArray[np.float64]]] = defaultdict(list)
@@ -185,7 +224,7 @@ def strategy_fits(subs: Sequence[Submission], accs: Accuracies, strategy: str, s
             m, meta[m].name, accs.acc[m][(strategy, ref)], accs.acc[m][(strategy, shift)], False,
             meta[m].family, meta[m].prompt_id or UNSPECIFIED_PROMPT) for m in sorted(models))
         for g in groups:
-            ids = set(g.ids)
+            ids = set(g.ids) | {c for cs in g.copies.values() for c in cs}
             pts = all_points if g.kind == REFERENCE else tuple(
                 p for p in all_points if p.model_id in ids)
             if not pts and g.kind != REFERENCE:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from vlmrobust.core.errors import SubmissionError
 from vlmrobust.evaluation.submissions import ModelMeta
+from vlmrobust.leaderboard.evidence import DatasetEvidence
 
 QUADRANTS = ("degraded", "overconfident", "hesitant", "stable")
 TRANSITIONS = ("RR", "RW", "WR", "WW")
@@ -126,6 +127,9 @@ class Submission:
     meta: ModelMeta
     datasets: Mapping[str, DatasetScores]
     folder: Path
+    # Filled by re-scoring (vlmrobust.leaderboard.verify): per dataset, the stored
+    # predictions' sha256, the model their metadata names and their content digest.
+    evidence: Mapping[str, DatasetEvidence] = field(default_factory=dict, compare=False)
 
     @property
     def model_id(self) -> str:

@@ -23,8 +23,9 @@ from vlmrobust.core.datadir import read_manifest
 from vlmrobust.core.errors import VlmrobustError
 from vlmrobust.evaluation.predictions_meta import read_prediction_meta
 from vlmrobust.evaluation.score import score_report
-from vlmrobust.evaluation.submissions import PREDICTIONS_NAME, SCORES_NAME
+from vlmrobust.evaluation.submissions import PREDICTIONS_NAME, SCORES_NAME, ModelMeta
 from vlmrobust.evaluation.validate import DatasetIndex, validate
+from vlmrobust.leaderboard.evidence import DatasetEvidence, evidence_from_report
 from vlmrobust.leaderboard.load import _check_comparable, submission_folders
 from vlmrobust.leaderboard.scores_json import parse_scores
 from vlmrobust.leaderboard.submission import LeaderboardInputError, Submission
@@ -123,8 +124,10 @@ def _disagreement(stored: Any, fresh: Any, where: str) -> str | None:
 
 
 def rescore_folder(folder: Path, store: DatasetStore,
-                   indexes: dict[Any, DatasetIndex] | None = None) -> dict[str, Any]:
-    """The recomputed scores of one submission folder (refusing any disagreement)."""
+                   indexes: dict[Any, DatasetIndex] | None = None,
+                   evidence: dict[str, DatasetEvidence] | None = None) -> dict[str, Any]:
+    """The recomputed scores of one submission folder (refusing any disagreement);
+    ``evidence`` (when given) receives each dataset's :class:`DatasetEvidence`."""
     path = folder / SCORES_NAME
     if not (path.exists() or path.is_symlink()):
         raise LeaderboardInputError(f"{path}: missing; add the submission with `vlmrobust submit`")
@@ -173,7 +176,40 @@ def rescore_folder(folder: Path, store: DatasetStore,
                 f"{path}: {found}; the stored scores disagree with the predictions — "
                 "resubmit with `vlmrobust submit`")
         fresh["datasets"][key] = new
+        if evidence is not None:
+            evidence[str(key)] = evidence_from_report(report)
     return fresh
+
+
+def check_folder_model(folder: Path, meta: ModelMeta,
+                       evidence: Mapping[str, DatasetEvidence]) -> None:
+    """The predictions in a model folder name that folder's model, as ``submit``
+    requires: a ``model_id`` in their metadata is the folder's name, every dataset
+    names one model, and that model is the adapter meta.yaml records. Predictions
+    moved from another model's folder (with their scores) are refused."""
+    first: tuple[str, str] | None = None
+    for key in sorted(evidence):
+        ev = evidence[key]
+        where = folder / key / PREDICTIONS_NAME
+        claimed = ev.meta.get("model_id")
+        if claimed is not None and claimed != folder.name:
+            raise LeaderboardInputError(
+                f"{where}: its metadata names model_id {claimed!r}, but it is stored in the "
+                f"folder of {folder.name!r}; predictions cannot move between models: submit "
+                "them under their own --model-id")
+        names = {ev.model, *([ev.adapter] if ev.adapter else [])}
+        if meta.adapter and meta.adapter not in names:
+            raise LeaderboardInputError(
+                f"{where}: its metadata names model {ev.model!r}, but {folder / 'meta.yaml'} "
+                f"says the folder {folder.name!r} holds {meta.adapter!r}; predictions cannot "
+                "move between models: submit them under their own --model-id")
+        if first is None:
+            first = (key, ev.model)
+        elif ev.model != first[1]:
+            raise LeaderboardInputError(
+                f"{where}: its metadata names model {ev.model!r}, but {first[0]} in the folder "
+                f"{folder.name!r} names {first[1]!r}; predictions cannot move between models: "
+                "submit them under their own --model-id")
 
 
 def load_verified_submission(folder: Path, store: DatasetStore,
@@ -181,9 +217,11 @@ def load_verified_submission(folder: Path, store: DatasetStore,
     from vlmrobust.leaderboard.load import load_submission
 
     parsed = load_submission(folder)  # names, ids and shape errors first
-    fresh = rescore_folder(folder, store, indexes)
+    evidence: dict[str, DatasetEvidence] = {}
+    fresh = rescore_folder(folder, store, indexes, evidence)
+    check_folder_model(folder, parsed.meta, evidence)
     datasets = parse_scores(fresh, folder / SCORES_NAME, parsed.model_id)
-    return Submission(meta=parsed.meta, datasets=datasets, folder=folder)
+    return Submission(meta=parsed.meta, datasets=datasets, folder=folder, evidence=evidence)
 
 
 def load_verified_submissions(root: Path, store: DatasetStore | None = None,

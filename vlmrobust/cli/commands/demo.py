@@ -2,8 +2,9 @@
 
 build (imagenet-mcq, bench-c, imagewikiqa from the sample) -> predict with the
 real EfficientNet-Lite0/1/2 classifiers -> score -> submissions/ -> static site.
-Leaves DIR/datasets/<family>/, DIR/predictions/, DIR/submissions/<model-id>/ and
-DIR/site/index.html. Stages whose output is already complete are reused, so a
+Leaves DIR/datasets/<family>/, DIR/predictions/, DIR/submissions/<model-id>/,
+DIR/reference-runs.yaml (the demo's own runs, recorded as a maintainer records
+reference runs) and DIR/site/index.html. Stages whose output is already complete are reused, so a
 killed demo resumes where it stopped (use --fresh to rebuild everything)."""
 
 from __future__ import annotations
@@ -131,10 +132,17 @@ def run(args: argparse.Namespace) -> int:
             _done(t0)
 
     from vlmrobust.leaderboard.publish import build_site
+    from vlmrobust.leaderboard.reference_runs import record_reference_runs
 
+    # The demo ran these models itself with the reference evaluator, so it records
+    # them as a maintainer would (`vlmrobust leaderboard record-reference`): in a
+    # record beside the submissions, never inside a submission folder.
+    record = out / "reference-runs.yaml"
+    record_reference_runs(record, submissions, [m for _, m, _, _ in opts.models
+                                                if (submissions / m).is_dir()])
     site = out / "site"
     t0 = _stage(f"render the leaderboard -> {site}")
-    build_site(submissions, site, datasets=list(built.values()))
+    build_site(submissions, site, datasets=list(built.values()), reference_runs=record)
     _done(t0)
 
     print(f"\nDemo finished in {time.perf_counter() - started:.0f} s.")
@@ -142,5 +150,6 @@ def run(args: argparse.Namespace) -> int:
     for path in built.values():
         print(f"               {path}")
     print(f"  submissions: {submissions}/<model-id>/scores.json")
+    print(f"  reference:   {record}  (the demo's runs, as a maintainer records them)")
     print(f"  site:        {site / 'index.html'}")
     return 0

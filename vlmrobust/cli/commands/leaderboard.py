@@ -13,6 +13,10 @@ def _dataset_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dataset-store", type=Path, nargs="+", default=[], metavar="DIR",
                    help="folders of dataset directories, searched by fingerprint (also "
                    "$VLMROBUST_DATASETS and a datasets/ folder beside --submissions)")
+    p.add_argument("--reference-runs", type=Path, default=None, metavar="FILE",
+                   help="the maintainers' reference-run record: only runs listed there get "
+                   "the 'reference' badge and define the reference line (default: the "
+                   "packaged leaderboard/reference_runs.yaml)")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -43,13 +47,26 @@ def register(sub: argparse._SubParsersAction) -> None:
     _dataset_args(q)
     q.set_defaults(func=run_publish)
 
+    r = lsub.add_parser(
+        "record-reference", help="add runs you made yourself to the reference-run record",
+        description="Maintainers only: record the stored predictions (their sha256) of each "
+        "--model-id as a reference run in FILE, after running the model yourself with "
+        "`vlmrobust predict` and storing it with `vlmrobust submit`. Only recorded runs get "
+        "the 'reference' badge and define the reference line.")
+    r.add_argument("--submissions", type=Path, required=True, help="submissions folder")
+    r.add_argument("--model-id", nargs="+", required=True, dest="model_ids",
+                   help="submission folders to record")
+    r.add_argument("--record", type=Path, required=True, metavar="FILE",
+                   help="the record to update (e.g. leaderboard/reference_runs.yaml)")
+    r.set_defaults(func=run_record)
+
 
 def run_build(args: argparse.Namespace) -> int:
     from vlmrobust.leaderboard.publish import build_site
 
     index = build_site(args.submissions, args.out, baselines=args.baselines,
                        progress=not args.quiet, datasets=args.datasets,
-                       stores=args.dataset_store)
+                       stores=args.dataset_store, reference_runs=args.reference_runs)
     print(index)
     return 0
 
@@ -59,7 +76,17 @@ def run_publish(args: argparse.Namespace) -> int:
 
     release = publish_site(args.submissions, args.site, version=args.release_version,
                            baselines=args.baselines, progress=not args.quiet,
-                           datasets=args.datasets, stores=args.dataset_store)
+                           datasets=args.datasets, stores=args.dataset_store,
+                           reference_runs=args.reference_runs)
     print(f"published release {release['version']} ({release['n_models']} models) "
           f"to {Path(args.site) / 'index.html'}")
+    return 0
+
+
+def run_record(args: argparse.Namespace) -> int:
+    from vlmrobust.leaderboard.reference_runs import record_reference_runs
+
+    record = record_reference_runs(args.record, args.submissions, args.model_ids)
+    print(f"{args.record}: {len(record.runs)} reference run(s) recorded "
+          f"({', '.join(sorted(args.model_ids))} added)")
     return 0
