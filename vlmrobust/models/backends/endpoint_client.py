@@ -1,0 +1,219 @@
+"""HTTP for the endpoint backend: JSON POST/GET to an OpenAI-compatible server with
+bounded responses, retries with exponential backoff on 429, 5xx, timeouts and
+refused connections (honouring ``Retry-After``), and one-line errors.
+
+The API key is read from the environment when a request is made, sent only in the
+``Authorization`` header, and scrubbed from every message this module raises
+(a server may echo request headers back in an error body).
+"""
+
+from __future__ import annotations
+
+import email.utils
+import http.client
+import json
+import os
+import socket
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from vlmrobust.core.bounded import MIB, parse_json_bounded
+from vlmrobust.core.errors import VlmrobustError
+
+RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
+
+
+class EndpointError(VlmrobustError):
+    """A request to a served model failed (after its retries, where retrying helps)."""
+
+
+def public_url(url: str) -> str:
+    """``url`` without credentials, query or fragment: what may be printed or recorded.
+
+    >>> public_url("https://user:secret@api.example.com:8443/v1/?key=abc#x")
+    'https://api.example.com:8443/v1'
+    """
+    parts = urllib.parse.urlsplit(url)
+    host = parts.hostname or ""
+    if ":" in host:  # IPv6 literal
+        host = f"[{host}]"
+    netloc = f"{host}:{parts.port}" if parts.port else host
+    return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path.rstrip("/"), "", ""))
+
+
+def check_base_url(url: str) -> str:
+    """The base URL (``http(s)://host:port/v1``) checked and stripped of credentials."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise EndpointError(f"--endpoint-url {public_url(url)!r}: give the server's base URL, "
+                            "e.g. http://localhost:8000/v1")
+    if parts.username or parts.password or parts.query:
+        raise EndpointError(f"--endpoint-url {public_url(url)}: credentials and query strings "
+                            "do not belong in the URL; put the key in the variable named by "
+                            "--api-key-env")
+    return public_url(url)
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """``max_tries`` attempts per request; the n-th wait is ``base_s * 2**n`` capped at
+    ``max_wait_s``, or the server's ``Retry-After`` (also capped)."""
+
+    max_tries: int = 6
+    base_s: float = 0.5
+    max_wait_s: float = 60.0
+
+    def __post_init__(self) -> None:
+        if self.max_tries < 1:
+            raise ValueError(f"max_tries must be >= 1, got {self.max_tries}")
+        if self.base_s < 0 or self.max_wait_s < 0:
+            raise ValueError("backoff times must be >= 0")
+
+    def wait(self, attempt: int, retry_after: float | None) -> float:
+        if retry_after is not None:
+            return min(max(retry_after, 0.0), self.max_wait_s)
+        return float(min(self.base_s * (2 ** attempt), self.max_wait_s))
+
+
+def retry_after_seconds(value: str | None, now: float | None = None) -> float | None:
+    """Seconds from a ``Retry-After`` header (delta-seconds or an HTTP date), else None.
+
+    >>> retry_after_seconds("3"), retry_after_seconds(None), retry_after_seconds("soon")
+    (3.0, None, None)
+    >>> retry_after_seconds("Wed, 21 Oct 2015 07:28:10 GMT", now=1445412480.0)
+    10.0
+    """
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        return max(float(value), 0.0)
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value).timestamp()
+    except (TypeError, ValueError):
+        return None
+    return max(when - (time.time() if now is None else now), 0.0)
+
+
+class _Retryable(Exception):
+    def __init__(self, reason: str, retry_after: float | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.retry_after = retry_after
+
+
+class HttpClient:
+    """JSON over HTTP to one server. Thread-safe: each call opens its own connection."""
+
+    def __init__(self, base_url: str, api_key_env: str | None = "OPENAI_API_KEY",
+                 timeout_s: float = 120.0, retry: RetryPolicy | None = None,
+                 max_response_bytes: int = 16 * MIB,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
+        self.base_url = check_base_url(base_url)
+        self.api_key_env = api_key_env
+        self.timeout_s = float(timeout_s)
+        self.retry = retry or RetryPolicy()
+        self.max_response_bytes = int(max_response_bytes)
+        self._sleep = sleep
+        # direct connections only: a proxy from the environment must not see the key
+        self._opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+    def _key(self) -> str:
+        return os.environ.get(self.api_key_env, "") if self.api_key_env else ""
+
+    def scrub(self, text: str) -> str:
+        key = self._key()
+        return text.replace(key, "***") if key and len(key) >= 4 else text
+
+    def url(self, path: str) -> str:
+        return self.base_url + "/" + path.lstrip("/")
+
+    def post_json(self, path: str, body: Mapping[str, Any]) -> Any:
+        data = json.dumps(body, ensure_ascii=False).encode("utf-8")
+        return self._with_retries(path, lambda: self._once(self.url(path), data))
+
+    def get_json(self, url: str, timeout_s: float | None = None) -> Any:
+        """One GET of an absolute URL, no retries (for optional server information)."""
+        return self._once(url, None, timeout_s=timeout_s)
+
+    def _with_retries(self, path: str, call: Callable[[], Any]) -> Any:
+        tries = self.retry.max_tries
+        for attempt in range(tries):
+            try:
+                return call()
+            except _Retryable as exc:
+                if attempt + 1 == tries:
+                    raise EndpointError(self.scrub(
+                        f"{self.url(path)}: {exc.reason} (gave up after {tries} tries); "
+                        "check that the server is up, or raise --endpoint-retries"
+                    )) from None
+                self._sleep(self.retry.wait(attempt, exc.retry_after))
+        raise AssertionError("unreachable")
+
+    def _once(self, url: str, data: bytes | None, timeout_s: float | None = None) -> Any:
+        headers = {"Content-Type": "application/json", "Accept": "application/json",
+                   "User-Agent": "vlmrobust-endpoint"}
+        key = self._key()
+        if key:
+            headers["Authorization"] = f"Bearer {key}"
+        req = urllib.request.Request(url, data=data, headers=headers,
+                                     method="POST" if data is not None else "GET")
+        try:
+            with self._opener.open(req, timeout=timeout_s or self.timeout_s) as resp:
+                raw = resp.read(self.max_response_bytes + 1)
+        except urllib.error.HTTPError as exc:
+            status = int(exc.code)
+            body = _read_error_body(exc)
+            exc.close()
+            detail = self.scrub(f"HTTP {status}{': ' + body if body else ''}")
+            if status in RETRY_STATUS:
+                raise _Retryable(detail, retry_after_seconds(exc.headers.get("Retry-After"))
+                                 ) from None
+            raise EndpointError(f"{url}: {detail}") from None
+        except TimeoutError:
+            raise _Retryable(f"no response within {timeout_s or self.timeout_s:g} s") from None
+        except urllib.error.URLError as exc:
+            reason = exc.reason
+            if isinstance(reason, (TimeoutError, socket.timeout)):
+                raise _Retryable(f"no response within {timeout_s or self.timeout_s:g} s"
+                                 ) from None
+            text = getattr(reason, "strerror", None) or str(reason)
+            raise _Retryable(f"cannot connect ({text})") from None
+        except (ConnectionError, http.client.HTTPException) as exc:
+            raise _Retryable(f"connection lost ({type(exc).__name__})") from None
+        if len(raw) > self.max_response_bytes:
+            raise EndpointError(f"{url}: response larger than {self.max_response_bytes} bytes; "
+                                "lower max tokens or raise --endpoint-max-response-mib")
+        try:
+            return parse_json_bounded(raw, url, error=EndpointError)
+        except EndpointError as exc:
+            head = raw[:60].decode("utf-8", "replace").replace("\n", " ")
+            raise EndpointError(self.scrub(f"{exc} (response began {head!r}); is "
+                                           f"{self.base_url} an OpenAI-compatible server?")
+                                ) from None
+
+
+def _read_error_body(exc: urllib.error.HTTPError) -> str:
+    """The server's error message, one line of at most 300 characters."""
+    try:
+        raw = exc.read(64 * 1024)
+    except (OSError, ValueError):
+        return ""
+    text = raw.decode("utf-8", "replace")
+    try:
+        obj = json.loads(text)
+    except ValueError:
+        obj = None
+    if isinstance(obj, dict):
+        err = obj.get("error", obj.get("detail", obj.get("message", obj)))
+        if isinstance(err, dict):
+            err = err.get("message", err)
+        text = err if isinstance(err, str) else json.dumps(err)
+    return " ".join(text.split())[:300]

@@ -1,0 +1,158 @@
+"""What the endpoint backend sends and reads: OpenAI chat-completions request
+bodies built from a :class:`Prompt` (the image as a base64 PNG data URL) and the
+fields read back (message text, ``logprobs.content[0].top_logprobs``, vLLM's
+``prompt_logprobs``). Every malformed response is one EndpointError line."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import io
+import json
+import math
+import re
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from vlmrobust.models.backends.base import Prompt
+from vlmrobust.models.backends.endpoint_client import EndpointError
+
+CHAT = "chat/completions"
+_DATA_URL = re.compile(r"data:image/png;base64,[A-Za-z0-9+/=]+")
+
+
+def image_data_url(image: Any) -> str:
+    """The image as ``data:image/png;base64,...`` (PNG: lossless, so the server
+    decodes the very pixels the in-process backend would see)."""
+    from vlmrobust.models.runtime import to_pil
+
+    buf = io.BytesIO()
+    to_pil(image).save(buf, format="PNG")
+    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def messages(prompt: Prompt) -> list[dict[str, Any]]:
+    """The chat messages of one prompt: a user turn (image first, then text, as
+    the in-process chat template orders them) and, if the assistant has already
+    written something, that text as the final assistant message."""
+    content: list[dict[str, Any]] = []
+    if prompt.image is not None:
+        content.append({"type": "image_url", "image_url": {"url": image_data_url(prompt.image)}})
+    content.append({"type": "text", "text": prompt.text})
+    out: list[dict[str, Any]] = [{"role": "user", "content": content}]
+    if prompt.assistant_prefix:
+        out.append({"role": "assistant", "content": prompt.assistant_prefix})
+    return out
+
+
+def continuation_extras(has_prefix: bool) -> dict[str, Any]:
+    """vLLM's chat-template switches that make the final assistant message a
+    prefix to continue (rather than a finished turn)."""
+    return ({"add_generation_prompt": False, "continue_final_message": True}
+            if has_prefix else {})
+
+
+def render(body: dict[str, Any]) -> str:
+    """The request as sent, as canonical JSON, with each image data URL replaced by
+    ``<image/png sha256=...>`` (the server applies its own chat template)."""
+
+    def digest(m: re.Match[str]) -> str:
+        return f"<image/png sha256={hashlib.sha256(m.group(0).encode()).hexdigest()[:16]}>"
+
+    return _DATA_URL.sub(digest, json.dumps(body, sort_keys=True, ensure_ascii=False))
+
+
+def _choice(resp: Any, where: str) -> dict[str, Any]:
+    choices = resp.get("choices") if isinstance(resp, dict) else None
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        raise EndpointError(f"{where}: the response has no choices[0]; "
+                            "is this an OpenAI-compatible chat-completions server?")
+    return choices[0]
+
+
+def chat_text(resp: Any, where: str) -> str:
+    msg = _choice(resp, where).get("message")
+    content = msg.get("content") if isinstance(msg, dict) else None
+    if content is None:
+        content = ""
+    if not isinstance(content, str):
+        raise EndpointError(f"{where}: choices[0].message.content is not text")
+    return content
+
+
+def cut_at_stop(text: str, stop: Sequence[str]) -> str:
+    """``text`` up to the first occurrence of any stop string (not included).
+
+    >>> cut_at_stop("A. cat\\nB. dog", ["\\n"]), cut_at_stop("abc", [])
+    ('A. cat', 'abc')
+    """
+    cut = min((i for i in (text.find(s) for s in stop if s) if i >= 0), default=len(text))
+    return text[:cut]
+
+
+def first_token_logprobs(resp: Any, where: str) -> list[tuple[str, float]] | None:
+    """``(token, logprob)`` pairs the server gave for the first generated token
+    (the chosen token and its ``top_logprobs``), or None when it gave none."""
+    lp = _choice(resp, where).get("logprobs")
+    content = lp.get("content") if isinstance(lp, dict) else None
+    if not isinstance(content, list) or not content:
+        return None
+    first = content[0]
+    if not isinstance(first, dict):
+        raise EndpointError(f"{where}: logprobs.content[0] is not an object")
+    pairs: list[tuple[str, float]] = []
+    for item in [first, *(first.get("top_logprobs") or [])]:
+        if not isinstance(item, dict):
+            raise EndpointError(f"{where}: a top_logprobs entry is not an object")
+        token, value = item.get("token"), item.get("logprob")
+        if not isinstance(token, str) or not isinstance(value, (int, float)) \
+                or isinstance(value, bool) or math.isnan(value) or value > 1e-6:
+            raise EndpointError(f"{where}: a logprobs entry has no token text or a "
+                                f"logprob that is not <= 0 ({item!r:.80})")
+        pairs.append((token, float(value)))
+    return pairs
+
+
+def candidate_logprobs(pairs: Sequence[tuple[str, float]],
+                       candidates: Sequence[str]) -> np.ndarray:
+    """log p(first token is candidate c) for each c: the log-sum-exp over the distinct
+    tokens whose text, whitespace stripped, is c ("A" and " A" both count), -inf
+    for a candidate the server did not list.
+
+    >>> candidate_logprobs([("A", -1.0), (" A", -2.0), ("B", -0.5), ("A", -1.0)],
+    ...                    ["A", "B", "C"]).astype(float).round(4).tolist()
+    [-0.6867, -0.5, -inf]
+    """
+    by_token = dict(pairs)  # the chosen token is also in top_logprobs: count it once
+    out = np.full(len(candidates), -np.inf, dtype=np.float64)
+    for i, cand in enumerate(candidates):
+        values = [v for t, v in by_token.items() if t.strip() == cand.strip()]
+        if values:
+            out[i] = np.logaddexp.reduce(np.asarray(values, dtype=np.float64))
+    return out.astype(np.float32)
+
+
+def prompt_token_logprobs(resp: Any, where: str) -> list[float] | None:
+    """vLLM's ``prompt_logprobs`` (one ``{token_id: {logprob, rank, decoded_token}}`` or
+    null per prompt token, requested with ``prompt_logprobs=0`` so that each entry
+    holds the prompt's own token) as one log-prob per prompt token (nan for the
+    first, which has no context), or None when the server gave none."""
+    entries = resp.get("prompt_logprobs") if isinstance(resp, dict) else None
+    if not isinstance(entries, list) or not entries:
+        return None
+    out: list[float] = []
+    for entry in entries:
+        if entry is None:
+            out.append(math.nan)
+            continue
+        if not isinstance(entry, dict) or len(entry) != 1:
+            raise EndpointError(f"{where}: a prompt_logprobs entry does not hold exactly the "
+                                "prompt's own token (requested with prompt_logprobs=0)")
+        (value,) = entry.values()
+        lp = value.get("logprob") if isinstance(value, dict) else value
+        if not isinstance(lp, (int, float)) or isinstance(lp, bool) or lp > 1e-6:
+            raise EndpointError(f"{where}: a prompt_logprobs value is not a log-prob <= 0")
+        out.append(float(lp))
+    return out
