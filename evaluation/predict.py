@@ -12,6 +12,7 @@ output folder need not be shared between nodes) and writes the file.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import hashlib
 from collections.abc import Callable, Iterator, Sequence
@@ -25,12 +26,13 @@ from vlmrobust.core.cpus import default_threads
 from vlmrobust.core.errors import VlmrobustError
 from vlmrobust.evaluation.distributed import DistContext, init_distributed, local_world_size
 from vlmrobust.evaluation.predictions_io import (
+    JournalRow,
     JournalWriter,
     check_journal,
     journal_path,
     partial_dir,
     predictions_table,
-    read_journal,
+    read_journal_rows,
     recorded_run,
     remove_partial,
     start_journal,
@@ -38,7 +40,10 @@ from vlmrobust.evaluation.predictions_io import (
 )
 from vlmrobust.evaluation.provenance import reference_info
 from vlmrobust.evaluation.rows import DatasetReader, PlannedRow, plan_rows
-from vlmrobust.models.base import FAMILIES, Adapter, AdapterSpec, load_adapter, parse_adapter_name
+from vlmrobust.models import load_adapter, parse_adapter_name
+from vlmrobust.models.base import FAMILIES, Adapter, AdapterSpec
+from vlmrobust.models.readers import Reader, ReadOptions, parse_mode
+from vlmrobust.models.readers.base import CLASS_LOGITS, EMBEDDING
 from vlmrobust.models.runtime import to_pil
 
 
@@ -56,6 +61,9 @@ def predict_dataset(
     threads: int | None = None,
     overwrite: bool = False,
     trust_remote_code: bool = False,  # vlm: let the checkpoint run its own modelling code
+    mode: str | None = None,
+    read_options: ReadOptions | None = None,
+    device_map: str | None = None,
 ) -> Path:
     """Predict option logits for every row of ``dataset`` (all configs, or ``config``)
     and write ``out`` (parquet: id, logits list<float32>, config; its metadata embedded, or
@@ -67,8 +75,12 @@ def predict_dataset(
     progress reporting); ``threads`` sets torch's CPU threads for this call only
     (default: chosen once per run by :func:`choose_threads`, recorded in the
     resume journal and the metadata; a resumed run reuses the journal's count);
-    ``overwrite`` discards an unfinished run's journal instead of resuming it.
-    The journal is created only once the model has loaded. Returns ``out``.
+    ``overwrite`` discards an unfinished run's journal instead of resuming it;
+    ``mode`` is a vlm's answer mode (``vlmrobust.models.readers``: letter,
+    likelihood:sum|avg|cfg=T, generate, open-world), ``read_options`` the
+    generating modes' limits, ``device_map`` shards a vlm over the visible
+    devices (accelerate). The journal is created only once the model has
+    loaded. Returns ``out``.
     """
     out = Path(out)
     if batch_size < 1:
@@ -77,7 +89,11 @@ def predict_dataset(
         raise VlmrobustError(f"--threads must be >= 1, got {threads}")
     if out.suffix not in (".parquet", ".jsonl"):
         raise VlmrobustError(f"--out {out}: use a .parquet (or .jsonl) file name")
-    spec = _spec_for(model, prompt)
+    if device_map is not None and device is not None:
+        raise VlmrobustError("--device-map places the model on every visible device; "
+                             "drop --device (or --device-map)")
+    spec, answer_reader = _spec_for(model, prompt, mode, read_options)
+    mode_id = _mode_id(spec, answer_reader, model)
     reader = DatasetReader(dataset)
     configs = reader.configs(config)
     plan = plan_rows(reader, configs, spec.required_columns, limit, spec.max_options)
@@ -94,6 +110,8 @@ def predict_dataset(
         run_key = {
             "model": spec.name,
             "prompt": prompt,
+            "mode": mode_id,
+            "read_options": _read_record(answer_reader),
             "dataset_fingerprint": info.fingerprint,
             "configs": configs,
             "limit": limit,
@@ -103,13 +121,14 @@ def predict_dataset(
         }
         if ctx.is_main:
             check_journal(pdir, run_key)  # a mismatch fails before the model loads
-        adapter = model if not isinstance(model, str) else _load(spec, device, prompt, trust_remote_code)
+        adapter = model if not isinstance(model, str) else _load(
+            spec, device, prompt, trust_remote_code, answer_reader, read_options, device_map)
         ctx.barrier()
         if ctx.is_main:
             start_journal(pdir, run_key)
         ctx.barrier()
         pdir.mkdir(parents=True, exist_ok=True)  # node-local disks on multi-node runs
-        done = _check_done(read_journal(pdir), plan, pdir)
+        done = _check_done(read_journal_rows(pdir), plan, pdir)
         mine = [p for p in plan if ctx.owns(p.index)]
         todo = [p for p in mine if p.index not in done]
         if todo:
@@ -118,12 +137,16 @@ def predict_dataset(
                          desc=f"predict {spec.name}")
         ctx.barrier()
         finished = ctx.gather_to_main(
-            {i: row for i, row in read_journal(pdir).items() if ctx.owns(i)}
+            {i: row for i, row in read_journal_rows(pdir).items() if ctx.owns(i)}
         )
         if ctx.is_main:
             merged = {i: row for part in finished for i, row in part.items()}
-            _merge(out, plan, merged, pdir, _meta(adapter, spec, info, configs, prompt, limit,
-                                                  len(plan), batch_size, chosen, ctx))
+            meta = _meta(adapter, spec, info, configs, prompt, limit, len(plan), batch_size,
+                         chosen, ctx)
+            meta.update(mode=mode_id, backend=getattr(adapter, "backend_kind", None))
+            if answer_reader is not None and answer_reader.decides:
+                meta["read_options"] = _read_record(answer_reader)
+            _merge(out, plan, merged, pdir, meta)
         ctx.barrier()
         remove_partial(pdir)
     finally:
@@ -168,7 +191,10 @@ def _set_threads(threads: int | None) -> int | None:
     return previous
 
 
-def _spec_for(model: str | Adapter, prompt: str | None) -> AdapterSpec:
+def _spec_for(model: str | Adapter, prompt: str | None, mode: str | None,
+              read_options: ReadOptions | None) -> tuple[AdapterSpec, Reader | None]:
+    """The adapter spec and, for a vlm, its reader; a bad prompt, mode or
+    option fails here, before any model loads."""
     if isinstance(model, str):
         spec = parse_adapter_name(model)
     else:
@@ -181,22 +207,59 @@ def _spec_for(model: str | Adapter, prompt: str | None) -> AdapterSpec:
         from vlmrobust.models.prompts import resolve_classifier_prompt
 
         resolve_classifier_prompt(prompt)  # a typo fails before the model loads
-    return spec
+    reader: Reader | None = None
+    if spec.family == "vlm":
+        loaded = None if isinstance(model, str) else getattr(model, "reader", None)
+        if loaded is not None and mode is not None and mode != loaded.mode:
+            raise VlmrobustError(f"--mode {mode}: the loaded adapter reads {loaded.mode}")
+        reader = loaded if loaded is not None else parse_mode(mode, read_options)
+        if isinstance(model, str):
+            spec = dataclasses.replace(spec, max_options=reader.max_options)
+    elif mode is not None and mode != FIXED_MODES.get(spec.family):
+        fixed = FIXED_MODES.get(spec.family, "its own reading")
+        raise VlmrobustError(f"--mode {mode}: answer modes apply to vlm models; {spec.name} "
+                             f"is read by {fixed}")
+    elif read_options is not None and read_options != ReadOptions():
+        raise VlmrobustError("--max-new-tokens, --stop and --answer-cue apply to vlm models")
+    return spec, reader
+
+
+# how the adapters that are not read through a backend turn a row into logits
+FIXED_MODES = {"classifier": CLASS_LOGITS, "other": CLASS_LOGITS, "clip": EMBEDDING}
+
+
+def _mode_id(spec: AdapterSpec, reader: Reader | None, model: str | Adapter) -> str | None:
+    if reader is not None:
+        return reader.mode
+    return getattr(model, "mode", None) or FIXED_MODES.get(spec.family)
+
+
+def _read_record(reader: Reader | None) -> dict[str, Any] | None:
+    """The generating readers' limits, which change their answers."""
+    options = getattr(reader, "options", None)
+    return options.record() if isinstance(options, ReadOptions) else None
 
 
 def _load(spec: AdapterSpec, device: str | None, prompt: str | None,
-          trust_remote_code: bool = False) -> Adapter:
+          trust_remote_code: bool = False, reader: Reader | None = None,
+          read_options: ReadOptions | None = None, device_map: str | None = None) -> Adapter:
     opts: dict[str, Any] = {"prompt": prompt} if prompt is not None else {}
     if trust_remote_code:
         if spec.family != "vlm":
             raise VlmrobustError(f"--trust-remote-code applies to vlm models, not {spec.name}")
         opts["trust_remote_code"] = True
+    if device_map is not None:
+        if spec.family != "vlm":
+            raise VlmrobustError(f"--device-map applies to vlm models, not {spec.name}")
+        opts["device_map"] = device_map
+    if reader is not None:
+        opts.update(mode=reader.mode, read_options=read_options)
     return load_adapter(spec.name, device=device, **opts)
 
 
-def _check_done(done: dict[int, tuple[str, list[float]]], plan: Sequence[PlannedRow],
-                pdir: Path) -> dict[int, tuple[str, list[float]]]:
-    for index, (rid, _) in done.items():
+def _check_done(done: dict[int, JournalRow], plan: Sequence[PlannedRow],
+                pdir: Path) -> dict[int, JournalRow]:
+    for index, (rid, *_) in done.items():
         if index >= len(plan) or plan[index].id != rid:
             raise VlmrobustError(
                 f"{pdir}: journal row {index} (id {rid!r}) does not match the dataset; "
@@ -260,21 +323,9 @@ def _run_batches(adapter: Adapter, reader: DatasetReader, todo: Sequence[Planned
                unit="row", dynamic_ncols=True)
     try:
         for n, batch in enumerate(_prefetched(_decoded(reader, todo, batch_size)), start=1):
-            rows = [row for _, row in batch]
-            logits = np.asarray(adapter.option_logits(rows), dtype=np.float32)
-            if logits.ndim != 2 or logits.shape[0] != len(rows):
-                raise VlmrobustError(
-                    f"adapter {adapter.name} returned shape {logits.shape} for {len(rows)} rows"
-                )
-            out = []
-            for (p, row), vec in zip(batch, logits, strict=True):
-                k = len(row["options"])
-                if logits.shape[1] < k:
-                    raise VlmrobustError(
-                        f"adapter {adapter.name} gave {logits.shape[1]} logits for row {p.id!r} "
-                        f"with {k} options"
-                    )
-                out.append((p.index, p.id, vec[:k]))
+            out = [(p.index, p.id, logits, extras)
+                   for (p, _), (logits, extras) in zip(batch, _read_batch(adapter, batch),
+                                                       strict=True)]
             writer.append(out)
             bar.update(len(batch))
             if after_batch is not None:
@@ -284,7 +335,40 @@ def _run_batches(adapter: Adapter, reader: DatasetReader, todo: Sequence[Planned
         writer.close()
 
 
-def _merge(out: Path, plan: Sequence[PlannedRow], done: dict[int, tuple[str, list[float]]],
+def _read_batch(adapter: Adapter, batch: Sequence[tuple[PlannedRow, dict[str, Any]]]
+                ) -> list[tuple[np.ndarray | None, dict[str, Any]]]:
+    """Per row: its K logits (None: a generating reader without an answer cue)
+    and its audit trail (the prompt text, the raw output, the matched answer)."""
+    rows = [row for _, row in batch]
+    read = getattr(adapter, "read", None)
+    if read is None:
+        logits = np.asarray(adapter.option_logits(rows), dtype=np.float32)
+        if logits.ndim != 2 or logits.shape[0] != len(rows):
+            raise VlmrobustError(
+                f"adapter {adapter.name} returned shape {logits.shape} for {len(rows)} rows"
+            )
+        per_row: list[np.ndarray | None] = list(logits)
+        extras: list[dict[str, Any]] = [{} for _ in rows]
+    else:
+        readings = read(rows)
+        per_row = [None if r.logits is None else np.asarray(r.logits, np.float32)
+                   for r in readings]
+        extras = [{k: v for k, v in (("prompt_text", r.prompt_text), ("text", r.text),
+                                     ("prediction", r.prediction)) if v is not None}
+                  for r in readings]
+    out: list[tuple[np.ndarray | None, dict[str, Any]]] = []
+    for (p, row), vec, extra in zip(batch, per_row, extras, strict=True):
+        k = len(row["options"])
+        if vec is not None and vec.shape[0] < k:
+            raise VlmrobustError(
+                f"adapter {adapter.name} gave {vec.shape[0]} logits for row {p.id!r} "
+                f"with {k} options"
+            )
+        out.append((None if vec is None else vec[:k], extra))
+    return out
+
+
+def _merge(out: Path, plan: Sequence[PlannedRow], done: dict[int, JournalRow],
            pdir: Path, meta: dict[str, Any]) -> None:
     missing = [p for p in plan if p.index not in done]
     if missing:

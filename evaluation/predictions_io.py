@@ -4,7 +4,8 @@ suffix with a ``<file>.meta.yaml`` sidecar; see predictions_meta).
 
 Journal: ``<out dir>/.<out name>.partial/`` holds ``run.json`` (the arguments
 that determine the result) and one ``rank-R-of-W.jsonl`` per process; each line
-is one finished batch ``{"rows": [[index, id, [logits...]], ...]}``, flushed and
+is one finished batch ``{"rows": [[index, id, [logits...] or null, {extras}], ...]}``
+(extras, optional: the row's prompt_text, raw output text, matched prediction), flushed and
 fsynced. A line cut short by a crash has no trailing newline: it is dropped on
 read and truncated away before appending, so a restart redoes exactly that
 batch. Logits are float32 values written as shortest float64 repr, which reads
@@ -29,6 +30,8 @@ from vlmrobust.core.bounded import MAX_META_BYTES, read_json_bounded
 from vlmrobust.core.errors import VlmrobustError
 
 RUN_FILE = "run.json"
+# (id, logits or None, audit trail: prompt_text / text / prediction)
+JournalRow = tuple[str, list[float] | None, dict[str, Any]]
 
 
 def partial_dir(out: Path) -> Path:
@@ -79,16 +82,26 @@ def start_journal(pdir: Path, run_key: Mapping[str, Any]) -> None:
 
 
 def read_journal(pdir: Path) -> dict[int, tuple[str, list[float]]]:
-    """All finished rows of every rank file: plan index -> (id, logits)."""
-    done: dict[int, tuple[str, list[float]]] = {}
+    """All finished rows of every rank file: plan index -> (id, logits); a row
+    read without logits (generation) has an empty list."""
+    return {i: (rid, logits or []) for i, (rid, logits, _) in read_journal_rows(pdir).items()}
+
+
+def read_journal_rows(pdir: Path) -> dict[int, JournalRow]:
+    """All finished rows: plan index -> (id, logits or None, extras), extras
+    being the row's audit trail (``prompt_text``, ``text``, ``prediction``)."""
+    done: dict[int, JournalRow] = {}
     for path in sorted(pdir.glob("rank-*.jsonl")):
         data = path.read_bytes()
         complete = data[: data.rfind(b"\n") + 1]
         for lineno, line in enumerate(complete.splitlines(), start=1):
             try:
                 batch = json.loads(line)
-                for index, rid, logits in batch["rows"]:
-                    done.setdefault(int(index), (str(rid), [float(x) for x in logits]))
+                for index, rid, logits, *rest in batch["rows"]:
+                    extras = dict(rest[0]) if rest else {}
+                    done.setdefault(int(index), (
+                        str(rid), None if logits is None else [float(x) for x in logits],
+                        extras))
             except (ValueError, KeyError, TypeError):
                 raise VlmrobustError(
                     f"{path} line {lineno}: corrupt journal line; delete {pdir} to start over"
@@ -117,9 +130,14 @@ class JournalWriter:
             if keep != len(data):
                 os.truncate(path, keep)
 
-    def append(self, rows: Sequence[tuple[int, str, np.ndarray]]) -> None:
-        payload = {"rows": [[i, rid, [float(x) for x in np.asarray(v, np.float32)]]
-                            for i, rid, v in rows]}
+    def append(self, rows: Sequence[tuple[int, str, np.ndarray | None]
+                                    | tuple[int, str, np.ndarray | None, Mapping[str, Any]]]
+               ) -> None:
+        """Rows (index, id, logits or None[, extras]) of one finished batch."""
+        payload = {"rows": [[r[0], r[1], None if r[2] is None
+                             else [float(x) for x in np.asarray(r[2], np.float32)],
+                             *([dict(r[3])] if len(r) > 3 else [])]
+                            for r in rows]}
         self._f.write(json.dumps(payload, separators=(",", ":")).encode("utf-8") + b"\n")
         self._f.flush()
         os.fsync(self._f.fileno())

@@ -16,7 +16,10 @@ from PIL import Image
 from tests import vlm_fixtures
 from vlmrobust.core.errors import VlmrobustError
 from vlmrobust.models import load_adapter, parse_adapter_name
+from vlmrobust.models.backends.base import Prompt
+from vlmrobust.models.backends.hf import HfBackend
 from vlmrobust.models.vlm import (
+    LETTERS,
     VlmAdapter,
     answer_prefix,
     format_question,
@@ -55,8 +58,9 @@ def rows() -> list[dict[str, Any]]:
 
 
 def reference_letter_logits(vlm: VlmAdapter, row: dict[str, Any]) -> np.ndarray:
-    """Straight from transformers: one unpadded forward pass, full-vocab logits
-    at the last position, read at the letter tokens looked up by their strings."""
+    """Straight from transformers: one unpadded forward pass, full-vocab
+    log-softmax at the last position, read at the letter tokens looked up by
+    their strings."""
     _, (tok_a, _) = KINDS[vlm.kind]  # type: ignore[attr-defined]
     space = tok_a.startswith("Ġ")
     tokens = [("Ġ" if space else "") + chr(ord("A") + i) for i in range(len(row["options"]))]
@@ -68,14 +72,17 @@ def reference_letter_logits(vlm: VlmAdapter, row: dict[str, Any]) -> np.ndarray:
     images: Any = [[row["image"]]] if vlm.kind == "idefics3" else [row["image"]]  # type: ignore[attr-defined]
     inputs = vlm.processor(text=[text], images=images, return_tensors="pt")
     with torch.no_grad():
-        logits = vlm.model(**inputs).logits[0, -1]
+        logits = torch.log_softmax(vlm.model(**inputs).logits[0, -1].float(), dim=-1)
     return logits[ids].numpy()
 
 
 def test_letter_tokens(vlm: VlmAdapter) -> None:
     _, expected = KINDS[vlm.kind]  # type: ignore[attr-defined]
-    assert vlm.tokenizer.convert_ids_to_tokens(vlm.letter_ids[:2]) == list(expected)
-    assert vlm.max_options == 26 and len(set(vlm.letter_ids)) == 26
+    ids = vlm.backend.first_token_ids(Prompt("q", image=object()), list(LETTERS))  # type: ignore[attr-defined]
+    assert vlm.tokenizer.convert_ids_to_tokens(ids[:2]) == list(expected)
+    assert vlm.max_options == 26 and len(set(ids)) == 26
+    gen = vlm.backend.generation_prompt()  # type: ignore[attr-defined]
+    assert letter_token_ids(vlm.tokenizer, gen) == ids
 
 
 def test_logits_match_reference_mixed_k(vlm: VlmAdapter, rows: list[dict[str, Any]]) -> None:
@@ -190,5 +197,9 @@ def test_remote_code_model_loads_only_when_trusted(tmp_path: Path) -> None:
     from transformers import LlavaForConditionalGeneration
 
     plain = LlavaForConditionalGeneration.from_pretrained(folder).eval()
-    ref = VlmAdapter("plain", plain, adapter.processor, torch.device("cpu"))
-    np.testing.assert_allclose(logits, 3.0 * ref.option_logits(rows), rtol=1e-4, atol=1e-4)
+    ref = VlmAdapter("plain", HfBackend("plain", plain, adapter.processor, torch.device("cpu")))
+    # log-probs: the scale shows in the differences between options
+    centred = logits - logits.mean(axis=1, keepdims=True)
+    ref_logits = ref.option_logits(rows)
+    np.testing.assert_allclose(centred, 3.0 * (ref_logits - ref_logits.mean(axis=1, keepdims=True)),
+                               rtol=1e-4, atol=1e-4)

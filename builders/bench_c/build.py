@@ -131,7 +131,7 @@ def build(raw_spec: dict[str, Any], spec_path: Path, options: BuildOptions) -> d
 
 
 def _check_adapters(selection: SelectionSpec) -> None:
-    from vlmrobust.models.base import parse_adapter_name
+    from vlmrobust.models import parse_adapter_name
 
     for name in (*selection.selectors, selection.image_embedder):
         parse_adapter_name(name)  # bad names fail before any work

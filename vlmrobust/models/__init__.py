@@ -5,15 +5,9 @@ Names: ``classifier:efficientnet-lite0`` (lite1, lite2, ``classifier:timm:<arch>
 ``pipeline:<classifier>+minilm`` (recognise, then answer with the class name).
 """
 
-from vlmrobust.models.base import (
-    ADAPTER_FAMILIES,
-    Adapter,
-    AdapterSpec,
-    load_adapter,
-    pad_rows,
-    parse_adapter_name,
-)
+from vlmrobust.models.base import ADAPTER_FAMILIES, Adapter, AdapterSpec, pad_rows
 from vlmrobust.models.embeddings import class_prototypes, embed_images
+from vlmrobust.models.registration import load_adapter, parse_adapter_name
 
 __all__ = [
     "ADAPTER_FAMILIES",

@@ -1,10 +1,5 @@
-"""The adapter protocol, adapter-name parsing and the family registry.
-
-An adapter name is ``<family>:<target>``, e.g. ``classifier:efficientnet-lite0``,
-``clip:ViT-B-32:openai`` or ``vlm:/models/llava``. Parsing validates the family
-and, where it can be checked without loading anything, the target, so that bad
-input fails before any model is loaded.
-"""
+"""The adapter protocol and the family registry (filled by
+vlmrobust.models.registration, which also parses and loads adapter names)."""
 
 from __future__ import annotations
 
@@ -64,37 +59,6 @@ class AdapterFamily:
 
 
 ADAPTER_FAMILIES: Registry[AdapterFamily] = Registry("adapter family")
-
-
-def parse_adapter_name(name: str) -> AdapterSpec:
-    """Validate ``name`` without loading any model.
-
-    >>> parse_adapter_name("classifier:efficientnet-lite0").required_columns[-1]
-    'option_class_ids'
-    """
-    _ensure_families()
-    family, sep, target = name.partition(":")
-    if not sep or not target:
-        known = ", ".join(f"{f}:..." for f in ADAPTER_FAMILIES)
-        raise VlmrobustError(
-            f"model name {name!r} must look like FAMILY:MODEL "
-            f"(e.g. classifier:efficientnet-lite0; families: {known})"
-        )
-    return ADAPTER_FAMILIES.get(family).parse(name, target)
-
-
-def load_adapter(name: str, device: str | None = None, **opts: Any) -> Adapter:
-    """Load the adapter called ``name`` on ``device`` (None: CUDA when present, else CPU)."""
-    spec = parse_adapter_name(name)
-    # the registry is keyed by the name's prefix; spec.family is the model family
-    # reported in meta.yaml (a pipeline's is "other")
-    return ADAPTER_FAMILIES.get(name.partition(":")[0]).load(spec, device, **opts)
-
-
-def _ensure_families() -> None:
-    # Registration happens on import of the family modules; the modules themselves
-    # import torch/open_clip/transformers only when an adapter is loaded.
-    from vlmrobust.models import classifier, clip, pipeline, vlm  # noqa: F401
 
 
 def pad_rows(per_row: Sequence[np.ndarray]) -> np.ndarray:

@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from vlmrobust.core.errors import VlmrobustError
-from vlmrobust.models.base import Adapter, load_adapter
+from vlmrobust.models.base import Adapter
 
 T = TypeVar("T")
 
@@ -27,6 +27,8 @@ def batched_rows(items: Sequence[T], size: int) -> list[list[T]]:
 @functools.lru_cache(maxsize=4)
 def cached_adapter(model: str, device: str | None = None) -> Adapter:
     """One loaded adapter per (model, device) per process."""
+    from vlmrobust.models.registration import load_adapter
+
     return load_adapter(model, device=device)
 
 

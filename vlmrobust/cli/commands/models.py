@@ -15,7 +15,7 @@ FORMS = (
     ("clip:DIR", "an open_clip model saved in a local folder (open_clip_config.json + weights)"),
     ("clip:hf-hub:OWNER/NAME", "an open_clip model on the hub"),
     ("vlm:OWNER/NAME | vlm:DIR", "a transformers image-text-to-text model (hub id or saved "
-     "folder); option letters' logits at the answer position"),
+     "folder) in this process (backend hf), read in an answer mode (--mode, below)"),
     ("pipeline:CLASSIFIER+ANSWERER", "recognise with an ImageNet classifier, then answer "
      "with a text model (answerers below)"),
 )
@@ -29,11 +29,13 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from vlmrobust.models.base import ADAPTER_FAMILIES, _ensure_families
+    import vlmrobust.models.registration  # noqa: F401  (fills the registries)
+    from vlmrobust.models.backends.base import BACKENDS
+    from vlmrobust.models.base import ADAPTER_FAMILIES
     from vlmrobust.models.classifier import CLASSIFIERS, _ensure_registered
     from vlmrobust.models.pipeline import ANSWERERS
+    from vlmrobust.models.readers.base import CLASS_LOGITS, EMBEDDING, READERS
 
-    _ensure_families()
     _ensure_registered()
     width = max(len(f) for f, _ in FORMS)
     print("model name forms (vlmrobust predict --model NAME):")
@@ -47,4 +49,12 @@ def run(args: argparse.Namespace) -> int:
     print("\npipeline answerers: " + ", ".join(ANSWERERS))
     first = next(iter(CLASSIFIERS), "efficientnet-lite0")
     print(f"  e.g. pipeline:{first}+{ANSWERERS[0]}")
+    print("\nbackends: " + ", ".join(f"{name} ({BACKENDS.get(name).help})" for name in BACKENDS))
+    print("\nanswer modes of vlm models (vlmrobust predict --mode MODE; default letter):")
+    forms = {name: name + (f":{READERS.get(name).args}" if READERS.get(name).args else "")
+             for name in READERS}
+    width = max(len(f) for f in forms.values())
+    for name in READERS:
+        print(f"  {forms[name]:<{width}}  {READERS.get(name).help}")
+    print(f"  (classifiers and pipelines are read as {CLASS_LOGITS}, clip as {EMBEDDING})")
     return 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -34,10 +35,46 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     p.add_argument("--overwrite", action="store_true",
                    help="discard an unfinished run of --out instead of resuming it")
+    p.add_argument("--mode", default=None,
+                   help="vlm answer mode (default letter): letter | likelihood:sum | "
+                   "likelihood:avg | likelihood:cfg=T | generate | open-world "
+                   "(see `vlmrobust models`)")
+    p.add_argument("--max-new-tokens", type=int, default=None,
+                   help="generate / open-world: most tokens generated per row (default "
+                   f"{_defaults().max_new_tokens})")
+    p.add_argument("--stop", action="append", default=None, metavar="TEXT",
+                   help="generate / open-world: cut the output at this text (repeatable)")
+    p.add_argument("--answer-cue", default=None, metavar="TEXT",
+                   help="generate: appended after a reasoning model's output, then the "
+                   "option letters' distribution is read (e.g. 'Answer:')")
+    p.add_argument("--device-map", default=None,
+                   choices=("auto", "balanced", "balanced_low_0", "sequential"),
+                   help="vlm: shard the model over every visible GPU (accelerate) when it "
+                   "does not fit one; instead of --device")
     p.add_argument("--trust-remote-code", action="store_true",
                    help="vlm: run the modelling code a checkpoint ships with (only if you "
                    "trust it)")
     p.set_defaults(func=run)
+
+
+def _defaults() -> Any:
+    from vlmrobust.models.readers.base import ReadOptions
+
+    return ReadOptions()
+
+
+def read_options(args: argparse.Namespace) -> Any:
+    """ReadOptions from the flags given (None: none given, the defaults apply)."""
+    from vlmrobust.models.readers.base import ReadOptions
+
+    given: dict[str, Any] = {}
+    if args.max_new_tokens is not None:
+        given["max_new_tokens"] = args.max_new_tokens
+    if args.stop:
+        given["stop"] = tuple(args.stop)
+    if args.answer_cue is not None:
+        given["answer_cue"] = args.answer_cue
+    return ReadOptions(**given) if given else None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -47,7 +84,8 @@ def run(args: argparse.Namespace) -> int:
         args.model, args.dataset, args.out, config=args.config, batch_size=args.batch_size,
         device=args.device, limit=args.limit, progress=not args.no_progress,
         prompt=args.prompt, threads=args.threads, overwrite=args.overwrite,
-        trust_remote_code=args.trust_remote_code,
+        trust_remote_code=args.trust_remote_code, mode=args.mode,
+        read_options=read_options(args), device_map=args.device_map,
     )
     print(out)
     return 0

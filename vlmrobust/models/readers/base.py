@@ -1,0 +1,172 @@
+"""Readers (answer modes): how a dataset row becomes backend calls and an answer.
+
+A mode is ``NAME`` or ``NAME:ARG`` (``letter``, ``likelihood:sum``,
+``likelihood:cfg=0.5``, ``generate``, ``open-world``); each reader names the
+backend primitives it needs, and a backend without one is refused in one line
+before any row is read. Readers are written once against
+:mod:`vlmrobust.models.backends.base`.
+"""
+
+from __future__ import annotations
+
+import string
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+
+from vlmrobust.core.errors import VlmrobustError
+from vlmrobust.core.registry import Registry
+from vlmrobust.models import prompts as _prompts
+from vlmrobust.models.backends.base import Backend, Prompt
+from vlmrobust.models.prompts import DEFAULT_VLM_PROMPT, VLM_INSTRUCTIONS
+
+LETTERS = string.ascii_uppercase
+DEFAULT_MODE = "letter"
+# what predict records as the mode of models that are not read through a backend
+CLASS_LOGITS = "class-logits"  # ImageNet classifiers (and the classifier pipeline)
+EMBEDDING = "embedding"  # CLIP: cosine of the image to each option's prompt
+
+
+@dataclass(frozen=True)
+class ReadOptions:
+    """The knobs of the generating readers, with their defaults (predict's
+    ``--max-new-tokens``, ``--stop``, ``--answer-cue``). ``answer_cue``: text
+    appended after a reasoning model's finished output (e.g. ``"\\nAnswer:"``)
+    before the option-letter distribution is read."""
+
+    max_new_tokens: int = 256
+    stop: tuple[str, ...] = ()
+    answer_cue: str | None = None
+
+    def __post_init__(self) -> None:
+        if isinstance(self.max_new_tokens, bool) or not isinstance(self.max_new_tokens, int) \
+                or self.max_new_tokens < 1:
+            raise VlmrobustError(f"--max-new-tokens must be an integer >= 1, got "
+                                 f"{self.max_new_tokens!r}")
+        if any(not isinstance(s, str) or not s for s in self.stop):
+            raise VlmrobustError("--stop strings must be non-empty")
+        if self.answer_cue is not None and not self.answer_cue.strip():
+            raise VlmrobustError("--answer-cue must hold visible text")
+
+    def record(self) -> dict[str, Any]:
+        return {"max_new_tokens": self.max_new_tokens, "stop": list(self.stop),
+                "answer_cue": self.answer_cue}
+
+
+@dataclass(frozen=True)
+class Reading:
+    """One row read: ``logits`` float32 (K,) or None (generation without an
+    answer cue has no distribution); ``prompt_text`` the exact text sent to the
+    model; ``text`` the raw output of the generating readers; ``prediction``
+    the option the matcher found (None: no answer) where the reader decides by
+    text."""
+
+    prompt_text: str
+    logits: np.ndarray | None = None
+    text: str | None = None
+    prediction: int | None = None
+
+
+class Reader(Protocol):
+    mode: str
+    needs: frozenset[str]
+    #: whether the predictions carry a decided ``prediction`` per row
+    decides: bool
+    #: whether the predictions carry option logits
+    has_logits: bool
+    #: the most options a row may have (None: any number)
+    max_options: int | None
+
+    def prompt(self, row: Mapping[str, Any], prompt_id: str, where: str = "row") -> Prompt:
+        """The row's main model call (its rendering is the row's ``prompt_text``)."""
+        ...
+
+    def read(self, backend: Backend, rows: Sequence[Mapping[str, Any]],
+             prompt_id: str) -> list[Reading]:
+        ...
+
+
+@dataclass(frozen=True)
+class ReaderKind:
+    """A reader's name, how to build it from the mode's argument, and its help."""
+
+    name: str
+    build: Callable[[str | None, ReadOptions], Reader]
+    help: str
+    args: str = ""
+
+
+READERS: Registry[ReaderKind] = Registry("answer mode")
+
+
+def parse_mode(mode: str | None, options: ReadOptions | None = None) -> Reader:
+    """The reader for ``mode`` (default ``letter``); a bad mode fails in one line.
+
+    >>> parse_mode("likelihood:avg").mode
+    'likelihood:avg'
+    """
+    from vlmrobust.models import readers  # noqa: F401  (registers the readers)
+
+    mode = DEFAULT_MODE if mode is None else mode
+    name, sep, arg = mode.partition(":")
+    if name not in READERS:
+        raise VlmrobustError(f"--mode {mode!r}: {READERS.unknown_message(name)}")
+    return READERS.get(name).build(arg if sep else None, options or ReadOptions())
+
+
+def refuse_missing(backend: Backend, reader: Reader) -> None:
+    """One line naming the backend, the mode and the primitive it lacks."""
+    missing = sorted(reader.needs - set(backend.capabilities))
+    if missing:
+        raise VlmrobustError(
+            f"backend {backend.name!r} cannot read --mode {reader.mode}: it lacks "
+            f"{', '.join(missing)}; choose another --mode (vlmrobust models lists them)"
+        )
+
+
+def row_where(row: Mapping[str, Any], i: int) -> str:
+    return f"row {row.get('id', i)!r}"
+
+
+def options_of(row: Mapping[str, Any], where: str) -> list[str]:
+    options = row.get("options")
+    if options is None or len(options) == 0:
+        raise VlmrobustError(f"{where}: 'options' is missing or empty; each row needs >= 1 option")
+    return [str(o) for o in options]
+
+
+def format_question(question: str, options: Sequence[str], prompt: str = DEFAULT_VLM_PROMPT
+                    ) -> str:
+    """The user turn's text of a lettered question: the question and options as
+    the prompt (vlmrobust.models.prompts) words them, then the answer instruction.
+
+    >>> print(format_question("What is this?", ["cat", "dog"]))
+    What is this?
+    A. cat
+    B. dog
+    Answer with the option's letter from the given choices directly.
+    >>> print(format_question("What is this?", ["cat"], "photo-of"))
+    What is this?
+    A. A photo of a cat
+    Answer with the option's letter from the given choices directly.
+    """
+    if len(options) > len(LETTERS):
+        raise VlmrobustError(f"{len(options)} options: at most {len(LETTERS)} can be lettered")
+    instruction = VLM_INSTRUCTIONS.get(prompt, VLM_INSTRUCTIONS[DEFAULT_VLM_PROMPT])
+    question, options = question_and_options(question, options, prompt)
+    lines = [question.strip()] + [f"{LETTERS[i]}. {o}" for i, o in enumerate(options)]
+    return "\n".join([*lines, instruction])
+
+
+def question_and_options(question: str, options: Sequence[str], prompt: str
+                         ) -> tuple[str, list[str]]:
+    """(question, option texts) as a seed prompt words them (others: as given).
+
+    >>> question_and_options("What?", ["goldfish"], "what-type")
+    ('What type of object is in this photo?', ['goldfish'])
+    """
+    if prompt in _prompts.SEED_PROMPTS:
+        return _prompts.SEED_PROMPTS[prompt].vlm_texts(question, options)
+    return question, list(options)
