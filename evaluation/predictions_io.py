@@ -28,6 +28,7 @@ import numpy as np
 from vlmrobust.core.atomic import write_bytes_atomic, write_text_atomic
 from vlmrobust.core.bounded import MAX_META_BYTES, read_json_bounded
 from vlmrobust.core.errors import VlmrobustError
+from vlmrobust.core.writer import WRITE_CHECKSUMS
 
 RUN_FILE = "run.json"
 # (id, logits or None, audit trail: prompt_text / text / prediction)
@@ -184,7 +185,7 @@ def write_predictions_file(out: Path, table: Any, meta: Mapping[str, Any]) -> No
     import pyarrow.parquet as pq
 
     buf = io.BytesIO()
-    pq.write_table(attach_meta(table, meta), buf, compression="zstd")
+    pq.write_table(attach_meta(table, meta), buf, compression="zstd", **WRITE_CHECKSUMS)
     write_bytes_atomic(out, buf.getvalue())
     stale = sidecar_path(out)
     if stale.is_file():

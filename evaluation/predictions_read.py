@@ -8,32 +8,28 @@ Columns: ``id`` (string), ``logits`` (list of numbers, one per option) and/or
 
 Nothing is read without a bound: the file must be a regular file of at most
 ``max_bytes``, hold at most ``max_rows`` rows (validation passes a multiple of
-the dataset's row count), and a parquet footer must not promise more rows or
-uncompressed bytes than that before any column is decoded.
+the dataset's row count), a parquet file's columns must fit a decoded-size
+bound computed from its footer before they are decoded (predictions_parquet),
+and a JSONL file is streamed with a cap per line (predictions_jsonl).
 """
 
 from __future__ import annotations
 
-import json
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 from numpy.typing import NDArray
 
-from vlmrobust.core.bounded import MIB, read_bytes_bounded
+from vlmrobust.core.bounded import MIB, open_bounded
 from vlmrobust.core.errors import SubmissionError
 
 # Defaults when no dataset bounds the file (score_tables, direct calls); validate
 # derives tighter ones from the dataset's row count.
 DEFAULT_MAX_ROWS = 10_000_000
 DEFAULT_MAX_BYTES = 2048 * MIB
-# A parquet file may decode to this many times its bytes (compressed logits
-# rarely shrink beyond 4x; ids of one repeated string can shrink 1000x).
-MAX_EXPANSION = 64
 # Logits beyond this magnitude overflow softmax differences and temperature fits;
 # real models give |logit| < 1e4.
 MAX_ABS_LOGIT = 1e12
@@ -151,54 +147,39 @@ def read_predictions(path: Path | str, max_rows: int = DEFAULT_MAX_ROWS,
                      max_bytes: int = DEFAULT_MAX_BYTES) -> PredictionsFile:
     """Read ``path`` (format by suffix, else sniffed). Raises SubmissionError for
     a missing, empty, oversized, unreadable or column-less file. The bytes are
-    read once, so the returned ``sha256`` is of exactly what was parsed."""
+    read once, so the returned ``sha256`` is of exactly what was parsed.
+
+    Parquet: only the format's columns, their decoded size bounded from the
+    footer before decoding, page checksums verified (predictions_parquet).
+    JSONL: streamed line by line (predictions_jsonl)."""
     import hashlib
 
     path = Path(path)
-    data = read_bytes_bounded(path, max_bytes, "predictions file", SubmissionError)
-    if not data:
-        raise SubmissionError(f"{path}: the file is empty; {FORMAT_HINT}")
+    with open_bounded(path, max_bytes, "predictions file", SubmissionError) as fh:
+        head = fh.peek(64)[:64]
+        if not head:
+            raise SubmissionError(f"{path}: the file is empty; {FORMAT_HINT}")
+        fmt = sniff_format(path, head)
+        if fmt == "jsonl":
+            return _read_jsonl(path, fh, max_rows, max_bytes)
+        chunks = []
+        left = max_bytes + 1
+        while left > 0 and (block := fh.read(min(left, MIB))):
+            chunks.append(block)
+            left -= len(block)
+    data = b"".join(chunks)
+    if len(data) > max_bytes:  # grew while being read
+        raise SubmissionError(f"{path}: more than the {max_bytes} bytes allowed for a predictions file")
     digest = hashlib.sha256(data).hexdigest()
-    fmt = sniff_format(path, data[:64])
-    pf = _read_parquet(path, data, max_rows) if fmt == "parquet" else _read_jsonl(path, data, max_rows)
+    pf = _read_parquet(path, data, max_rows)
     return PredictionsFile(pf.path, pf.format, pf.ids, pf.logits_len, pf.logits_flat, pf.prediction,
                            pf.line_numbers, pf.problems, digest, pf.embedded_meta)
 
 
-def _too_many_rows(path: Path, n: int, max_rows: int) -> SubmissionError:
-    return SubmissionError(
-        f"{path}: {n} rows, more than the {max_rows} allowed for this dataset (a small multiple "
-        "of its row count); give one row per dataset row")
-
-
 def _read_parquet(path: Path, data: bytes, max_rows: int) -> PredictionsFile:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
+    from vlmrobust.evaluation.predictions_parquet import read_parquet_columns
 
-    try:
-        pfile = pq.ParquetFile(pa.BufferReader(data))
-        md = pfile.metadata
-        if md.num_rows > max_rows:
-            raise _too_many_rows(path, md.num_rows, max_rows)
-        unpacked = sum(md.row_group(i).total_byte_size for i in range(md.num_row_groups))
-        if unpacked > MAX_EXPANSION * max(len(data), 1 << 20):
-            raise SubmissionError(
-                f"{path}: decodes to {unpacked} bytes from {len(data)}; refusing a file that "
-                "expands this much (write it again with pyarrow.parquet.write_table)")
-        embedded = (pfile.schema_arrow.metadata or {}).get(b"vlmrobust.meta")
-        table = pfile.read()
-    except SubmissionError:
-        raise
-    # A damaged file can fail anywhere inside the parquet reader (Arrow errors,
-    # OSError, ValueError, even MemoryError on a corrupt length): all mean the same.
-    except Exception as exc:
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise SubmissionError(
-            f"{path}: not a readable parquet file ({first[:200]}); it may be truncated — "
-            "write it again (pyarrow.parquet.write_table) or submit JSONL"
-        ) from None
-    if table.num_rows > max_rows:
-        raise _too_many_rows(path, table.num_rows, max_rows)
+    table, embedded = read_parquet_columns(path, data, max_rows)
     try:
         pf = predictions_from_table(table, path)
     except UnicodeDecodeError as exc:
@@ -263,94 +244,28 @@ def predictions_from_table(table: Any, path: Path | str = "<table>") -> Predicti
     return PredictionsFile(path, "parquet", ids, logits_len, logits_flat, prediction)
 
 
-def _is_number(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
+def _read_jsonl(path: Path, fh: BinaryIO, max_rows: int, max_bytes: int) -> PredictionsFile:
+    from vlmrobust.evaluation.predictions_jsonl import read_jsonl_rows
 
-
-def _to_float(v: Any) -> float:
-    """A JSON number as float; null -> NaN; an int too large for a float -> ±inf
-    (both are then reported as non-finite / out of range, never a traceback)."""
-    if v is None:
-        return float("nan")
-    try:
-        return float(v)
-    except OverflowError:
-        return math.inf if v > 0 else -math.inf
-
-
-def _read_jsonl(path: Path, data: bytes, max_rows: int) -> PredictionsFile:
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
-        raise SubmissionError(f"{path}: line {line} is not UTF-8 text; {FORMAT_HINT}") from None
-    if text.count("\n") > max_rows + 1000:  # blank lines are tolerated, not unbounded
-        raise _too_many_rows(path, text.count("\n"), max_rows)
-    ids: list[str | None] = []
-    lines: list[int] = []
-    lengths: list[int] = []
-    flat: list[float] = []
-    preds: list[float] = []
-    seen_logits = seen_pred = False
-    bad: dict[str, list[int]] = {}  # kind -> data row indices
-    not_json: list[str] = []
-    for lineno, raw in enumerate(text.splitlines(), start=1):
-        if not raw.strip():
-            continue
-        try:
-            obj = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            not_json.append(f"line {lineno} ({exc.msg} at column {exc.colno})")
-            continue
-        except (ValueError, RecursionError) as exc:  # e.g. an int of > 4300 digits, deep nesting
-            not_json.append(f"line {lineno} ({type(exc).__name__}: {str(exc)[:80]})")
-            continue
-        if isinstance(obj, dict) and len(ids) >= max_rows:
-            raise _too_many_rows(path, len(ids) + 1, max_rows)
-        if not isinstance(obj, dict):
-            not_json.append(f"line {lineno} (a JSON {type(obj).__name__}, not an object)")
-            continue
-        row = len(ids)
-        lines.append(lineno)
-        rid = obj.get("id")
-        ids.append(rid if isinstance(rid, str) else None)
-        if not isinstance(rid, str):
-            bad.setdefault("id missing or not a string", []).append(row)
-        logits = obj.get("logits")
-        if "logits" in obj:
-            seen_logits = True
-        if isinstance(logits, list) and all(_is_number(v) or v is None for v in logits):
-            lengths.append(len(logits))
-            flat.extend(_to_float(v) for v in logits)
-        else:
-            lengths.append(-1)
-            if "logits" in obj:
-                bad.setdefault("logits not a list of numbers", []).append(row)
-        pred = obj.get("prediction")
-        if "prediction" in obj:
-            seen_pred = True
-        preds.append(_to_float(pred) if _is_number(pred) else float("nan"))
-    if not ids and not not_json:
+    rows, digest = read_jsonl_rows(path, fh, max_rows, max_bytes, FORMAT_HINT)
+    if not rows.ids and not rows.not_json:
         raise SubmissionError(f"{path}: the file holds no JSON lines; {FORMAT_HINT}")
     problems: list[Problem] = []
-    if not_json:
+    if rows.not_json:
         problems.append(Problem(
             "line is not a JSON object",
             "each line must be one JSON object such as {\"id\": \"...\", \"logits\": [0.1, 2.3]}",
-            tuple(not_json[:MAX_EXAMPLES]), len(not_json),
+            tuple(rows.not_json[:MAX_EXAMPLES]), rows.n_not_json,
         ))
-    if ids and not seen_logits and not seen_pred:
+    if rows.ids and not rows.seen_logits and not rows.seen_pred:
         raise SubmissionError(f"{path}: no line has 'logits' or 'prediction'; {FORMAT_HINT}")
-    pf = PredictionsFile(
-        path, "jsonl", np.asarray(ids, dtype=object),
-        np.asarray(lengths, dtype=np.int64) if seen_logits else None,
-        np.asarray(flat, dtype=np.float64) if seen_logits else None,
-        np.asarray(preds, dtype=np.float64) if seen_pred else None,
-        np.asarray(lines, dtype=np.int64),
-    )
-    if seen_logits:
+    cols = rows.arrays()
+    pf = PredictionsFile(path, "jsonl", cols["ids"], cols["logits_len"], cols["logits_flat"],
+                         cols["prediction"], cols["line_numbers"])
+    bad = rows.bad
+    if rows.seen_logits:
         malformed = set(bad.get("logits not a list of numbers", []))
-        missing = [r for r, n in enumerate(lengths) if n < 0 and r not in malformed]
+        missing = [r for r, n in enumerate(rows.lengths) if n < 0 and r not in malformed]
         if missing:
             bad.setdefault("logits missing", []).extend(missing)
     fixes = {
@@ -358,9 +273,9 @@ def _read_jsonl(path: Path, data: bytes, max_rows: int) -> PredictionsFile:
         "logits not a list of numbers": "\"logits\" must be a list of numbers, one per option",
         "logits missing": "other lines give logits, so every line must",
     }
-    for kind, rows in bad.items():
-        problems.append(row_problem(pf, kind, fixes[kind], rows))
+    for kind, bad_rows in bad.items():
+        problems.append(row_problem(pf, kind, fixes[kind], bad_rows))
     return PredictionsFile(
         pf.path, pf.format, pf.ids, pf.logits_len, pf.logits_flat, pf.prediction,
-        pf.line_numbers, tuple(problems),
+        pf.line_numbers, tuple(problems), digest,
     )

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from vlmrobust.core.errors import VlmrobustError
+from vlmrobust.core.writer import READ_CHECKSUMS
 
 # option_class_groups is optional (ObjectNet max-over-group scoring); older
 # datasets without it still predict through option_class_ids alone
@@ -128,7 +129,7 @@ class DatasetReader:
         offset = 0
         last = max(wanted)
         for path in shard_paths(self.local, config):
-            pf = pq.ParquetFile(path)
+            pf = pq.ParquetFile(path, **READ_CHECKSUMS)
             for batch in pf.iter_batches(batch_size=64):
                 take = [r - offset for r in range(offset, offset + batch.num_rows) if r in wanted]
                 if take:

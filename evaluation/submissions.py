@@ -36,6 +36,7 @@ from vlmrobust.core.bounded import (
     read_json_bounded,
 )
 from vlmrobust.core.errors import SubmissionError
+from vlmrobust.core.writer import WRITE_CHECKSUMS
 from vlmrobust.evaluation.predictions_meta import PARQUET_META_KEY, attach_meta
 from vlmrobust.evaluation.predictions_read import DEFAULT_MAX_BYTES, PredictionsFile
 from vlmrobust.evaluation.schemas import check_schema
@@ -214,7 +215,7 @@ def predictions_parquet_bytes(pf: PredictionsFile, meta: Mapping[str, Any]) -> b
     if pf.prediction is not None and not pf.has_logits:
         cols["prediction"] = pa.array(pf.prediction.astype("int64"), pa.int64())
     buf = io.BytesIO()
-    pq.write_table(attach_meta(pa.table(cols), meta), buf, compression="zstd")
+    pq.write_table(attach_meta(pa.table(cols), meta), buf, compression="zstd", **WRITE_CHECKSUMS)
     return buf.getvalue()
 
 

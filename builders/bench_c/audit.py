@@ -21,6 +21,7 @@ import numpy as np
 
 from vlmrobust.builders.bench_c.selection import Selection
 from vlmrobust.builders.bench_c.sources import Candidate
+from vlmrobust.core.writer import WRITE_CHECKSUMS
 
 FILE = "selection.parquet"
 
@@ -68,7 +69,7 @@ def table_bytes(table: Any) -> bytes:
     import pyarrow.parquet as pq
 
     sink = pa.BufferOutputStream()
-    pq.write_table(table, sink, compression="zstd")
+    pq.write_table(table, sink, compression="zstd", **WRITE_CHECKSUMS)
     return bytes(sink.getvalue().to_pybytes())
 
 

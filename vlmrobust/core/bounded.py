@@ -5,10 +5,12 @@ stack. Every failure is one :class:`VlmrobustError` line naming the file."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import stat
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -26,9 +28,12 @@ MAX_DEPTH = 32
 MAX_NODES = 200_000
 
 
-def read_bytes_bounded(path: Path | str, max_bytes: int, what: str = "file",
-                       error: type[VlmrobustError] = VlmrobustError) -> bytes:
-    """The bytes of ``path`` if it is a regular file of at most ``max_bytes``.
+@contextlib.contextmanager
+def open_bounded(path: Path | str, max_bytes: int, what: str = "file",
+                 error: type[VlmrobustError] = VlmrobustError,
+                 ) -> Iterator[io.BufferedReader[io.FileIO]]:
+    """``path`` opened for reading if it is a regular file of at most ``max_bytes``
+    (a reader that streams it must still stop at ``max_bytes``: it may grow).
 
     Opened without blocking and checked with fstat on the open descriptor, so a
     FIFO cannot hang the reader and a file swapped after a check is still caught.
@@ -53,18 +58,29 @@ def read_bytes_bounded(path: Path | str, max_bytes: int, what: str = "file",
         if st.st_size > max_bytes:
             raise error(f"{path}: {st.st_size} bytes, more than the {max_bytes} allowed "
                         f"for a {what}; check that it is the right file")
-        chunks = []
-        left = max_bytes + 1
+    except BaseException:
+        os.close(fd)
+        raise
+    with io.BufferedReader(io.FileIO(fd, "rb"), buffer_size=MIB) as fh:
+        try:
+            yield fh
+        except OSError as exc:
+            raise error(f"{path}: cannot read the {what} ({exc.strerror or exc})") from None
+
+
+def read_bytes_bounded(path: Path | str, max_bytes: int, what: str = "file",
+                       error: type[VlmrobustError] = VlmrobustError) -> bytes:
+    """The bytes of ``path`` if it is a regular file of at most ``max_bytes``
+    (:func:`open_bounded`)."""
+    chunks = []
+    left = max_bytes + 1
+    with open_bounded(path, max_bytes, what, error) as fh:
         while left > 0:
-            block = os.read(fd, min(left, MIB))
+            block = fh.read(min(left, MIB))
             if not block:
                 break
             chunks.append(block)
             left -= len(block)
-    except OSError as exc:
-        raise error(f"{path}: cannot read the {what} ({exc.strerror or exc})") from None
-    finally:
-        os.close(fd)
     data = b"".join(chunks)
     if len(data) > max_bytes:  # grew while being read
         raise error(f"{path}: more than the {max_bytes} bytes allowed for a {what}")

@@ -8,7 +8,7 @@ from typing import Any
 
 from vlmrobust.core.bounded import MAX_MANIFEST_BYTES, parse_json_bounded, read_bytes_bounded
 from vlmrobust.core.errors import VlmrobustError
-from vlmrobust.core.writer import MANIFEST, SPLIT
+from vlmrobust.core.writer import MANIFEST, READ_CHECKSUMS, SPLIT
 
 
 def read_manifest(dataset_dir: Path) -> dict[str, Any]:
@@ -98,9 +98,17 @@ def verify_shards(dataset_dir: Path, manifest: dict[str, Any] | None = None) -> 
 
 
 def read_table(dataset_dir: Path, config: str, columns: list[str] | None = None) -> Any:
-    """A pyarrow Table of ``columns`` (all when None) of one config, in row order."""
+    """A pyarrow Table of ``columns`` (all when None) of one config, in row order,
+    with every page checksum verified."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    tables = [pq.read_table(p, columns=columns) for p in shard_paths(dataset_dir, config)]
+    tables = []
+    for p in shard_paths(dataset_dir, config):
+        try:
+            tables.append(pq.read_table(p, columns=columns, **READ_CHECKSUMS))
+        except (OSError, ValueError, pa.ArrowException) as exc:
+            first = (str(exc).splitlines() or [type(exc).__name__])[0][:200]
+            raise VlmrobustError(f"{p}: cannot read the dataset shard ({first}); the dataset is "
+                                 "damaged: build or download it again") from None
     return pa.concat_tables(tables)

@@ -30,6 +30,12 @@ from vlmrobust.core.fingerprint import FINGERPRINT_VERSION, ContentHasher, file_
 
 SPLIT = "test"
 MANIFEST = "manifest.json"
+# Parquet's CRC32 of every page: every parquet file the project writes carries
+# one and every read of a predictions file or dataset shard verifies it, so a
+# damaged copy is refused instead of scored (issue 28.11). Files written without
+# checksums (older builds, other tools) have none to verify and read as before.
+WRITE_CHECKSUMS: dict[str, Any] = {"write_page_checksum": True}
+READ_CHECKSUMS: dict[str, Any] = {"page_checksum_verification": True}
 CORE_COLUMNS = ("id", "image", "question", "options", "answer")
 TRACKED_LIBRARIES = (
     "datasets", "pyarrow", "numpy", "pillow", "torch", "torchvision", "nltk",
@@ -155,7 +161,7 @@ def parquet_options(features: Any) -> dict[str, Any]:
            and pschema.column(i).physical_type == "BYTE_ARRAY"}
     cooked = [p for p in paths if p not in raw]
     return {"compression": {p: "none" if p in raw else "zstd" for p in paths},
-            "use_dictionary": cooked, "write_statistics": cooked}
+            "use_dictionary": cooked, "write_statistics": cooked, **WRITE_CHECKSUMS}
 
 
 def _write_config(

@@ -1,0 +1,180 @@
+"""Reading a predictions parquet file with its decoded size bounded before any
+column is decoded (issue 28.10), and its page checksums verified (28.11).
+
+Why the footer's ``total_byte_size`` is not enough: a dictionary-encoded column
+stores a value once however many rows repeat it, so 63 KB of parquet holding a
+0.5 MB string in every row decodes to gigabytes. Three rules close that:
+
+- only the columns the predictions format defines are read (an extra column
+  is never decoded, whatever it holds);
+- fixed-width columns (logits, prediction) decode to at most their leaf value
+  count times the value width, both in the footer, checked before reading;
+- string columns are read as dictionaries (the dictionary page and one index
+  per row: both bounded by the footer) and their dense size is computed from
+  the dictionary's value lengths before they are expanded. Prefix-shared
+  strings (``DELTA_BYTE_ARRAY``) can expand like a dictionary and cannot be read
+  as one, so they are refused.
+
+What stays trusted: the footer's value counts. A footer that lies about them
+(a hand-crafted file) could still make the reader decode more than counted;
+the byte cap on the file and the checksums of what pyarrow writes do not
+cover that case.
+
+Checksums: the writers of this project set ``write_page_checksum`` (parquet's
+CRC32 per page) and every read verifies them. A file written without them
+(older vlmrobust, other tools) has no checksum to verify and is read as before.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from vlmrobust.core.errors import SubmissionError
+
+# The columns a predictions file may hold that are read at all, and what each
+# must be (checked on the schema before anything is decoded). Add a column
+# here when the format gains one.
+STRING_COLUMNS = ("id",)
+NUMBER_COLUMNS = ("prediction",)
+LIST_COLUMNS = ("logits",)
+FORMAT_COLUMNS = (*STRING_COLUMNS, *LIST_COLUMNS, *NUMBER_COLUMNS)
+# A parquet file may decode to this many times its bytes (compressed logits
+# rarely shrink beyond 4x; ids of one repeated string can shrink 1000x).
+MAX_EXPANSION = 64
+MIN_DECODED_CAP = 1 << 26  # 64 MiB: small files may still hold long ids
+_WIDTH = {"BOOLEAN": 1, "INT32": 4, "FLOAT": 4, "INT64": 8, "DOUBLE": 8, "INT96": 12}
+REWRITE = "write it again with pyarrow.parquet.write_table (default settings) or submit JSONL"
+
+
+def decoded_cap(n_bytes: int) -> int:
+    """How many bytes the read columns of a file of ``n_bytes`` may decode to."""
+    return max(MAX_EXPANSION * n_bytes, MIN_DECODED_CAP)
+
+
+def _damaged(path: Path, exc: BaseException) -> SubmissionError:
+    first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    if "checksum" in first.lower():
+        return SubmissionError(
+            f"{path}: a page checksum does not match ({first[:160]}): the file changed after it "
+            "was written (a damaged disk or copy); copy or write it again")
+    return SubmissionError(f"{path}: not a readable parquet file ({first[:200]}); it may be "
+                           f"truncated — {REWRITE}")
+
+
+def _check_types(path: Path, schema: Any) -> list[str]:
+    """The format's columns present in ``schema``, refusing wrong types up front
+    (before reading, so a list of strings posing as logits is never decoded)."""
+    import pyarrow as pa
+
+    names = set(schema.names)
+    for name in FORMAT_COLUMNS:
+        if schema.names.count(name) > 1:
+            raise SubmissionError(f"{path}: column {name!r} appears twice; {REWRITE}")
+    for name in STRING_COLUMNS:
+        if name not in names:
+            continue
+        t = schema.field(name).type
+        if pa.types.is_dictionary(t):
+            t = t.value_type
+        if not (pa.types.is_string(t) or pa.types.is_large_string(t)):
+            raise SubmissionError(f"{path}: column {name!r} has type {schema.field(name).type}, "
+                                  "expected string; write the dataset ids as strings")
+    for name in LIST_COLUMNS:
+        if name not in names:
+            continue
+        t = schema.field(name).type
+        if not (pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)) \
+                or not (pa.types.is_floating(t.value_type) or pa.types.is_integer(t.value_type)):
+            raise SubmissionError(f"{path}: column {name!r} has type {t}, expected a list of "
+                                  "floats (one per option)")
+    for name in NUMBER_COLUMNS:
+        if name in names:
+            t = schema.field(name).type
+            if not (pa.types.is_integer(t) or pa.types.is_floating(t)):
+                raise SubmissionError(f"{path}: column {name!r} has type {t}, expected an int "
+                                      "option index")
+    return [n for n in FORMAT_COLUMNS if n in names]
+
+
+def _footer_bound(path: Path, md: Any, selected: list[str], cap: int) -> None:
+    """Refuse a file whose read columns the footer says decode beyond ``cap``."""
+    bound = 0
+    for g in range(md.num_row_groups):
+        rg = md.row_group(g)
+        for j in range(rg.num_columns):
+            col = rg.column(j)
+            # a leaf's path starts with its top-level column's name ("logits.list.element")
+            if col.path_in_schema.split(".")[0] not in selected:
+                continue
+            bound += col.total_uncompressed_size
+            width = _WIDTH.get(col.physical_type)
+            if width is not None:
+                bound += 8 * col.num_values  # values widen to float64/int64 in memory
+            elif col.physical_type == "BYTE_ARRAY" and "DELTA_BYTE_ARRAY" in col.encodings:
+                raise SubmissionError(
+                    f"{path}: column {col.path_in_schema!r} uses the prefix-sharing "
+                    f"DELTA_BYTE_ARRAY encoding, which can expand without bound; {REWRITE}")
+            bound += 8 * col.num_values  # list offsets, validity, string offsets
+            if bound > cap:
+                raise SubmissionError(
+                    f"{path}: its columns decode to more than {cap} bytes ({md.num_rows} rows); "
+                    f"refusing a file that expands this much — {REWRITE}")
+
+
+def _dense_strings(path: Path, table: Any, names: list[str], cap: int) -> Any:
+    """Expand the dictionary-read string columns of ``table`` once their dense
+    size (summed from the dictionary's value lengths) is known to fit ``cap``."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    total = 0
+    for name in names:
+        for chunk in table.column(name).chunks:
+            if pa.types.is_dictionary(chunk.type):
+                lengths = pc.binary_length(chunk.dictionary)
+                total += pc.sum(pc.take(lengths, chunk.indices)).as_py() or 0
+            else:
+                total += chunk.nbytes
+            if total > cap:
+                raise SubmissionError(
+                    f"{path}: column {name!r} decodes to more than {cap} bytes (one long value "
+                    f"repeated in many rows); refusing it — {REWRITE}")
+    for name in names:
+        i = table.schema.get_field_index(name)
+        col = table.column(i)
+        if pa.types.is_dictionary(col.type):
+            table = table.set_column(i, name, col.cast(pa.string()))
+    return table
+
+
+def read_parquet_columns(path: Path, data: bytes, max_rows: int) -> tuple[Any, bytes | None]:
+    """The format's columns of the parquet ``data`` as a pyarrow Table (size
+    bounded, checksums verified) and its ``vlmrobust.meta`` key-value entry."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    cap = decoded_cap(len(data))
+    try:
+        first = pq.ParquetFile(pa.BufferReader(data))
+        md = first.metadata
+        if md.num_rows > max_rows:
+            raise SubmissionError(
+                f"{path}: {md.num_rows} rows, more than the {max_rows} allowed for this dataset "
+                "(a small multiple of its row count); give one row per dataset row")
+        schema = first.schema_arrow
+        selected = _check_types(path, schema)
+        _footer_bound(path, md, selected, cap)
+        strings = [n for n in selected if n in STRING_COLUMNS]
+        pfile = pq.ParquetFile(pa.BufferReader(data), read_dictionary=strings,
+                               page_checksum_verification=True)
+        embedded = (pfile.schema_arrow.metadata or {}).get(b"vlmrobust.meta")
+        table = pfile.read(columns=selected)
+        table = _dense_strings(path, table, strings, cap)
+    except SubmissionError:
+        raise
+    # A damaged file can fail anywhere inside the parquet reader (Arrow errors,
+    # OSError, ValueError, even MemoryError on a corrupt length): all mean the same.
+    except Exception as exc:
+        raise _damaged(path, exc) from None
+    return table, embedded
