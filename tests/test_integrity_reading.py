@@ -193,5 +193,5 @@ def test_jsonl_many_junk_lines_stop_early(mcq: Path, tmp_path: Path) -> None:
     with pytest.raises(SubmissionError, match="line is not a JSON object"):
         validate(mcq, p)
     p.write_bytes(b"[1]\n" * 1_050)
-    with pytest.raises(SubmissionError, match="more than .* rows allowed|more than 1000 lines"):
+    with pytest.raises(SubmissionError, match=r"more than .* rows allowed|more than 1000 lines"):
         validate(mcq, p)
