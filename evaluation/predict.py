@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as _dt
 import hashlib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +64,7 @@ def predict_dataset(
     mode: str | None = None,
     read_options: ReadOptions | None = None,
     device_map: str | None = None,
+    endpoint: Mapping[str, Any] | None = None,
 ) -> Path:
     """Predict option logits for every row of ``dataset`` (all configs, or ``config``)
     and write ``out`` (parquet: id, logits list<float32>, config; its metadata embedded, or
@@ -79,7 +80,9 @@ def predict_dataset(
     ``mode`` is a vlm's answer mode (``vlmrobust.models.readers``: letter,
     likelihood:sum|avg|cfg=T, generate, open-world), ``read_options`` the
     generating modes' limits, ``device_map`` shards a vlm over the visible
-    devices (accelerate). The journal is created only once the model has
+    devices (accelerate), ``endpoint`` holds an ``endpoint:`` model's connection
+    options (``url``, ``api_key_env``, ``concurrency``, ``timeout_s``, ``retries``,
+    ``cache_dir``, ``use_cache``). The journal is created only once the model has
     loaded. Returns ``out``.
     """
     out = Path(out)
@@ -122,7 +125,8 @@ def predict_dataset(
         if ctx.is_main:
             check_journal(pdir, run_key)  # a mismatch fails before the model loads
         adapter = model if not isinstance(model, str) else _load(
-            spec, device, prompt, trust_remote_code, answer_reader, read_options, device_map)
+            spec, device, prompt, trust_remote_code, answer_reader, read_options, device_map,
+            endpoint)
         ctx.barrier()
         if ctx.is_main:
             start_journal(pdir, run_key)
@@ -144,6 +148,9 @@ def predict_dataset(
             meta = _meta(adapter, spec, info, configs, prompt, limit, len(plan), batch_size,
                          chosen, ctx)
             meta.update(mode=mode_id, backend=getattr(adapter, "backend_kind", None))
+            server = getattr(getattr(adapter, "backend", None), "server_record", None)
+            if callable(server):  # a served model: URL, served name, server version
+                meta["server"] = server()
             if answer_reader is not None and answer_reader.decides:
                 meta["read_options"] = _read_record(answer_reader)
             _merge(out, plan, merged, pdir, meta)
@@ -242,8 +249,13 @@ def _read_record(reader: Reader | None) -> dict[str, Any] | None:
 
 def _load(spec: AdapterSpec, device: str | None, prompt: str | None,
           trust_remote_code: bool = False, reader: Reader | None = None,
-          read_options: ReadOptions | None = None, device_map: str | None = None) -> Adapter:
+          read_options: ReadOptions | None = None, device_map: str | None = None,
+          endpoint: Mapping[str, Any] | None = None) -> Adapter:
     opts: dict[str, Any] = {"prompt": prompt} if prompt is not None else {}
+    if spec.name.startswith("endpoint:"):
+        opts["endpoint"] = dict(endpoint or {})
+    elif endpoint:
+        raise VlmrobustError(f"--endpoint-* options apply to endpoint: models, not {spec.name}")
     if trust_remote_code:
         if spec.family != "vlm":
             raise VlmrobustError(f"--trust-remote-code applies to vlm models, not {spec.name}")

@@ -134,7 +134,7 @@ def test_api_key_never_leaves_the_header(tmp_path: Path, monkeypatch: pytest.Mon
     assert "bad key Bearer ***" in str(exc.value) and secret not in str(exc.value)
     files = [p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()]
     assert files and not any(secret.encode() in f for f in files)
-    assert secret not in repr(b.metadata()) + b.render(Prompt(text="hello"))
+    assert secret not in repr(b.server_record()) + b.render(Prompt(text="hello"))
     out = capsys.readouterr()
     assert secret not in out.out + out.err
 

@@ -105,7 +105,7 @@ def test_generate_equals_in_process_greedy_and_rerun_is_free(
     assert again.generate(items, GenerationConfig(max_new_tokens=12)) == texts
     assert again.sent == probes
 
-    meta = again.metadata()
+    meta = again.server_record()
     assert meta["server_url"] == url and meta["served_model"] == str(model_dir)
     rendered = again.render(items[0])
     assert items[0].text in rendered and "<image/png sha256=" in rendered
@@ -132,3 +132,23 @@ def test_logprob_readers_are_refused_in_one_line(served: tuple[Path, str],
     msg = str(exc.value)
     assert "\n" not in msg and url in msg and "prompt_logprobs" in msg
     assert "likelihood reader" in msg
+
+
+@pytest.mark.parametrize("mode", ["letter", "likelihood:avg"])
+def test_predict_refuses_logprob_modes_in_one_line(served: tuple[Path, str], tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str],
+                                                   mode: str) -> None:
+    from tests.predict_fixtures import write_mcq
+    from vlmrobust.cli.main import main
+
+    model_dir, url = served
+    dataset = write_mcq(tmp_path / "ds", {"default": 2}, with_class_ids=False)
+    out = tmp_path / "p.parquet"
+    rc = main(["predict", "--model", f"endpoint:{model_dir}", "--endpoint-url", url,
+               "--endpoint-cache", str(tmp_path / "cache"), "--mode", mode,
+               "--dataset", str(dataset), "--out", str(out), "--no-progress"])
+    err = capsys.readouterr().err.strip()
+    assert rc == 1 and err.count("\n") == 0
+    assert url in err and f"--mode {mode}" in err
+    assert ("returns no logprobs" if mode == "letter" else "prompt_logprobs") in err
+    assert not out.exists() and not (tmp_path / ".p.parquet.partial").exists()

@@ -1,5 +1,6 @@
 """The one module that imports every implementation and so fills the registries:
-adapter families (classifier, clip, vlm, pipeline), backends (``hf``) and
+adapter families (classifier, clip, vlm, endpoint, pipeline), backends (``hf``,
+``endpoint``) and
 readers (answer modes), as lm-evaluation-harness's ``models/__init__.py``
 does. The protocol modules (models.base, models.backends.base,
 models.readers.base) never import their implementations.
@@ -16,12 +17,14 @@ from typing import Any
 
 from vlmrobust.core.errors import VlmrobustError
 from vlmrobust.models import classifier, clip, pipeline, readers, vlm  # noqa: F401
-from vlmrobust.models.backends import hf
+from vlmrobust.models.backends import endpoint, endpoint_adapter, hf  # noqa: F401
 from vlmrobust.models.backends.base import BACKENDS
 from vlmrobust.models.base import ADAPTER_FAMILIES, Adapter, AdapterSpec
 
 if "hf" not in BACKENDS:
     BACKENDS.add("hf", hf.HF_FAMILY)
+if "endpoint" not in BACKENDS:
+    BACKENDS.add("endpoint", endpoint.ENDPOINT_FAMILY)
 
 
 def parse_adapter_name(name: str) -> AdapterSpec:

@@ -16,6 +16,8 @@ FORMS = (
     ("clip:hf-hub:OWNER/NAME", "an open_clip model on the hub"),
     ("vlm:OWNER/NAME | vlm:DIR", "a transformers image-text-to-text model (hub id or saved "
      "folder) in this process (backend hf), read in an answer mode (--mode, below)"),
+    ("endpoint:SERVED_NAME", "a model behind an OpenAI-compatible server (vLLM, SGLang, TGI, "
+     "llama.cpp, an API) at --endpoint-url, key from --api-key-env (backend endpoint)"),
     ("pipeline:CLASSIFIER+ANSWERER", "recognise with an ImageNet classifier, then answer "
      "with a text model (answerers below)"),
 )

@@ -17,7 +17,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--model", required=True,
                    help="classifier:efficientnet-lite0 | clip:ARCH:PRETRAINED_OR_PATH | "
-                   "vlm:HUB_ID_OR_DIR | pipeline:CLASSIFIER+ANSWERER (see `vlmrobust models`)")
+                   "vlm:HUB_ID_OR_DIR | endpoint:SERVED_NAME | pipeline:CLASSIFIER+ANSWERER "
+                   "(see `vlmrobust models`)")
     p.add_argument("--dataset", required=True, help="dataset directory or hub id")
     p.add_argument("--config", default=None, help="one config (default: all)")
     p.add_argument("--out", type=Path, required=True, help="predictions .parquet (or .jsonl)")
@@ -51,6 +52,22 @@ def register(sub: argparse._SubParsersAction) -> None:
                    choices=("auto", "balanced", "balanced_low_0", "sequential"),
                    help="vlm: shard the model over every visible GPU (accelerate) when it "
                    "does not fit one; instead of --device")
+    e = p.add_argument_group("served models (--model endpoint:SERVED_NAME)")
+    e.add_argument("--endpoint-url", default=None, metavar="URL",
+                   help="the OpenAI-compatible server's base URL, e.g. http://localhost:8000/v1")
+    e.add_argument("--api-key-env", default=None, metavar="NAME",
+                   help="environment variable holding the API key (default OPENAI_API_KEY; "
+                   "the key is never written anywhere)")
+    e.add_argument("--endpoint-concurrency", type=int, default=None, metavar="N",
+                   help="requests in flight (default 8)")
+    e.add_argument("--endpoint-timeout", type=float, default=None, metavar="SECONDS",
+                   help="seconds to wait for one response (default 120)")
+    e.add_argument("--endpoint-retries", type=int, default=None, metavar="N",
+                   help="retries of a request on 429, 5xx, timeouts (default 5)")
+    e.add_argument("--endpoint-cache", type=Path, default=None, metavar="DIR",
+                   help="response cache (default ~/.cache/vlmrobust/endpoint)")
+    e.add_argument("--no-endpoint-cache", action="store_true",
+                   help="send every request, keep no responses")
     p.add_argument("--trust-remote-code", action="store_true",
                    help="vlm: run the modelling code a checkpoint ships with (only if you "
                    "trust it)")
@@ -77,6 +94,16 @@ def read_options(args: argparse.Namespace) -> Any:
     return ReadOptions(**given) if given else None
 
 
+def endpoint_options(args: argparse.Namespace) -> dict[str, Any] | None:
+    """The endpoint backend's options from the --endpoint-* flags given (None: none)."""
+    given = {"url": args.endpoint_url, "api_key_env": args.api_key_env,
+             "concurrency": args.endpoint_concurrency, "timeout_s": args.endpoint_timeout,
+             "retries": args.endpoint_retries, "cache_dir": args.endpoint_cache,
+             "use_cache": False if args.no_endpoint_cache else None}
+    opts = {k: v for k, v in given.items() if v is not None}
+    return opts or None
+
+
 def run(args: argparse.Namespace) -> int:
     from vlmrobust.evaluation.predict import predict_dataset
 
@@ -86,6 +113,7 @@ def run(args: argparse.Namespace) -> int:
         prompt=args.prompt, threads=args.threads, overwrite=args.overwrite,
         trust_remote_code=args.trust_remote_code, mode=args.mode,
         read_options=read_options(args), device_map=args.device_map,
+        endpoint=endpoint_options(args),
     )
     print(out)
     return 0

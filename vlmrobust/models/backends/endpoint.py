@@ -24,7 +24,7 @@ run sends only what it has not received before.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -185,13 +185,17 @@ class EndpointBackend:
             found[CONTINUATION] = "refuses prompt_logprobs (a vLLM extension)"
         return found
 
-    def _require(self, primitive: str, reader: str) -> None:
-        why = self._features.get(primitive)
-        if why is not None:
-            raise VlmrobustError(
-                f"{self.name}: the server at {self.client.base_url} "
-                f"({self.server_version() or 'version unknown'}) {why}, which {reader} needs; "
-                "use --mode generate, or serve the model with an engine that offers it (vLLM)")
+    def check_reader(self, needs: Iterable[str], what: str) -> None:
+        """One line naming the server and the feature it lacks, if ``what`` (a
+        reader, e.g. ``--mode letter``) needs a primitive the server does not offer."""
+        for primitive in sorted(needs):
+            why = self._features.get(primitive)
+            if why is not None:
+                raise VlmrobustError(
+                    f"{self.name}: the server at {self.client.base_url} "
+                    f"({self.server_version() or 'version unknown'}) {why}, which {what} "
+                    "needs; use --mode generate, or serve the model with an engine that "
+                    "offers it (vLLM)")
 
     # ---- primitives ----
 
@@ -214,7 +218,7 @@ class EndpointBackend:
 
     def next_token_logprobs(self, prompts: Sequence[Prompt],
                             candidates: Sequence[str]) -> np.ndarray:
-        self._require(NEXT_TOKEN, "the letter reader (option-letter log-probs)")
+        self.check_reader([NEXT_TOKEN], "the letter reader (option-letter log-probs)")
         where = self.client.url(proto.CHAT)
 
         def parse(resp: Any) -> list[tuple[str, float]]:
@@ -233,7 +237,7 @@ class EndpointBackend:
 
     def continuation_logprobs(self, prompts: Sequence[Prompt],
                               continuations: Sequence[Sequence[str]]) -> list[list[np.ndarray]]:
-        self._require(CONTINUATION, "the likelihood reader (continuation log-probs)")
+        self.check_reader([CONTINUATION], "the likelihood reader (continuation log-probs)")
         if len(prompts) != len(continuations):
             raise ValueError("one list of continuations per prompt")
         where = self.client.url(proto.CHAT)
@@ -273,9 +277,8 @@ class EndpointBackend:
             self._version = (server_version(self.client),)
         return self._version[0]
 
-    def metadata(self) -> dict[str, Any]:
-        """What the predictions metadata records about the model (never the key, never
-        a local path)."""
+    def server_record(self) -> dict[str, Any]:
+        """What the predictions metadata records about the server (never the key)."""
         return {"backend": "endpoint", "server_url": self.client.base_url,
                 "served_model": self.options.model, "server_version": self.server_version(),
                 "chat_template": "applied by the server; prompt_text is the request as sent"}
@@ -303,4 +306,4 @@ def load(target: str, options: Mapping[str, Any]) -> EndpointBackend:
 
 ENDPOINT_FAMILY = BackendFamily(
     "endpoint", load,
-    help="an OpenAI-compatible server (endpoint:SERVED_NAME --endpoint-url URL/v1)")
+    help="an OpenAI-compatible server: endpoint:SERVED_NAME --endpoint-url URL")
