@@ -1,42 +1,23 @@
-"""Where a command may write: never over one of its inputs, never onto a
-directory, and a failed write (read-only folder, disk full) is one line."""
+"""Where a command may write (the guard is vlmrobust.core.output_guard), and a
+failed write (read-only folder, disk full) is one line."""
 
 from __future__ import annotations
 
 import errno
-import os
 from collections.abc import Iterable
 from pathlib import Path
 
 from vlmrobust.core.atomic import write_text_atomic
 from vlmrobust.core.errors import VlmrobustError
+from vlmrobust.core.output_guard import check_file_output
 
 
-def _same(a: Path, b: Path) -> bool:
-    try:
-        if a.exists() and b.exists():
-            return os.path.samefile(a, b)
-    except OSError:
-        pass
-    return a.resolve() == b.resolve()
-
-
-def check_output(out: Path, files: Iterable[Path] = (), dirs: Iterable[Path] = (),
+def check_output(out: Path, files: Iterable[Path | None] = (), dirs: Iterable[Path | None] = (),
                  flag: str = "--out") -> None:
-    """Refuse ``out`` when it is a directory, one of ``files`` or inside one of ``dirs``."""
-    out = Path(out)
-    if out.is_dir():
-        raise VlmrobustError(f"{flag} {out} is a directory; give a file name such as "
-                             f"{out / 'scores.json'}")
-    for f in files:
-        if _same(out, Path(f)):
-            raise VlmrobustError(f"{flag} {out} is an input of this command ({f}); "
-                                 "write the result to another file")
-    resolved = out.resolve()
-    for d in dirs:
-        if resolved.is_relative_to(Path(d).resolve()):
-            raise VlmrobustError(f"{flag} {out} lies inside the input folder {d}; "
-                                 "write the result elsewhere")
+    """Refuse ``out`` when it is a directory, a link, a FIFO or a device node, one
+    of ``files``, or inside one of ``dirs`` or a built dataset
+    (vlmrobust.core.output_guard)."""
+    check_file_output(out, flag, files, dirs)
 
 
 def write_text_output(out: Path, text: str, flag: str = "--out") -> None:

@@ -24,6 +24,7 @@ import numpy as np
 from vlmrobust import __version__
 from vlmrobust.core.cpus import default_threads
 from vlmrobust.core.errors import VlmrobustError
+from vlmrobust.core.output_guard import check_file_output
 from vlmrobust.evaluation.distributed import DistContext, init_distributed, local_world_size
 from vlmrobust.evaluation.predictions_io import (
     JournalRow,
@@ -38,6 +39,7 @@ from vlmrobust.evaluation.predictions_io import (
     start_journal,
     write_predictions,
 )
+from vlmrobust.evaluation.predictions_meta import sidecar_path
 from vlmrobust.evaluation.provenance import reference_info
 from vlmrobust.evaluation.rows import DatasetReader, PlannedRow, plan_rows
 from vlmrobust.models import load_adapter, parse_adapter_name
@@ -95,6 +97,10 @@ def predict_dataset(
     if device_map is not None and device is not None:
         raise VlmrobustError("--device-map places the model on every visible device; "
                              "drop --device (or --device-map)")
+    local = Path(dataset) if isinstance(dataset, Path) or Path(str(dataset)).exists() else None
+    check_file_output(out, "--out", input_dirs=[local])
+    if out.suffix == ".jsonl":
+        check_file_output(sidecar_path(out), "--out (its metadata sidecar)", input_dirs=[local])
     spec, answer_reader = _spec_for(model, prompt, mode, read_options)
     mode_id = _mode_id(spec, answer_reader, model)
     reader = DatasetReader(dataset)

@@ -15,6 +15,7 @@ back to the identical float32.
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import io
 import json
 import os
@@ -170,17 +171,25 @@ def write_predictions(out: Path, table: Any, meta: Mapping[str, Any]) -> None:
 
 def write_predictions_file(out: Path, table: Any, meta: Mapping[str, Any]) -> None:
     """As write_predictions, for any table of id + logits and/or prediction (+ config)."""
-    from vlmrobust.evaluation.predictions_meta import attach_meta, sidecar_path, sidecar_text
+    from vlmrobust.evaluation.predictions_meta import (
+        DATA_SHA256,
+        attach_meta,
+        sidecar_path,
+        sidecar_text,
+    )
 
     out = Path(out)
     if out.suffix == ".jsonl":
         lines = [json.dumps({k: ([float(x) for x in v] if k == "logits" else v)
                              for k, v in r.items()}, allow_nan=False)
                  for r in table.to_pylist()]
-        # the sidecar first: a kill in between leaves a sidecar without its file,
-        # never predictions that validate against the wrong metadata
-        write_text_atomic(sidecar_path(out), sidecar_text(meta))
-        write_text_atomic(out, "".join(line + "\n" for line in lines))
+        data = "".join(line + "\n" for line in lines).encode("utf-8")
+        # two files, two renames: the sidecar records the sha256 of its rows, so a
+        # kill between the renames leaves a pair that is refused on read, never
+        # one model's metadata on another model's rows
+        sidecar = {**dict(meta), DATA_SHA256: hashlib.sha256(data).hexdigest()}
+        write_text_atomic(sidecar_path(out), sidecar_text(sidecar))
+        write_bytes_atomic(out, data)
         return
     import pyarrow.parquet as pq
 

@@ -28,6 +28,10 @@ from vlmrobust.evaluation.schemas import check_schema, plain
 
 PARQUET_META_KEY = b"vlmrobust.meta"
 SIDECAR_SUFFIX = ".meta.yaml"
+# A sidecar written by vlmrobust records the sha256 of the JSONL it describes:
+# the two files are written one after the other, and a kill in between must not
+# leave one model's name on another model's rows.
+DATA_SHA256 = "data_sha256"
 HOW_TO = ("write the file with vlmrobust.write_predictions(dataset_dir, ids, logits, model=..., "
           "family=...) or `vlmrobust predict`, or add a sidecar {sidecar} with model, family and "
           "dataset: {{name, version, fingerprint}} copied from the dataset's manifest.json "
@@ -44,10 +48,14 @@ def _how_to(predictions: Path) -> str:
     return HOW_TO.format(sidecar=sidecar_path(predictions).name)
 
 
-def load_meta(predictions: Path | str, embedded: bytes | None) -> dict[str, Any]:
+def load_meta(predictions: Path | str, embedded: bytes | None,
+              data_sha256: str | None = None) -> dict[str, Any]:
     """The metadata of ``predictions``: ``embedded`` (the parquet key-value
     entry, when the file has one) or the sidecar, checked against the schema.
-    Raises SubmissionError when there is none, both, or it is malformed."""
+    Raises SubmissionError when there is none, both, or it is malformed, or when
+    the sidecar records a ``data_sha256`` other than ``data_sha256`` (the sha256
+    of the predictions as read): the pair does not belong together. The
+    returned metadata never holds ``data_sha256`` (it is of this one file)."""
     predictions = Path(predictions)
     side = sidecar_path(predictions)
     has_side = side.exists() or side.is_symlink()
@@ -73,6 +81,13 @@ def load_meta(predictions: Path | str, embedded: bytes | None) -> dict[str, Any]
         raise SubmissionError(f"{where}: expected a mapping of fields, got {type(meta).__name__}; "
                               f"{_how_to(predictions)}")
     check_schema(meta, "predictions-meta", where)
+    recorded = meta.pop(DATA_SHA256, None)
+    if embedded is None and recorded is not None and data_sha256 is not None \
+            and recorded != data_sha256:
+        raise SubmissionError(
+            f"{where} was written for other predictions than {predictions.name} (its "
+            f"{DATA_SHA256} {str(recorded)[:16]}…, the file's {data_sha256[:16]}…): a write was cut "
+            "short between the two files; write the predictions again (rerun predict)")
     return meta
 
 

@@ -372,7 +372,8 @@ def score(dataset_dir: Path | str, predictions: Path | str, out: Path | str, con
     from vlmrobust.evaluation.outputs import check_output, write_text_output
     from vlmrobust.evaluation.predictions_meta import sidecar_path
 
-    check_output(Path(out), files=[Path(predictions), sidecar_path(predictions)],
+    check_output(Path(out), files=[Path(predictions), sidecar_path(predictions),
+                                   None if imagenet_x is None else Path(imagenet_x)],
                  dirs=[Path(dataset_dir)])
     report = validate(dataset_dir, predictions, config)
     scores = score_report(report, model_id, seed, imagenet_x)

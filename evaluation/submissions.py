@@ -19,7 +19,7 @@ import hashlib
 import io
 import os
 import re
-import shutil
+import stat
 from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -36,6 +36,8 @@ from vlmrobust.core.bounded import (
     read_json_bounded,
 )
 from vlmrobust.core.errors import SubmissionError
+from vlmrobust.core.output_guard import check_not_input, kind_of, lstat_or_none, resolve
+from vlmrobust.core.swap import carry_over, recover
 from vlmrobust.core.writer import WRITE_CHECKSUMS
 from vlmrobust.evaluation.predictions_meta import PARQUET_META_KEY, attach_meta
 from vlmrobust.evaluation.predictions_read import DEFAULT_MAX_BYTES, PredictionsFile
@@ -222,42 +224,49 @@ def predictions_parquet_bytes(pf: PredictionsFile, meta: Mapping[str, Any]) -> b
 @contextlib.contextmanager
 def submission_lock(submissions_dir: Path, model_id: str) -> Iterator[None]:
     """One writer per model folder (others wait); a swap cut short by a kill is
-    undone first (the old folder is put back)."""
+    undone first (vlmrobust.core.swap.recover: the old folder is put back)."""
     import fcntl
 
     submissions_dir.mkdir(parents=True, exist_ok=True)
     lock = submissions_dir / f".{model_id}.lock"
     with open(lock, "a+") as fh:
         fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
-        root = submissions_dir / model_id
-        olds = sorted(submissions_dir.glob(f".{model_id}.old-*"), key=lambda p: p.stat().st_mtime)
-        if olds and not root.exists():
-            os.replace(olds.pop(), root)
-        for stale in olds:
-            shutil.rmtree(stale, ignore_errors=True)
+        recover(submissions_dir / model_id)
         yield
 
 
-def _carry_over(old: Path, new: Path, skip: set[str]) -> None:
-    """Hard-link (files are only ever replaced, never edited in place) or copy
-    the entries of ``old`` that the new submission keeps."""
-    if not old.is_dir():
+def _is_submission_folder(root: Path) -> bool:
+    """An empty folder, or one that a submit wrote (its meta.yaml or scores.json)."""
+    names = {e.name for e in os.scandir(root)}
+    return not names or any((root / n).is_file() and not (root / n).is_symlink()
+                            for n in (META_NAME, SCORES_NAME))
+
+
+def check_submission_target(submissions_dir: Path, model_id: str, dataset_dir: Path,
+                            predictions: Path) -> None:
+    """Where a submit may write: ``--submissions`` is (or will be) a folder outside
+    the dataset and every dataset, and ``<model-id>`` is absent or a submission
+    folder, never a file, a link, a FIFO, a device node or someone else's folder;
+    the dataset does not lie inside the folder the submit replaces."""
+    st = lstat_or_none(submissions_dir, "--submissions")
+    if st is not None and not submissions_dir.is_dir():
+        raise SubmissionError(f"--submissions {submissions_dir} is {kind_of(st.st_mode)}, "
+                              "not a folder; pass the submissions folder")
+    resolve(submissions_dir, "--submissions")
+    check_not_input(submissions_dir, "--submissions", [predictions], [dataset_dir])
+    root = submissions_dir / model_id
+    st = lstat_or_none(root, "--model-id")
+    if st is None:
         return
-    for child in old.iterdir():
-        if child.name in skip or child.name.startswith("."):
-            continue
-        if child.is_dir() and not child.is_symlink():
-            shutil.copytree(child, new / child.name, copy_function=_link_or_copy)
-        elif child.is_file() and not child.is_symlink():
-            _link_or_copy(str(child), str(new / child.name))
-
-
-def _link_or_copy(src: str, dst: str) -> str:
-    try:
-        os.link(src, dst)
-    except OSError:
-        shutil.copy2(src, dst)
-    return dst
+    if not stat.S_ISDIR(st.st_mode):
+        raise SubmissionError(f"{root} is {kind_of(st.st_mode)}, not a submission folder; "
+                              "vlmrobust never replaces it: choose another --model-id")
+    if not _is_submission_folder(root):
+        raise SubmissionError(f"{root} exists and is not a submission folder (no {META_NAME} or "
+                              f"{SCORES_NAME}); choose another --model-id or move it away")
+    if resolve(dataset_dir, "--dataset").is_relative_to(resolve(root, "--model-id")):
+        raise SubmissionError(f"--dataset {dataset_dir} lies inside the submission folder {root} "
+                              "that this submit replaces; move it out first")
 
 
 def _check_same_model(root: Path, report: ValidationReport, dataset_name: str) -> None:
@@ -295,6 +304,7 @@ def add_submission(submissions_dir: Path | str, model_id: str, dataset_dir: Path
     predictions = Path(predictions)
     submissions_dir = Path(submissions_dir)
     root = submissions_dir / model_id
+    check_submission_target(submissions_dir, model_id, Path(dataset_dir), predictions)
     report = validate(dataset_dir, predictions)
     assert report.meta is not None
     claimed = report.meta.get("model_id")
@@ -317,18 +327,22 @@ def add_submission(submissions_dir: Path | str, model_id: str, dataset_dir: Path
     new = score_report(report, model_id)
     new["datasets"][dataset_name]["predictions_sha256"] = hashlib.sha256(stored).hexdigest()
     with submission_lock(submissions_dir, model_id):
+        check_submission_target(submissions_dir, model_id, Path(dataset_dir), predictions)
         _check_same_model(root, report, dataset_name)
         scores = read_scores(root / SCORES_NAME, model_id)
         scores["model_id"] = model_id
         scores["datasets"].update(new["datasets"])
         with atomic_directory(root) as tmp:
-            _carry_over(root, tmp, {dataset_name, SCORES_NAME, META_NAME})
             (tmp / dataset_name).mkdir()
             (tmp / dataset_name / PREDICTIONS_NAME).write_bytes(stored)
             (tmp / SCORES_NAME).write_text(dumps_scores(scores), encoding="utf-8")
             (tmp / META_NAME).write_text(yaml.safe_dump(model_meta.to_dict(), sort_keys=False),
                                          encoding="utf-8")
             _fsync_tree(tmp)
+            if root.is_dir():
+                # after the new files, which win: every other entry stays, hidden
+                # files, links and FIFOs included (as hard links: the same inodes)
+                carry_over(root, tmp)
     return scores
 
 

@@ -413,7 +413,7 @@ def validate(dataset_dir: Path | str, predictions: Path | str, config: str | Non
                           max_bytes=BYTES_BASE + BYTES_PER_ROW * max_rows)
     meta: dict[str, Any] | None
     try:
-        meta = load_meta(predictions, pf.embedded_meta)
+        meta = load_meta(predictions, pf.embedded_meta, pf.sha256)
     except SubmissionError as exc:
         # reported beside the rows' problems, so that one run shows everything to fix
         meta, extra = None, [Problem("metadata", str(exc))]

@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from vlmrobust.core.bounded import MAX_META_BYTES, parse_yaml_bounded, read_bytes_bounded
+from vlmrobust.core.swap import recover_children
 from vlmrobust.evaluation.submissions import MODEL_FAMILIES as FAMILIES
 from vlmrobust.evaluation.submissions import MODEL_ID_RE, RESERVED, ModelMeta, is_model_id
 from vlmrobust.leaderboard.fields import Where
@@ -83,7 +84,10 @@ def load_submissions(root: Path) -> tuple[Submission, ...]:
 
 def submission_folders(root: Path) -> list[Path]:
     """The model folders of a submissions root, sorted (hidden and reserved names
-    such as the schemas folder are not submissions)."""
+    such as the schemas folder are not submissions). A model folder that a
+    killed submit left half-swapped is put back first (vlmrobust.core.swap), so
+    that no model drops off the board."""
+    recover_children(root)
     return [p for p in sorted(root.iterdir())
             if p.is_dir() and not p.name.startswith(".") and p.name not in RESERVED]
 

@@ -24,8 +24,8 @@ import hashlib
 import json
 import os
 import re
-import shutil
-from collections.abc import Iterator, Mapping, Sequence
+import stat
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeAlias
 
@@ -34,6 +34,8 @@ from tqdm import tqdm
 from vlmrobust import __version__
 from vlmrobust.core.atomic import atomic_directory
 from vlmrobust.core.errors import VlmrobustError
+from vlmrobust.core.output_guard import check_not_input, kind_of, lstat_or_none
+from vlmrobust.core.swap import carry_over, recover
 from vlmrobust.leaderboard.aggregate import aggregate
 from vlmrobust.leaderboard.baselines import load_baselines
 from vlmrobust.leaderboard.board import Leaderboard
@@ -168,6 +170,11 @@ def _refuse_foreign(target: Path) -> None:
     def ours_or_host(p: Path) -> bool:
         return p.name in HOST_FILES or p.name.startswith(".")
 
+    st = lstat_or_none(target, "site folder")
+    if st is not None and not stat.S_ISDIR(st.st_mode):
+        raise PublishError(f"{target} is {kind_of(st.st_mode)}, not a folder; vlmrobust never "
+                           "replaces it: pass a new or empty folder (or the folder a link points to)")
+    check_not_input(target, "site folder")
     if target.exists() and (not target.is_dir() or (
             not all(ours_or_host(p) for p in target.iterdir())
             and not all((target / m).is_file() for m in SITE_MARKERS))):
@@ -189,49 +196,46 @@ def _site_lock(target: Path) -> Iterator[None]:
         except BlockingIOError:
             raise PublishError(f"{target} is being built by another process; wait for it "
                                "and run again") from None
-        for stale in target.parent.glob(f".{target.name}.building-*"):
-            shutil.rmtree(stale, ignore_errors=True)
-        olds = sorted(target.parent.glob(f".{target.name}.old-*"),
-                      key=lambda p: p.stat().st_mtime)
-        if olds and not target.exists():
-            # Killed between the two renames of the swap: the previous site is the
-            # newest ".old" folder; put it back before anything else.
-            os.replace(olds.pop(), target)
-        for stale in olds:
-            shutil.rmtree(stale, ignore_errors=True)
+        # a swap cut short by a kill: the previous site goes back first
+        recover(target)
         yield
 
 
-def _foreign_files(target: Path, files: Mapping[str, bytes]) -> list[str]:
-    """Files under ``target`` that no build of the site wrote (relative paths)."""
-    if not target.is_dir():
-        return []
+def _owned_files(target: Path) -> set[str] | None:
+    """The files an earlier build of the site wrote (None: no readable list)."""
     owned_path = target / OWNED
-    owned: set[str] | None = None
-    if owned_path.is_file():
-        from vlmrobust.core.bounded import MAX_SCORES_BYTES, read_bytes_bounded
+    if not owned_path.is_file() or owned_path.is_symlink():
+        return None
+    from vlmrobust.core.bounded import MAX_SCORES_BYTES, read_bytes_bounded
 
-        try:
-            listed = json.loads(read_bytes_bounded(owned_path, MAX_SCORES_BYTES, "file list",
-                                                   PublishError).decode("utf-8"))
-            owned = {str(x) for x in listed} if isinstance(listed, list) else None
-        except (ValueError, RecursionError, PublishError):
-            owned = None
-    out = []
-    for p in sorted(target.rglob("*")):
-        rel = p.relative_to(target).as_posix()
-        if p.is_dir() or rel in files or rel == OWNED:
-            continue
-        mine = rel in owned if owned is not None else (
-            not p.name.startswith(".") and p.suffix in _RENDERED_SUFFIXES)
-        if not mine:
-            out.append(rel)
-    return out
+    try:
+        listed = json.loads(read_bytes_bounded(owned_path, MAX_SCORES_BYTES, "file list",
+                                               PublishError).decode("utf-8"))
+    except (ValueError, RecursionError, PublishError):
+        return None
+    return {str(x) for x in listed} if isinstance(listed, list) else None
+
+
+def _rendered_by_us(target: Path) -> Callable[[str], bool]:
+    """Whether a path of the previous site is one of its rendered files (dropped
+    from the new version); everything else (CNAME, .nojekyll, a host's config,
+    links, FIFOs) is someone else's and is carried over."""
+    owned = _owned_files(target)
+
+    def ours(rel: str) -> bool:
+        p = target / rel
+        if p.is_symlink() or not p.is_file():
+            return False
+        if rel == OWNED:
+            return True
+        if owned is not None:
+            return rel in owned
+        return not p.name.startswith(".") and p.suffix in _RENDERED_SUFFIXES
+    return ours
 
 
 def _write_site(target: Path, files: Mapping[str, bytes], n_models: int,
                 progress: bool) -> None:
-    keep = _foreign_files(target, files)
     with atomic_directory(target) as tmp:
         # mkdtemp creates 0700; a web server must be able to read the swapped-in site.
         umask = os.umask(0)
@@ -240,9 +244,9 @@ def _write_site(target: Path, files: Mapping[str, bytes], n_models: int,
         for rel in tqdm(sorted(files), desc="writing site", unit="file", disable=not progress):
             _write_one(tmp, rel, files[rel])
         _write_one(tmp, OWNED, (json.dumps(sorted(files), indent=0) + "\n").encode("utf-8"))
-        for rel in keep:
-            (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(target / rel, tmp / rel, follow_symlinks=False)
+        if target.is_dir():
+            # after the new files, which win; as hard links, never read or followed
+            carry_over(target, tmp, _rendered_by_us(target))
         check_site(tmp, files, n_models)
 
 

@@ -40,6 +40,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     parser = make_parser()
     args = parser.parse_args(argv)
+    # a swap that a killed command left half done (a folder moved aside, not yet
+    # replaced) is put right before anything else reads or writes
+    from vlmrobust.core.swap import recover_pending
+
+    recover_pending()
     try:
         rc = args.func(args)
     except VlmrobustError as exc:

@@ -5,9 +5,14 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import stat
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+
+from vlmrobust.core.errors import VlmrobustError
+from vlmrobust.core.output_guard import kind_of, lstat_or_none, refuse_non_folder
+from vlmrobust.core.swap import recover, scratch_prefix, swap_in
 
 
 def _umask() -> int:
@@ -17,8 +22,15 @@ def _umask() -> int:
 
 
 def write_bytes_atomic(path: Path, data: bytes) -> None:
+    """Write ``data`` to a temporary file beside ``path`` and rename it over
+    ``path``, which must be absent or a regular file (a link, FIFO or device
+    node is never replaced)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    st = lstat_or_none(path, "output")
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        raise VlmrobustError(f"{path} is {kind_of(st.st_mode)}; vlmrobust replaces only a "
+                             "regular file: give a new file name")
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         # mkstemp creates 0600; published files should get the usual permissions
@@ -38,47 +50,24 @@ def write_text_atomic(path: Path, text: str) -> None:
     write_bytes_atomic(path, text.encode("utf-8"))
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def _remove_stale_scratch(target: Path) -> None:
-    """Scratch dirs of killed builds are named ``.<name>.building-<pid>-*``; remove
-    those whose process is gone so they do not pile up."""
-    for p in target.parent.glob(f".{target.name}.building-*"):
-        try:
-            pid = int(p.name.rsplit("building-", 1)[1].split("-", 1)[0])
-        except ValueError:
-            continue
-        if not _pid_alive(pid):
-            shutil.rmtree(p, ignore_errors=True)
-
-
 @contextlib.contextmanager
 def atomic_directory(target: Path) -> Iterator[Path]:
     """Yield a fresh temporary directory beside ``target``; on success it replaces
     ``target`` (the previous content is removed only after the new one is complete).
-    On any exception, or if the process is killed, ``target`` is left as it was."""
+    On any exception, or if the process is killed, ``target`` is left as it was
+    (vlmrobust.core.swap: a kill inside the swap itself is undone by the next
+    command). ``target`` must be absent or a real folder: a file, a symbolic link,
+    a FIFO or a device node is never replaced."""
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
-    _remove_stale_scratch(target)
-    tmp = Path(
-        tempfile.mkdtemp(prefix=f".{target.name}.building-{os.getpid()}-", dir=target.parent)
-    )
+    recover(target)
+    refuse_non_folder(target)
+    tmp = Path(tempfile.mkdtemp(prefix=scratch_prefix(target), dir=target.parent))
     tmp.chmod(0o777 & ~_umask())
     try:
         yield tmp
+        refuse_non_folder(target)
+        swap_in(tmp, target)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    old = target.parent / f".{target.name}.old-{os.getpid()}"
-    if target.exists():
-        os.replace(target, old)
-    os.replace(tmp, target)
-    shutil.rmtree(old, ignore_errors=True)

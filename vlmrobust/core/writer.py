@@ -27,6 +27,7 @@ import yaml
 from vlmrobust import __version__
 from vlmrobust.core.atomic import atomic_directory, write_text_atomic
 from vlmrobust.core.fingerprint import FINGERPRINT_VERSION, ContentHasher, file_sha256
+from vlmrobust.core.output_guard import check_dataset_output
 
 SPLIT = "test"
 MANIFEST = "manifest.json"
@@ -279,6 +280,7 @@ def write_dataset(
     prompt = info.extra.get("question_prompt", info.extra.get("prompt"))
     hasher = ContentHasher(None if prompt is None else str(prompt))
     counts: dict[str, int] = {}
+    check_dataset_output(Path(out))  # before any row is written
     with atomic_directory(Path(out)) as tmp:
         for name, rows in configs.items():
             if not name or "/" in name or name.startswith("."):

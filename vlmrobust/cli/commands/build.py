@@ -51,9 +51,12 @@ def set_torch_threads(threads: int) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from vlmrobust.core.cpus import available_cpus, default_threads
+    from vlmrobust.core.output_guard import check_dataset_output
 
     path = resolve_spec(args.spec)
     raw = load_spec_yaml(path)
+    # before any work: the folder it would replace must be a dataset it built (or empty)
+    check_dataset_output(args.out, "--out", protected=[path, args.source_root])
     cpus = available_cpus()
     # read once, at the start: one build uses one count throughout
     threads = args.threads if args.threads is not None else default_threads()
