@@ -8,8 +8,6 @@ import os
 import stat
 from pathlib import Path
 
-import pytest
-
 
 def make_device(path: Path) -> bool:
     """A character device node like /dev/null at ``path`` (root may; others cannot)."""

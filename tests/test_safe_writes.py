@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.hostile_fixtures import hostile_folder, lstat_kind, snapshot, special_paths
-from tests.score_fixtures import write_bench_c, write_mcq
+from tests.score_fixtures import write_mcq
 from tests.trust_fixtures import one_line_error, perfect_predictions, run_cli
 from vlmrobust.core.errors import VlmrobustError
 from vlmrobust.core.writer import BuildInfo, write_dataset
