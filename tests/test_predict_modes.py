@@ -118,4 +118,5 @@ def test_models_lists_the_modes(capsys: pytest.CaptureFixture[str]) -> None:
     out = capsys.readouterr().out
     for mode in ("letter", "likelihood:sum | avg | cfg=T"):
         assert mode in out
-    assert "backends: hf" in out
+    (backends,) = [line for line in out.splitlines() if line.startswith("backends: ")]
+    assert "hf (" in backends and "endpoint (" in backends
