@@ -19,16 +19,22 @@ def write_predictions(dataset_dir: str | Path, ids: Sequence[str], logits: Any =
                       model: str, family: str, out: str | Path | None = None,
                       prediction: Sequence[int] | None = None, prompt_id: str | None = None,
                       vision_encoder: str | None = None, params: int | None = None,
-                      model_id: str | None = None, configs: Sequence[str] | None = None) -> Path:
+                      model_id: str | None = None, configs: Sequence[str] | None = None,
+                      text: Sequence[str | None] | None = None,
+                      prompt_text: Sequence[str | None] | None = None) -> Path:
     """Validate ``ids`` + ``logits`` (one list of K floats per id, in the
     dataset's option order; or ``prediction``, option indices, for text-only
-    models) against the dataset at ``dataset_dir`` and write them to ``out``
+    models; or ``text``, each row's raw model output, from which the scorer
+    reads the answer with vlmrobust.core.matcher) against the dataset at
+    ``dataset_dir`` and write them to ``out``
     (default ``predictions.parquet`` in the working directory): parquet with the
     metadata embedded, or JSONL + ``<out>.meta.yaml`` when ``out`` ends in
     .jsonl. Raises SubmissionError naming the first offending rows and writes
     nothing when they do not answer the dataset. Returns the written path.
 
     ``configs`` limits the check to some configs (default: every config).
+    ``prompt_text`` (optional, any mode) is the exact text each row sent to the
+    model, kept as the audit trail a model page links.
     """
     import pyarrow as pa
 
@@ -39,15 +45,23 @@ def write_predictions(dataset_dir: str | Path, ids: Sequence[str], logits: Any =
 
     dataset_dir = Path(dataset_dir)
     out = Path(out) if out is not None else Path("predictions.parquet")
-    if (logits is None) == (prediction is None):
-        raise SubmissionError("write_predictions: give logits or prediction (exactly one)")
+    if logits is None and prediction is None and text is None:
+        raise SubmissionError("write_predictions: give logits, text or prediction")
+    if logits is not None and prediction is not None:
+        raise SubmissionError("write_predictions: give logits or prediction, not both "
+                              "(with logits the answer is their argmax)")
     index = load_dataset_index(dataset_dir, list(configs) if configs is not None else None)
     cols: dict[str, Any] = {"id": pa.array([str(i) for i in ids], pa.string())}
     if logits is not None:
         rows = [np.asarray(v, dtype=np.float64).ravel() for v in logits]
         cols["logits"] = pa.array(rows, pa.list_(pa.float64()))
-    else:
-        cols["prediction"] = pa.array(np.asarray(prediction, dtype=np.int64), pa.int64())
+    elif prediction is not None:
+        cols["prediction"] = pa.array([None if v is None else int(v) for v in prediction], pa.int64())
+    for name, values in (("text", text), ("prompt_text", prompt_text)):
+        if values is not None:
+            if isinstance(values, str) or len(values) != len(ids):
+                raise SubmissionError(f"write_predictions: {name} needs one string (or None) per id")
+            cols[name] = pa.array([None if v is None else str(v) for v in values], pa.string())
     table = pa.table(cols)
     manifest = index.manifest
     meta: dict[str, Any] = {

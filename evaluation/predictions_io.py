@@ -149,17 +149,35 @@ class JournalWriter:
 
 
 def predictions_table(ids: Sequence[str], configs: Sequence[str],
-                      logits: Sequence[Sequence[float]]) -> Any:
+                      logits: Sequence[Sequence[float]] | None, *,
+                      text: Sequence[str | None] | None = None,
+                      prompt_text: Sequence[str | None] | None = None,
+                      prediction: Sequence[int | None] | None = None) -> Any:
+    """The predictions table: ``id``, ``config`` and the answer columns given:
+    ``logits`` (float32 lists), ``text`` (raw model output), ``prompt_text``
+    (the exact text sent to the model) and ``prediction`` (option index, None
+    where the text answers none); None entries are nulls. Every column given
+    must have one entry per id."""
     import pyarrow as pa
 
-    return pa.table(
-        {
-            "id": pa.array(list(ids), pa.string()),
-            "logits": pa.array([np.asarray(v, np.float32) for v in logits],
-                               pa.list_(pa.float32())),
-            "config": pa.array(list(configs), pa.string()),
-        }
-    )
+    n = len(ids)
+    given = {"configs": configs, "logits": logits, "text": text, "prompt_text": prompt_text,
+             "prediction": prediction}
+    for name, col in given.items():
+        if col is not None and len(col) != n:
+            raise ValueError(f"predictions_table: {name} has {len(col)} entries for {n} ids")
+    if logits is None and text is None and prediction is None:
+        raise ValueError("predictions_table: give logits, text or prediction")
+    cols: dict[str, Any] = {"id": pa.array(list(ids), pa.string())}
+    if logits is not None:
+        cols["logits"] = pa.array([np.asarray(v, np.float32) for v in logits], pa.list_(pa.float32()))
+    if prediction is not None:
+        cols["prediction"] = pa.array([None if v is None else int(v) for v in prediction], pa.int64())
+    for name, col in (("text", text), ("prompt_text", prompt_text)):
+        if col is not None:
+            cols[name] = pa.array(list(col), pa.string())
+    cols["config"] = pa.array(list(configs), pa.string())
+    return pa.table(cols)
 
 
 def write_predictions(out: Path, table: Any, meta: Mapping[str, Any]) -> None:
@@ -170,7 +188,8 @@ def write_predictions(out: Path, table: Any, meta: Mapping[str, Any]) -> None:
 
 
 def write_predictions_file(out: Path, table: Any, meta: Mapping[str, Any]) -> None:
-    """As write_predictions, for any table of id + logits and/or prediction (+ config)."""
+    """As write_predictions, for any table of id + logits, text and/or prediction
+    (+ prompt_text, config)."""
     from vlmrobust.evaluation.predictions_meta import (
         DATA_SHA256,
         attach_meta,
@@ -180,7 +199,7 @@ def write_predictions_file(out: Path, table: Any, meta: Mapping[str, Any]) -> No
 
     out = Path(out)
     if out.suffix == ".jsonl":
-        lines = [json.dumps({k: ([float(x) for x in v] if k == "logits" else v)
+        lines = [json.dumps({k: ([float(x) for x in v] if k == "logits" and v is not None else v)
                              for k, v in r.items()}, allow_nan=False)
                  for r in table.to_pylist()]
         data = "".join(line + "\n" for line in lines).encode("utf-8")

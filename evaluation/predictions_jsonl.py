@@ -24,9 +24,15 @@ import numpy as np
 
 from vlmrobust.core.errors import SubmissionError
 
+# The text columns and the bound on one value: a long reasoning trace fits
+# (~32k tokens); the file-level byte bound still caps the total.
+TEXT_COLUMNS = ("text", "prompt_text")
+MAX_TEXT_CHARS = 128 * 1024
+
 # One row: an id, one logit per option (a label space of 1000 classes is ~20 KB
-# of text) and optional text columns. Far above any row the tools write.
-MAX_LINE_BYTES = 1 << 20
+# of text) and the optional text columns (two of MAX_TEXT_CHARS characters,
+# up to 6 bytes each as JSON \u escapes). Far above any row the tools write.
+MAX_LINE_BYTES = 4 << 20
 # Malformed lines are listed (the first few) and counted; this many stop the read.
 MAX_BAD_LINES = 1000
 # Blank lines are tolerated, not unbounded.
@@ -72,6 +78,8 @@ class JsonlRows:
         self.preds = array("d")
         self.seen_logits = False
         self.seen_pred = False
+        self.texts: dict[str, list[str | None]] = {name: [] for name in TEXT_COLUMNS}
+        self.seen_text: set[str] = set()
         self.bad: dict[str, list[int]] = {}  # kind -> data row indices
         self.not_json: list[str] = []
         self.n_not_json = 0
@@ -98,6 +106,16 @@ class JsonlRows:
         if "prediction" in obj:
             self.seen_pred = True
         self.preds.append(_to_float(pred) if _is_number(pred) else float("nan"))
+        for name in TEXT_COLUMNS:
+            value = obj.get(name)
+            if name in obj:
+                self.seen_text.add(name)
+            if value is not None and not isinstance(value, str):
+                self.bad.setdefault(f"{name} not a string", []).append(row)
+                value = None
+            elif isinstance(value, str) and len(value) > MAX_TEXT_CHARS:
+                self.bad.setdefault(f"{name} too long", []).append(row)
+            self.texts[name].append(value)
 
     def reject(self, path: Path, lineno: int, why: str, hint: str) -> None:
         self.n_not_json += 1
@@ -115,7 +133,15 @@ class JsonlRows:
             "logits_flat": np.frombuffer(self.flat, dtype=np.float64).copy() if self.seen_logits else None,
             "prediction": np.frombuffer(self.preds, dtype=np.float64).copy() if self.seen_pred else None,
             "line_numbers": np.frombuffer(self.lines, dtype=np.int64).copy(),
+            **{name: _objects(self.texts[name]) if name in self.seen_text else None
+               for name in TEXT_COLUMNS},
         }
+
+
+def _objects(values: list[str | None]) -> Any:
+    out = np.empty(len(values), dtype=object)
+    out[:] = values
+    return out
 
 
 def read_jsonl_rows(path: Path, fh: BinaryIO, max_rows: int, max_bytes: int,

@@ -35,7 +35,7 @@ from vlmrobust.core.errors import SubmissionError
 # The columns a predictions file may hold that are read at all, and what each
 # must be (checked on the schema before anything is decoded). Add a column
 # here when the format gains one.
-STRING_COLUMNS = ("id",)
+STRING_COLUMNS = ("id", "text", "prompt_text")
 NUMBER_COLUMNS = ("prediction",)
 LIST_COLUMNS = ("logits",)
 FORMAT_COLUMNS = (*STRING_COLUMNS, *LIST_COLUMNS, *NUMBER_COLUMNS)
@@ -77,9 +77,12 @@ def _check_types(path: Path, schema: Any) -> list[str]:
         t = schema.field(name).type
         if pa.types.is_dictionary(t):
             t = t.value_type
+        if name != "id" and pa.types.is_null(t):
+            continue  # a text column with no value at all
         if not (pa.types.is_string(t) or pa.types.is_large_string(t)):
+            what = "the dataset ids as strings" if name == "id" else "the text itself (null where none)"
             raise SubmissionError(f"{path}: column {name!r} has type {schema.field(name).type}, "
-                                  "expected string; write the dataset ids as strings")
+                                  f"expected string; write {what}")
     for name in LIST_COLUMNS:
         if name not in names:
             continue

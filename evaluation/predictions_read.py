@@ -3,8 +3,13 @@ trusting it: structural failures raise :class:`SubmissionError` naming the file
 (and line), row-level type problems are collected as :class:`Problem` records
 so that validation can report every kind of problem at once.
 
-Columns: ``id`` (string), ``logits`` (list of numbers, one per option) and/or
-``prediction`` (int option index). When ``logits`` is present it is used.
+Columns: ``id`` (string), and at least one answer column: ``logits`` (list of
+numbers, one per option), ``text`` (the model's raw output, a string; the
+scorer derives the answer from it with vlmrobust.core.matcher) or
+``prediction`` (int option index). ``prompt_text`` (the exact text sent to the
+model, after its chat template) is optional audit trail. ``text`` and
+``prompt_text`` may be null on some rows; each value is at most
+``MAX_TEXT_CHARS`` characters.
 
 Nothing is read without a bound: the file must be a regular file of at most
 ``max_bytes``, hold at most ``max_rows`` rows (validation passes a multiple of
@@ -15,6 +20,7 @@ and a JSONL file is streamed with a cap per line (predictions_jsonl).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +31,7 @@ from numpy.typing import NDArray
 
 from vlmrobust.core.bounded import MIB, open_bounded
 from vlmrobust.core.errors import SubmissionError
+from vlmrobust.evaluation.predictions_jsonl import MAX_TEXT_CHARS, TEXT_COLUMNS
 
 # Defaults when no dataset bounds the file (score_tables, direct calls); validate
 # derives tighter ones from the dataset's row count.
@@ -34,13 +41,15 @@ DEFAULT_MAX_BYTES = 2048 * MIB
 # real models give |logit| < 1e4.
 MAX_ABS_LOGIT = 1e12
 
+
 PARQUET_SUFFIXES = (".parquet", ".pq")
 JSONL_SUFFIXES = (".jsonl", ".ndjson", ".json")
 # How many offending rows a problem lists (the count is always complete).
 MAX_EXAMPLES = 5
 FORMAT_HINT = (
     "a predictions file is parquet or JSONL with columns id (string) and logits "
-    "(list of floats, one per option) or prediction (int)"
+    "(list of floats, one per option), text (the raw model output) or prediction (int); "
+    "prompt_text optional"
 )
 
 
@@ -89,12 +98,15 @@ class PredictionsFile:
     problems: tuple[Problem, ...] = field(default=())
     sha256: str | None = None  # of the file's bytes, as read
     embedded_meta: bytes | None = None  # parquet key-value metadata (predictions_meta)
+    # per row a str or None (null, absent, or not a string: then also a problem)
+    text: NDArray[np.object_] | None = None
+    prompt_text: NDArray[np.object_] | None = None
 
     def __post_init__(self) -> None:
         if self.format not in ("parquet", "jsonl"):
             raise ValueError(f"format must be parquet or jsonl, got {self.format!r}")
         n = self.ids.shape[0]
-        for name in ("logits_len", "prediction", "line_numbers"):
+        for name in ("logits_len", "prediction", "line_numbers", "text", "prompt_text"):
             arr = getattr(self, name)
             if arr is not None and arr.shape != (n,):
                 raise ValueError(f"{name} has shape {arr.shape}, expected ({n},)")
@@ -106,6 +118,10 @@ class PredictionsFile:
     @property
     def has_logits(self) -> bool:
         return self.logits_len is not None
+
+    @property
+    def has_text(self) -> bool:
+        return self.text is not None
 
     @property
     def offsets(self) -> NDArray[np.int64]:
@@ -172,8 +188,7 @@ def read_predictions(path: Path | str, max_rows: int = DEFAULT_MAX_ROWS,
         raise SubmissionError(f"{path}: more than the {max_bytes} bytes allowed for a predictions file")
     digest = hashlib.sha256(data).hexdigest()
     pf = _read_parquet(path, data, max_rows)
-    return PredictionsFile(pf.path, pf.format, pf.ids, pf.logits_len, pf.logits_flat, pf.prediction,
-                           pf.line_numbers, pf.problems, digest, pf.embedded_meta)
+    return dataclasses.replace(pf, sha256=digest)
 
 
 def _read_parquet(path: Path, data: bytes, max_rows: int) -> PredictionsFile:
@@ -189,13 +204,13 @@ def _read_parquet(path: Path, data: bytes, max_rows: int) -> PredictionsFile:
             f"{path}: a column name or string value is not valid UTF-8 (byte {exc.start}); "
             "the file is damaged — write it again (pyarrow.parquet.write_table)"
         ) from None
-    return PredictionsFile(pf.path, pf.format, pf.ids, pf.logits_len, pf.logits_flat, pf.prediction,
-                           pf.line_numbers, pf.problems, None, embedded)
+    return dataclasses.replace(pf, embedded_meta=embedded)
 
 
 def predictions_from_table(table: Any, path: Path | str = "<table>") -> PredictionsFile:
-    """Turn a pyarrow Table with id / logits / prediction columns into a
-    PredictionsFile (schema errors raise SubmissionError)."""
+    """Turn a pyarrow Table with id / logits / prediction / text / prompt_text
+    columns into a PredictionsFile (schema errors raise SubmissionError; text
+    values that are too long are row problems)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -205,9 +220,9 @@ def predictions_from_table(table: Any, path: Path | str = "<table>") -> Predicti
     names = set(table.column_names)
     if "id" not in names:
         raise SubmissionError(f"{path}: no 'id' column (columns: {sorted(names)}); {FORMAT_HINT}")
-    if "logits" not in names and "prediction" not in names:
+    if not names & {"logits", "prediction", "text"}:
         raise SubmissionError(
-            f"{path}: neither a 'logits' nor a 'prediction' column (columns: {sorted(names)}); {FORMAT_HINT}"
+            f"{path}: no 'logits', 'text' or 'prediction' column (columns: {sorted(names)}); {FORMAT_HINT}"
         )
     id_col = table.column("id")
     if pa.types.is_dictionary(id_col.type) and pa.types.is_string(id_col.type.value_type):
@@ -241,7 +256,30 @@ def predictions_from_table(table: Any, path: Path | str = "<table>") -> Predicti
         # via numpy: an int64 beyond 2**53 must become a (wrong, refused) float, not an error
         raw = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
         prediction = np.asarray(raw.to_numpy(zero_copy_only=False), dtype=np.float64)
-    return PredictionsFile(path, "parquet", ids, logits_len, logits_flat, prediction)
+    texts = {name: _text_column(table, name, path) for name in TEXT_COLUMNS if name in names}
+    pf = PredictionsFile(path, "parquet", ids, logits_len, logits_flat, prediction,
+                         text=texts.get("text"), prompt_text=texts.get("prompt_text"))
+    problems = [row_problem(pf, f"{name} too long", f"at most {MAX_TEXT_CHARS} characters per value",
+                            np.flatnonzero([v is not None and len(v) > MAX_TEXT_CHARS for v in col]))
+                for name, col in texts.items()]
+    return dataclasses.replace(pf, problems=tuple(p for p in problems if p.count))
+
+
+def _text_column(table: Any, name: str, path: Path) -> NDArray[np.object_]:
+    """A string column (nulls allowed) as an object array of str | None."""
+    import pyarrow as pa
+
+    col = table.column(name)
+    t = col.type
+    if pa.types.is_dictionary(t):
+        t = t.value_type
+        col = col.cast(t)
+    if not (pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_null(t)):
+        raise SubmissionError(f"{path}: column {name!r} has type {col.type}, expected string "
+                              "(the text itself; null where a row has none)")
+    out = np.empty(len(col), dtype=object)
+    out[:] = col.to_pylist()
+    return out
 
 
 def _read_jsonl(path: Path, fh: BinaryIO, max_rows: int, max_bytes: int) -> PredictionsFile:
@@ -257,11 +295,12 @@ def _read_jsonl(path: Path, fh: BinaryIO, max_rows: int, max_bytes: int) -> Pred
             "each line must be one JSON object such as {\"id\": \"...\", \"logits\": [0.1, 2.3]}",
             tuple(rows.not_json[:MAX_EXAMPLES]), rows.n_not_json,
         ))
-    if rows.ids and not rows.seen_logits and not rows.seen_pred:
-        raise SubmissionError(f"{path}: no line has 'logits' or 'prediction'; {FORMAT_HINT}")
+    if rows.ids and not rows.seen_logits and not rows.seen_pred and "text" not in rows.seen_text:
+        raise SubmissionError(f"{path}: no line has 'logits', 'text' or 'prediction'; {FORMAT_HINT}")
     cols = rows.arrays()
     pf = PredictionsFile(path, "jsonl", cols["ids"], cols["logits_len"], cols["logits_flat"],
-                         cols["prediction"], cols["line_numbers"])
+                         cols["prediction"], cols["line_numbers"], text=cols["text"],
+                         prompt_text=cols["prompt_text"])
     bad = rows.bad
     if rows.seen_logits:
         malformed = set(bad.get("logits not a list of numbers", []))
@@ -273,9 +312,9 @@ def _read_jsonl(path: Path, fh: BinaryIO, max_rows: int, max_bytes: int) -> Pred
         "logits not a list of numbers": "\"logits\" must be a list of numbers, one per option",
         "logits missing": "other lines give logits, so every line must",
     }
+    for name in TEXT_COLUMNS:
+        fixes[f"{name} not a string"] = f"\"{name}\" must be a string (or null)"
+        fixes[f"{name} too long"] = f"at most {MAX_TEXT_CHARS} characters per value"
     for kind, bad_rows in bad.items():
         problems.append(row_problem(pf, kind, fixes[kind], bad_rows))
-    return PredictionsFile(
-        pf.path, pf.format, pf.ids, pf.logits_len, pf.logits_flat, pf.prediction,
-        pf.line_numbers, tuple(problems), digest,
-    )
+    return dataclasses.replace(pf, problems=tuple(problems), sha256=digest)

@@ -14,7 +14,7 @@ from typing import Any
 from vlmrobust.core.errors import SubmissionError
 
 SCHEMA_DIR = Path(__file__).parent / "schemas"
-SCHEMAS = ("predictions-meta", "submission-meta", "scores")
+SCHEMAS = ("predictions-meta", "predictions-row", "submission-meta", "scores")
 
 
 @cache

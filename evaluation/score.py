@@ -1,7 +1,13 @@
 """Scoring: a validated predictions file -> ``scores.json`` (schema_version 1,
-docs/internals.md). Nothing is written unless validation passes; the file is
-written atomically. The core, :func:`score_report`, works on in-memory arrays
-so that a Bench-C-sized submission scores in well under a second.
+docs/internals.md) and, beside it, the per-row results (:mod:`.row_results`).
+Nothing is written unless validation passes; both files are written
+atomically. The core, :func:`score_report`, works on in-memory arrays so that
+a Bench-C-sized submission scores in well under a second.
+
+A row with ``text`` is answered by what vlmrobust.core.matcher reads in it
+(validation has refused a ``prediction`` that says otherwise); a text that
+answers no option is wrong and counted in ``no_answer``. Without logits there
+is accuracy only (no calibration, S, C or RAS).
 """
 
 from __future__ import annotations
@@ -97,7 +103,8 @@ def _config_scores(report: ValidationReport, rows: NDArray[np.int64], config: st
     y = index.answer[rows]
     correct = report.aligned.predicted[rows] == y
     lo, hi = accuracy_ci(correct, seed=derived_seed(seed, "accuracy", config))
-    out: dict[str, Any] = {"n": int(rows.size), "accuracy": _num(accuracy(correct)), "accuracy_ci": [_num(lo), _num(hi)]}
+    out: dict[str, Any] = {"n": int(rows.size), "accuracy": _num(accuracy(correct)), "accuracy_ci": [_num(lo), _num(hi)],
+                           "no_answer": int(report.aligned.no_answer[rows].sum())}
     if index.name == "imagenet-mcq":
         out["variant"] = _only_value(index.columns["variant"][rows]) if "variant" in index.columns else None
         out["strategy"] = (_only_value(index.columns["distractors"][rows])
@@ -335,6 +342,8 @@ def score_report(report: ValidationReport, model_id: str | None = None, seed: in
         },
         "predictions_sha256": report.sha256,
         "has_logits": report.has_logits,
+        "has_text": report.file.has_text,
+        "no_answer": int(report.aligned.no_answer.sum()),
         "reference_variant": manifest.get("reference_variant") if index.name == "imagenet-mcq" else None,
         "configs": configs,
         "bench_c": bench_c_scores(report),
@@ -366,16 +375,21 @@ def score(dataset_dir: Path | str, predictions: Path | str, out: Path | str, con
           model_id: str | None = None, seed: int = DEFAULT_SEED,
           imagenet_x: Path | str | None = None) -> dict[str, Any]:
     """Validate ``predictions`` against ``dataset_dir`` and write scores.json to
-    ``out`` atomically; on any problem raise SubmissionError and write nothing.
-    ``out`` may be neither an input (the predictions, their sidecar, the dataset)
-    nor a directory."""
+    ``out`` and the per-row results to :func:`rows_path` (``out``), both
+    atomically (the rows first); on any problem raise SubmissionError and write
+    nothing. Neither output may be an input (the predictions, their sidecar,
+    the dataset) or a directory."""
     from vlmrobust.evaluation.outputs import check_output, write_text_output
     from vlmrobust.evaluation.predictions_meta import sidecar_path
+    from vlmrobust.evaluation.row_results import row_results, rows_jsonl, rows_path
 
-    check_output(Path(out), files=[Path(predictions), sidecar_path(predictions),
-                                   None if imagenet_x is None else Path(imagenet_x)],
-                 dirs=[Path(dataset_dir)])
+    inputs = [Path(predictions), sidecar_path(predictions),
+              None if imagenet_x is None else Path(imagenet_x)]
+    check_output(Path(out), files=inputs, dirs=[Path(dataset_dir)])
+    check_output(rows_path(out), files=inputs, dirs=[Path(dataset_dir)])
     report = validate(dataset_dir, predictions, config)
     scores = score_report(report, model_id, seed, imagenet_x)
+    rows_text = rows_jsonl(row_results(report))
+    write_text_output(rows_path(out), rows_text)
     write_text_output(Path(out), dumps_scores(scores))
     return scores

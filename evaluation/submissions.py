@@ -2,6 +2,7 @@
 
     submissions/<model-id>/meta.yaml                      model metadata (ModelMeta)
     submissions/<model-id>/<dataset>/predictions.parquet  the predictions, their metadata embedded
+    submissions/<model-id>/<dataset>/rows.jsonl           per-row results (evaluation.row_results)
     submissions/<model-id>/scores.json                    every dataset's scores + predictions sha256
 
 :func:`add_submission` validates and scores before touching the folder, then
@@ -40,7 +41,8 @@ from vlmrobust.core.output_guard import check_not_input, kind_of, lstat_or_none,
 from vlmrobust.core.swap import carry_over, recover
 from vlmrobust.core.writer import WRITE_CHECKSUMS
 from vlmrobust.evaluation.predictions_meta import PARQUET_META_KEY, attach_meta
-from vlmrobust.evaluation.predictions_read import DEFAULT_MAX_BYTES, PredictionsFile
+from vlmrobust.evaluation.predictions_read import DEFAULT_MAX_BYTES, TEXT_COLUMNS, PredictionsFile
+from vlmrobust.evaluation.row_results import ROWS_NAME, row_results, rows_jsonl
 from vlmrobust.evaluation.schemas import check_schema
 from vlmrobust.evaluation.score import SCHEMA_VERSION, dumps_scores, score_report
 from vlmrobust.evaluation.validate import ValidationReport, validate
@@ -215,7 +217,12 @@ def predictions_parquet_bytes(pf: PredictionsFile, meta: Mapping[str, Any]) -> b
                                                   pa.array(pf.logits_flat, pa.float64())
                                                   ).cast(pa.list_(pa.float64()))
     if pf.prediction is not None and not pf.has_logits:
-        cols["prediction"] = pa.array(pf.prediction.astype("int64"), pa.int64())
+        cols["prediction"] = pa.array([None if v != v else int(v) for v in pf.prediction.tolist()],
+                                      pa.int64())
+    for name in TEXT_COLUMNS:  # the audit trail travels with the stored file
+        values = getattr(pf, name)
+        if values is not None:
+            cols[name] = pa.array(values.tolist(), pa.string())
     buf = io.BytesIO()
     pq.write_table(attach_meta(pa.table(cols), meta), buf, compression="zstd", **WRITE_CHECKSUMS)
     return buf.getvalue()
@@ -325,6 +332,7 @@ def add_submission(submissions_dir: Path | str, model_id: str, dataset_dir: Path
     else:
         stored = predictions_parquet_bytes(report.file, report.meta)
     new = score_report(report, model_id)
+    rows_text = rows_jsonl(row_results(report))
     new["datasets"][dataset_name]["predictions_sha256"] = hashlib.sha256(stored).hexdigest()
     with submission_lock(submissions_dir, model_id):
         check_submission_target(submissions_dir, model_id, Path(dataset_dir), predictions)
@@ -335,6 +343,7 @@ def add_submission(submissions_dir: Path | str, model_id: str, dataset_dir: Path
         with atomic_directory(root) as tmp:
             (tmp / dataset_name).mkdir()
             (tmp / dataset_name / PREDICTIONS_NAME).write_bytes(stored)
+            (tmp / dataset_name / ROWS_NAME).write_text(rows_text, encoding="utf-8")
             (tmp / SCORES_NAME).write_text(dumps_scores(scores), encoding="utf-8")
             (tmp / META_NAME).write_text(yaml.safe_dump(model_meta.to_dict(), sort_keys=False),
                                          encoding="utf-8")

@@ -3,7 +3,9 @@
 ``validate(dataset_dir, predictions, config=None)`` reads the dataset's ids,
 option counts and answers (never its images), reads the predictions, and checks:
 every id of the chosen configs exactly once, no unknown ids, one finite logit
-per option (or a ``prediction`` in range), the Bench-C clean copy of every
+per option (or a ``prediction`` in range), a ``prediction`` beside ``text``
+that equals what the project's matcher (vlmrobust.core.matcher) reads in that
+text (a submitter's own extraction is never trusted), the Bench-C clean copy of every
 corrupted question, and the dataset fingerprint in the metadata that travels
 with the predictions file (vlmrobust.evaluation.predictions_meta; refused when
 absent). Every kind of problem is reported with its first offending rows
@@ -22,6 +24,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from vlmrobust.core.errors import SubmissionError, VlmrobustError
+from vlmrobust.core.matcher import class_synonyms, match_option
 from vlmrobust.evaluation.predictions_meta import load_meta, meta_problems, sidecar_path
 from vlmrobust.evaluation.predictions_read import (
     MAX_ABS_LOGIT,
@@ -36,12 +39,19 @@ from vlmrobust.evaluation.predictions_read import (
 # duplicate of every row is still reported as such; 10M rows for a 100-row
 # dataset is refused before it is decoded).
 ROWS_FACTOR = 2
-BYTES_PER_ROW = 16 * 1024
+# Per allowed row: room for logits over a 1000-class label space or for a
+# generated answer with its prompt (text / prompt_text); one value is capped
+# separately (predictions_jsonl.MAX_TEXT_CHARS).
+BYTES_PER_ROW = 64 * 1024
 BYTES_BASE = 16 * 1024 * 1024
 # Columns scoring may use besides id/options/answer (read when the dataset has them).
 FAMILY_COLUMNS = ("variant", "distractors", "source", "source_id", "corruption", "severity",
                   "kappa", "category", "source_file")
 CLEAN = "none"
+# Read when the dataset has it: per-option ImageNet-1k ids, whose WordNet lemmas
+# the matcher accepts as synonyms of the options.
+CLASS_IDS = "option_class_ids"
+NO_ANSWER = -1
 
 
 def question_keys(index: DatasetIndex) -> list[tuple[str, str]]:
@@ -79,6 +89,8 @@ class DatasetIndex:
     answer: NDArray[np.int64]
     columns: Mapping[str, NDArray[Any]] = field(default_factory=dict)
     other_ids: Mapping[str, str] = field(default_factory=dict)  # id -> unselected config
+    options: NDArray[np.object_] | None = None  # per row: tuple of option texts
+    option_class_ids: NDArray[np.object_] | None = None  # per row: tuple of class ids
 
     def __post_init__(self) -> None:
         n = self.ids.shape
@@ -88,6 +100,10 @@ class DatasetIndex:
         for name, arr in self.columns.items():
             if arr.shape != n:
                 raise ValueError(f"column {name} has shape {arr.shape}, expected {n}")
+        for name in ("options", "option_class_ids"):
+            arr = getattr(self, name)
+            if arr is not None and arr.shape != n:
+                raise ValueError(f"{name} has shape {arr.shape}, expected {n}")
 
     @property
     def n_rows(self) -> int:
@@ -134,7 +150,18 @@ class DatasetIndex:
             answer=np.asarray(table.column("answer").to_numpy(), dtype=np.int64),
             columns=cols,
             other_ids=dict(other_ids or {}),
+            options=_tuples(table, "options"),
+            option_class_ids=_tuples(table, CLASS_IDS),
         )
+
+
+def _tuples(table: Any, name: str) -> NDArray[np.object_] | None:
+    """A list column as an object array of tuples (None when absent)."""
+    if name not in table.column_names:
+        return None
+    out = np.empty(table.num_rows, dtype=object)
+    out[:] = [tuple(v) if v is not None else () for v in table.column(name).to_pylist()]
+    return out
 
 
 def _class_names(col: Any, manifest: Mapping[str, Any], name: str) -> list[Any]:
@@ -164,7 +191,8 @@ def load_dataset_index(dataset_dir: Path, config: str | Sequence[str] | None = N
     all_configs = manifest_configs(manifest, dataset_dir)
     chosen = all_configs if config is None else [config] if isinstance(config, str) else list(config)
     features = set(manifest.get("features", {}))
-    wanted = ["id", "options", "answer", *[c for c in FAMILY_COLUMNS if c in features]]
+    wanted = ["id", "options", "answer",
+              *[c for c in (*FAMILY_COLUMNS, CLASS_IDS) if c in features]]
     if features and not {"id", "options", "answer"} <= features:
         raise VlmrobustError(f"{dataset_dir}: the dataset lacks id/options/answer columns; rebuild it")
     tables = []
@@ -206,15 +234,51 @@ def _meta_configs(meta: Mapping[str, Any] | None, known: list[str]) -> list[str]
 @dataclass(frozen=True)
 class Alignment:
     """Predictions in dataset order: ``row_of[i]`` is the predictions row answering
-    dataset row i; ``logits`` is (N, K_max) with −inf padding, ``predicted`` ŷ."""
+    dataset row i; ``logits`` is (N, K_max) with −inf padding, ``predicted`` ŷ
+    (``NO_ANSWER``, −1, where a row's text answers no option: wrong, and
+    counted); ``from_text`` marks the rows whose ŷ the matcher read in the text."""
 
     row_of: NDArray[np.int64]
     logits: NDArray[np.float64] | None
     predicted: NDArray[np.int64]
+    from_text: NDArray[np.bool_] | None = None
+
+    @property
+    def no_answer(self) -> NDArray[np.bool_]:
+        return np.asarray(self.predicted == NO_ANSWER)
 
 
 def check_predictions(index: DatasetIndex, pf: PredictionsFile) -> list[Problem]:
     """Every problem of ``pf`` against ``index`` (empty when it is valid)."""
+    return _check(index, pf)[0]
+
+
+def text_answers(index: DatasetIndex, pf: PredictionsFile,
+                 pos: NDArray[np.int64]) -> NDArray[np.float64]:
+    """Per predictions row: the option index the matcher reads in its ``text``
+    against the options of dataset row ``pos[r]`` (``NO_ANSWER`` when none),
+    NaN where the row has no text or no dataset row. Synonyms are the WordNet
+    lemmas of the options' classes where the dataset has ``option_class_ids``."""
+    out = np.full(pf.n_rows, np.nan)
+    if pf.text is None or index.options is None:
+        return out
+    synonyms: dict[int, tuple[str, ...]] = {}
+    for r, text in enumerate(pf.text.tolist()):
+        i = int(pos[r])
+        if text is None or i < 0:
+            continue
+        options = index.options[i]
+        syn = None
+        ids = index.option_class_ids[i] if index.option_class_ids is not None else None
+        if ids is not None and len(ids) == len(options):
+            syn = [synonyms[c] if c in synonyms else synonyms.setdefault(c, class_synonyms(c))
+                   for c in ids]
+        found = match_option(text, options, syn)
+        out[r] = NO_ANSWER if found is None else found
+    return out
+
+
+def _check(index: DatasetIndex, pf: PredictionsFile) -> tuple[list[Problem], NDArray[np.float64]]:
     problems = list(pf.problems)
     ids = pf.ids
     n = pf.n_rows
@@ -272,16 +336,39 @@ def check_predictions(index: DatasetIndex, pf: PredictionsFile) -> list[Problem]
             problems.append(row_problem(
                 pf, "non-finite logits", "logits must be finite numbers (no NaN, inf or null) "
                 f"of magnitude at most {MAX_ABS_LOGIT:g}", bad))
-    elif pf.prediction is not None:
-        p = pf.prediction
-        out = np.flatnonzero(~np.isfinite(p) | (p != np.round(p)) | (p < 0)
-                             | ((k_of_row >= 0) & (p >= k_of_row)))
+    has_text = (np.asarray([t is not None for t in pf.text.tolist()], dtype=bool)
+                if pf.text is not None else np.zeros(n, dtype=bool))
+    if has_text.any() and index.options is None:
+        problems.append(row_problem(
+            pf, "text without options", "the dataset table has no option texts to match the "
+            "text against; score against the dataset directory", np.flatnonzero(has_text)))
+    answers = text_answers(index, pf, pos)
+    if not pf.has_logits:
+        p = pf.prediction if pf.prediction is not None else np.full(n, np.nan)
+        no_text = ~has_text
+        out = np.flatnonzero(no_text & (~np.isfinite(p) | (p != np.round(p)) | (p < 0)
+                                        | ((k_of_row >= 0) & (p >= k_of_row))))
         if out.size:
+            if pf.prediction is not None:
+                kind, what = "prediction out of range", ("prediction must be an integer option "
+                                                         "index in [0, K) for the row's K options")
+            else:
+                kind, what = "no answer given", "a row without logits needs text or a prediction"
+            problems.append(row_problem(pf, kind, what, out))
+    if pf.prediction is not None:
+        given = pf.prediction
+        forged = np.flatnonzero(np.isfinite(answers) & np.isfinite(given) & (given != answers))
+        if forged.size:
+            r = int(forged[0])
+            said = "no option" if answers[r] == NO_ANSWER else f"option {int(answers[r])}"
             problems.append(row_problem(
-                pf, "prediction out of range",
-                "prediction must be an integer option index in [0, K) for the row's K options", out))
+                pf, "prediction disagrees with text",
+                f"the answer of a row with text is what vlmrobust.core.matcher reads in it, "
+                f"never a submitter's extraction ({pf.where(r)} gives prediction "
+                f"{given[r]:g}, its text answers {said}); drop the prediction column or write "
+                "the matcher's answer", forged))
     problems.extend(_clean_copy_problems(index, row_of))
-    return problems
+    return problems, answers
 
 
 def _clean_copy_problems(index: DatasetIndex, row_of: NDArray[np.int64]) -> list[Problem]:
@@ -329,13 +416,33 @@ def _clean_copy_problems(index: DatasetIndex, row_of: NDArray[np.int64]) -> list
     return problems
 
 
-def align(index: DatasetIndex, pf: PredictionsFile) -> Alignment:
-    """Predictions in dataset order (call only after check_predictions found nothing)."""
+def align(index: DatasetIndex, pf: PredictionsFile,
+          matched: NDArray[np.float64] | None = None) -> Alignment:
+    """Predictions in dataset order (call only after check_predictions found
+    nothing). A row with text is answered by what the matcher reads in it
+    (``matched``: text_answers, computed here when not given); other rows by
+    their logits' argmax, else their prediction."""
     lookup = {rid: i for i, rid in enumerate(pf.ids.tolist())}
     row_of = np.fromiter((lookup[r] for r in index.ids.tolist()), dtype=np.int64, count=index.n_rows)
+    if pf.text is not None and matched is None:
+        pos = np.full(pf.n_rows, -1, dtype=np.int64)
+        pos[row_of] = np.arange(index.n_rows)
+        matched = text_answers(index, pf, pos)
+    from_text = np.isfinite(matched[row_of]) if matched is not None else None
+    base = _align_values(index, pf, row_of)
+    if from_text is None or not from_text.any():
+        return base
+    assert matched is not None
+    predicted = np.where(from_text, np.nan_to_num(matched[row_of], nan=NO_ANSWER),
+                         base.predicted).astype(np.int64)
+    return Alignment(row_of, base.logits, predicted, from_text)
+
+
+def _align_values(index: DatasetIndex, pf: PredictionsFile, row_of: NDArray[np.int64]) -> Alignment:
     if not pf.has_logits:
-        assert pf.prediction is not None
-        return Alignment(row_of, None, pf.prediction[row_of].astype(np.int64))
+        p = pf.prediction if pf.prediction is not None else np.full(pf.n_rows, float(NO_ANSWER))
+        # rows with text and no prediction are answered from the text by align
+        return Alignment(row_of, None, np.nan_to_num(p[row_of], nan=NO_ANSWER).astype(np.int64))
     assert pf.logits_len is not None and pf.logits_flat is not None
     k_max = int(index.n_options.max()) if index.n_rows else 1
     logits = np.full((index.n_rows, k_max), -np.inf, dtype=np.float64)
@@ -368,7 +475,7 @@ class ValidationReport:
         return self.aligned.logits is not None
 
     def summary(self) -> str:
-        kind = "logits" if self.has_logits else "predictions only"
+        kind = "logits" if self.has_logits else "text" if self.file.has_text else "predictions only"
         return (f"{self.predictions}: valid — {self.index.n_rows} rows of "
                 f"{self.index.name or 'dataset'} configs {', '.join(self.index.configs)} ({kind})")
 
@@ -384,10 +491,11 @@ def validate_against(index: DatasetIndex, pf: PredictionsFile, *, dataset_dir: P
                      extra: list[Problem] | None = None) -> ValidationReport:
     """Check ``pf`` against an in-memory ``index``; raise SubmissionError listing
     every kind of problem, or return the aligned report."""
-    problems = [*(extra or []), *check_predictions(index, pf)]
+    found, matched = _check(index, pf)
+    problems = [*(extra or []), *found]
     if problems:
         raise SubmissionError(failure_message(pf.path, problems, str(dataset_dir or index.name)))
-    return ValidationReport(dataset_dir, pf.path, index, pf, align(index, pf), meta)
+    return ValidationReport(dataset_dir, pf.path, index, pf, align(index, pf, matched), meta)
 
 
 def validate(dataset_dir: Path | str, predictions: Path | str, config: str | None = None,

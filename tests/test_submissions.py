@@ -73,7 +73,7 @@ def test_add_two_datasets_and_merge(datasets_dir: Path, tmp_path: Path) -> None:
     original = [json.loads(line) for line in p2.read_text().splitlines()]
     assert [r["id"] for r in stored] == [r["id"] for r in original]
     assert [r["logits"] for r in stored] == [r["logits"] for r in original]
-    assert sorted(x.name for x in (root / "bench-c").iterdir()) == ["predictions.parquet"]
+    assert sorted(x.name for x in (root / "bench-c").iterdir()) == ["predictions.parquet", "rows.jsonl"]
     pred_meta = json.loads(pq.read_schema(root / "bench-c" / "predictions.parquet").metadata[b"vlmrobust.meta"])
     assert pred_meta["dataset"]["name"] == "bench-c"
     model = yaml.safe_load((root / "meta.yaml").read_text())

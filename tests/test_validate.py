@@ -201,7 +201,7 @@ CORPUS: dict[str, tuple[Callable[[Path, Path], Path], str]] = {
     "empty jsonl file": (_empty(".jsonl"), "the file is empty"),
     "blank jsonl": (_blank_jsonl, "no JSON lines"),
     "zero rows": (_zero_rows, "no rows"),
-    "no logits or prediction": (_no_answer_column, "neither a 'logits' nor a 'prediction'"),
+    "no logits or prediction": (_no_answer_column, "no 'logits', 'text' or 'prediction' column"),
     "prediction out of range": (_prediction_out_of_range, "prediction out of range"),
     "prediction not int": (_prediction_not_int, "prediction out of range"),
     "fingerprint mismatch": (_fingerprint, "dataset fingerprint mismatch"),
