@@ -103,6 +103,10 @@ def predict_dataset(
         check_file_output(sidecar_path(out), "--out (its metadata sidecar)", input_dirs=[local])
     spec, answer_reader = _spec_for(model, prompt, mode, read_options)
     mode_id = _mode_id(spec, answer_reader, model)
+    if answer_reader is not None and not answer_reader.has_logits:
+        # until the predictions format carries text / prediction columns
+        raise VlmrobustError(f"--mode {mode_id} writes no logits; this version of predict "
+                             "needs --answer-cue (generate) to write its predictions")
     reader = DatasetReader(dataset)
     configs = reader.configs(config)
     plan = plan_rows(reader, configs, spec.required_columns, limit, spec.max_options)
@@ -273,6 +277,7 @@ def _load(spec: AdapterSpec, device: str | None, prompt: str | None,
     if reader is not None:
         opts.update(mode=reader.mode, read_options=read_options)
     return load_adapter(spec.name, device=device, **opts)
+
 
 
 def _check_done(done: dict[int, JournalRow], plan: Sequence[PlannedRow],

@@ -124,6 +124,8 @@ class ModelMeta:
     code_url: str | None = None
     weights_url: str | None = None
     bibtex: str | None = None
+    # how a VLM was read (letter, likelihood:sum, generate, ...): its own leaderboard line
+    mode: str | None = None
 
     def __post_init__(self) -> None:
         validate_model_id(self.model_id)
@@ -175,6 +177,7 @@ def model_meta_from(model_id: str, prediction_meta: Mapping[str, Any] | None,
         "date": pm.get("date"),
         "tool_version": pm.get("tool_version"),
         "adapter": pm.get("adapter") or pm.get("model"),
+        "mode": pm.get("mode"),
         **{k: pm.get(k) for k in (*LINK_FIELDS, "bibtex")},
     }
     merged.update({k: v for k, v in (overrides or {}).items() if v is not None and k != "model_id"})
@@ -188,6 +191,7 @@ def model_meta_from(model_id: str, prediction_meta: Mapping[str, Any] | None,
         date=_str_or_none(merged["date"]) or dt.datetime.now(dt.timezone.utc).date().isoformat(),
         tool_version=_str_or_none(merged["tool_version"]) or __version__,
         adapter=_str_or_none(merged["adapter"]),
+        mode=_str_or_none(merged["mode"]),
         **{k: _str_or_none(merged[k]) for k in (*LINK_FIELDS, "bibtex")},
     )
 

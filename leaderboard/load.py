@@ -54,6 +54,7 @@ def load_meta(folder: Path) -> ModelMeta:
         date=w.text(m, "date", ""),
         tool_version=w.text(m, "tool_version", ""),
         adapter=w.text(m, "adapter", ""),
+        mode=w.text(m, "mode", ""),
         **{k: w.text(m, k, "") for k in ("paper_url", "code_url", "weights_url", "bibtex")},
     )
 

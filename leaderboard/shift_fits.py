@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -143,6 +144,24 @@ def _fit_shift(g: _Group, strategy: str, ref: str, shift: str, accs: Accuracies,
     return f, boot_a, boot_b
 
 
+# answer modes that are each family's usual reading: no line of their own
+USUAL_MODES = frozenset({"letter", "class-logits", "embedding"})
+
+
+def line_prompt(meta: Any) -> str:
+    """The prompt key of a model's lines: its prompt id, and its answer mode
+    where that is not the family's usual reading (a VLM read by likelihood or
+    generation is drawn as its own line, as prompts are).
+
+    >>> from types import SimpleNamespace as M
+    >>> line_prompt(M(prompt_id="what-type", mode="likelihood:sum")), line_prompt(M(prompt_id=None, mode="letter"))
+    ('what-type · likelihood:sum', 'unspecified')
+    """
+    prompt = meta.prompt_id or UNSPECIFIED_PROMPT
+    mode = getattr(meta, "mode", None)
+    return prompt if not mode or mode in USUAL_MODES else f"{prompt} · {mode}"
+
+
 def distinct_models(ids: Sequence[str], identity: Mapping[str, tuple[str, ...]],
                     ) -> tuple[list[str], dict[str, tuple[str, ...]]]:
     """One model per (adapter, checkpoint, predictions content): the first id of
@@ -164,7 +183,7 @@ def distinct_models(ids: Sequence[str], identity: Mapping[str, tuple[str, ...]],
 def _groups(subs: Sequence[Submission], spec: BaselineSpec, strategy: str,
             recorded: frozenset[str] | None) -> list[_Group]:
     family_of = {s.model_id: s.meta.family for s in subs}
-    prompt_of = {s.model_id: s.meta.prompt_id or UNSPECIFIED_PROMPT for s in subs}
+    prompt_of = {s.model_id: line_prompt(s.meta) for s in subs}
     identity = {s.model_id: model_identity(s.model_id, s.evidence) for s in subs}
     b = spec.n_bootstrap
 
@@ -222,7 +241,7 @@ def strategy_fits(subs: Sequence[Submission], accs: Accuracies, strategy: str, s
                                        key=lambda kv: (kv[0][0], variant_key(kv[0][1]))):
         all_points = tuple(Point(
             m, meta[m].name, accs.acc[m][(strategy, ref)], accs.acc[m][(strategy, shift)], False,
-            meta[m].family, meta[m].prompt_id or UNSPECIFIED_PROMPT) for m in sorted(models))
+            meta[m].family, line_prompt(meta[m])) for m in sorted(models))
         for g in groups:
             ids = set(g.ids) | {c for cs in g.copies.values() for c in cs}
             pts = all_points if g.kind == REFERENCE else tuple(

@@ -116,7 +116,7 @@ def test_mode_errors_are_one_line(model_dir: Path, dataset: Path, tmp_path: Path
 def test_models_lists_the_modes(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["models"]) == 0
     out = capsys.readouterr().out
-    for mode in ("letter", "likelihood:sum | avg | cfg=T"):
-        assert mode in out
+    for mode in ("letter", "likelihood:sum | avg | cfg=T", "generate", "open-world"):
+        assert f"\n  {mode} " in out
     (backends,) = [line for line in out.splitlines() if line.startswith("backends: ")]
     assert "hf (" in backends and "endpoint (" in backends

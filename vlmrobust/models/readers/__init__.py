@@ -1,7 +1,7 @@
 """Readers (answer modes) over the backend primitives; importing the package
 registers every reader in :data:`vlmrobust.models.readers.base.READERS`."""
 
-from vlmrobust.models.readers import letter, likelihood  # noqa: F401  (registration)
+from vlmrobust.models.readers import generate, letter, likelihood  # noqa: F401  (registration)
 from vlmrobust.models.readers.base import (
     READERS,
     Reader,

@@ -113,7 +113,11 @@ def parse_mode(mode: str | None, options: ReadOptions | None = None) -> Reader:
     name, sep, arg = mode.partition(":")
     if name not in READERS:
         raise VlmrobustError(f"--mode {mode!r}: {READERS.unknown_message(name)}")
-    return READERS.get(name).build(arg if sep else None, options or ReadOptions())
+    reader = READERS.get(name).build(arg if sep else None, options or ReadOptions())
+    if not reader.decides and options is not None and options != ReadOptions():
+        raise VlmrobustError(f"--max-new-tokens, --stop and --answer-cue apply to --mode "
+                             f"generate / open-world, not {reader.mode}")
+    return reader
 
 
 def refuse_missing(backend: Backend, reader: Reader) -> None:

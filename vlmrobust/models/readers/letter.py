@@ -42,7 +42,24 @@ def letter_logits(backend: Backend, prompts: Sequence[Prompt], ks: Sequence[int]
     if max(ks, default=0) > len(LETTERS):
         raise VlmrobustError(f"{max(ks)} options: at most {len(LETTERS)} can be lettered")
     table = backend.next_token_logprobs(prompts, list(LETTERS[: max(ks, default=1)]))
-    return [np.asarray(table[i, :k], dtype=np.float32) for i, k in enumerate(ks)]
+    return [floor_unlisted(table[i, :k]) for i, k in enumerate(ks)]
+
+
+def floor_unlisted(logprobs: np.ndarray) -> np.ndarray:
+    """A server lists only its top log-probs: a letter absent from them (-inf)
+    is given the row's lowest listed letter log-prob less ln 2, below every
+    listed letter and finite (predictions hold finite logits); a row with no
+    letter listed is uniform.
+
+    >>> [round(float(x), 4) for x in floor_unlisted(np.array([-0.5, -np.inf, -2.0]))]
+    [-0.5, -2.6931, -2.0]
+    """
+    out = np.asarray(logprobs, dtype=np.float32).copy()
+    listed = np.isfinite(out)
+    if not listed.any():
+        return np.full(out.shape, -np.log(max(1, out.size)), dtype=np.float32)
+    out[~listed] = out[listed].min() - np.float32(np.log(2.0))
+    return out
 
 
 class LetterReader:
