@@ -12,7 +12,10 @@ Layouts (image files: .jpg .jpeg .png .bmp .webp, any case; dot-files ignored):
   ``ILSVRC2012_val_XXXXXXXX.JPEG`` files with a label file beside them
   (``LOC_val_solution.csv`` from Kaggle, or a ``val.txt``-style list of
   ``<file> <class index>`` lines), else the original val labels shipped with this package.
-- ``imagenet-v2``: folders ``0``..``999`` named by class index (the official tarballs).
+- ``imagenet-v2``: folders ``0``..``999`` named by class index (the official tarballs),
+  in ``imagenetv2-<release>-format-val/`` (directly or under ``imagenet-v2/``) for the
+  release asked for (default matched-frequency; another release is refused), or in a
+  plain ``imagenet-v2/``, taken to hold that release.
 - ``imagenet-r`` / ``imagenet-a``: wnid folders, 200 classes each.
 - ``imagenet-sketch``: wnid folders, directly or under ``sketch/``.
 - ``objectnet``: ``images/<folder>/*.png`` and ``mappings/`` (``objectnet_to_imagenet_1k.json``,
@@ -74,15 +77,23 @@ IMAGE_SUFFIXES = frozenset({".jpg", ".jpeg", ".png", ".bmp", ".webp"})
 _WNID = re.compile(r"^n\d{8}$")
 _VAL_FILE = re.compile(r"^ILSVRC2012_val_\d{8}$")
 
-#: Sub-folder names tried under a source root, per variant, in order.
+#: ImageNet-V2's three releases (the tarballs' folders are
+#: ``imagenetv2-<release>-format-val``); the spec names the one to use
+#: (``release`` of the imagenet-v2 variant, default matched-frequency).
+V2_RELEASES = ("matched-frequency", "threshold0.7", "top-images")
+V2_DEFAULT_RELEASE = "matched-frequency"
+
+
+def v2_folder(release: str) -> str:
+    return f"imagenetv2-{release}-format-val"
+
+
+#: Sub-folder names tried under a source root, per variant, in order (for
+#: imagenet-v2: the named release's folder, directly or under imagenet-v2/, then a
+#: plain imagenet-v2/ of class folders, taken to hold the release the spec names).
 VARIANT_DIRS: dict[str, tuple[str, ...]] = {
     "imagenet-val": ("imagenet-val", "val", "imagenet/val", "ILSVRC/Data/CLS-LOC/val"),
-    "imagenet-v2": (
-        "imagenet-v2",
-        "imagenetv2-matched-frequency-format-val",
-        "imagenetv2-threshold0.7-format-val",
-        "imagenetv2-top-images-format-val",
-    ),
+    "imagenet-v2": ("imagenet-v2",),
     "imagenet-r": ("imagenet-r",),
     "imagenet-a": ("imagenet-a",),
     "imagenet-sketch": ("imagenet-sketch", "sketch"),
@@ -134,13 +145,49 @@ def _looks_like(variant: str, d: Path) -> bool:
     return variant == "imagenet-val" and any(_VAL_FILE.match(p.stem) for p in _images_in(d))
 
 
-def variant_dir(variant: str, root: Path | str) -> Path:
-    """The folder holding ``variant`` under ``root`` (``root`` itself if it is one)."""
+def _v2_dir(root: Path, release: str | None) -> Path | None:
+    """ImageNet-V2's folder for ``release``: never another release's in its place."""
+    release = release or V2_DEFAULT_RELEASE
+    if release not in V2_RELEASES:
+        raise VlmrobustError(f"imagenet-v2 release {release!r} is not one of "
+                             f"{', '.join(V2_RELEASES)}; fix the spec's 'release'")
+    if root.name == v2_folder(release):
+        return root
+    other = next((r for r in V2_RELEASES if root.name == v2_folder(r)), None)
+    if other is not None:
+        raise SourceError(
+            f"{root} holds ImageNet-V2's {other!r} release, not {release!r}; fix: pass the "
+            f"{release} release, or set 'release: {other}' on the imagenet-v2 variant")
+    for cand in (root / v2_folder(release), root / "imagenet-v2" / v2_folder(release)):
+        if cand.is_dir():
+            return cand
+    others = [p for r in V2_RELEASES if r != release
+              for p in (root / v2_folder(r), root / "imagenet-v2" / v2_folder(r)) if p.is_dir()]
+    if others:
+        found = others[0].name.removeprefix("imagenetv2-").removesuffix("-format-val")
+        raise SourceError(
+            f"{root}: no {v2_folder(release)} folder, but {others[0]} holds ImageNet-V2's "
+            f"{found!r} release; fix: add the {release} release, or set 'release: {found}' "
+            "on the imagenet-v2 variant of the spec (the card and manifest then name it)")
+    plain = root / "imagenet-v2"
+    if plain.is_dir() and any(n.name.isdigit() for n in _subdirs(plain)):
+        return plain
+    return None
+
+
+def variant_dir(variant: str, root: Path | str, release: str | None = None) -> Path:
+    """The folder holding ``variant`` under ``root`` (``root`` itself if it is one).
+    ``release`` picks ImageNet-V2's release (default matched-frequency); a folder of
+    another release is refused rather than used in its place."""
     if variant not in VARIANTS:
         raise VlmrobustError(f"unknown variant {variant!r}; fix: use one of {', '.join(VARIANTS)}")
     root = Path(root)
     if not root.is_dir():
         raise SourceError(f"{root}: source folder not found; fix: pass the folder that holds {variant}")
+    if variant == "imagenet-v2":
+        found = _v2_dir(root, release)
+        if found is not None:
+            return found
     for name in VARIANT_DIRS[variant]:
         cand = root / name
         if cand.is_dir():
@@ -268,13 +315,15 @@ def read_variant(
     clean_labels: CleanLabels = None,
     *,
     label_file: Path | str | None = None,
+    release: str | None = None,
 ) -> list[SourceImage]:
     """The images of ``variant`` under ``root`` with their valid labels, sorted by key.
 
-    ``label_file`` overrides the label-file search of the flat ``imagenet-val`` layout.
+    ``label_file`` overrides the label-file search of the flat ``imagenet-val`` layout;
+    ``release`` names ImageNet-V2's release (``variant_dir``).
     Images with no valid label are left out.
     """
-    d = variant_dir(variant, root)
+    d = variant_dir(variant, root, release)
     items: list[tuple[str, Path, int]]
     if variant == "objectnet":
         result = _objectnet(d)

@@ -325,7 +325,8 @@ def test_shipped_spec_is_the_papers_recipe() -> None:
     assert [s.split(":", 1)[1].split("/")[1].lower() for s in sel.selectors] == [
         "moondream2", "internvl3-1b-hf", "ovis2-1b-hf"]
     assert sel.trust_remote_code and sel.alpha_kappa == sel.alpha_diversity == 1.0
-    assert sel.pool_per_source == 200 and sel.pool_per_category is None
+    assert sel.pool_per_category == 200 and sel.pool_per_source is None
+    assert sel.pool_size == 4000  # about 200 per task type, ~4,000 in all
     assert sel.max_questions is None
     # the embedded sample keeps its own small recipe
     assert spec.sample_selection is not None and spec.sample_selection.max_questions == 10

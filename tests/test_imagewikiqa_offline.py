@@ -175,7 +175,7 @@ def test_sample_build_rows(sample_build: tuple[Path, dict[str, Any]],
     counts = np.bincount([r["answer"] for r in rows], minlength=4)
     assert np.all(np.abs(counts - n / 4) <= 1), counts
     per_question = Counter((r["question"], tuple(sorted(r["options"]))) for r in rows)
-    assert max(per_question.values()) <= sample_spec(SAMPLE_CLASSES)["question_repeat_cap"] == 5
+    assert max(per_question.values()) <= sample_spec(SAMPLE_CLASSES)["question_repeat_cap"] == 3
     for q in per_question:
         images = [r["image"]["bytes"] for r in rows if (r["question"],
                                                          tuple(sorted(r["options"]))) == q]

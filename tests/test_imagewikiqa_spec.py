@@ -16,7 +16,7 @@ def test_spec_defaults_from_the_shipped_yaml(repo_root: Path) -> None:
 
     path = repo_root / "benchmarks" / "imagewikiqa.yaml"
     spec = parse_spec(yaml.safe_load(path.read_text()), path)
-    assert (spec.num_questions, spec.images_per_question, spec.question_repeat_cap) == (2000, 5, 5)
+    assert (spec.num_questions, spec.images_per_question, spec.question_repeat_cap) == (2000, 3, 3)
     assert spec.max_naming_share == 0.10 and spec.prompt == "paper-v1"
     assert spec.generator == "offline" and spec.answerer == "minilm"
 

@@ -185,9 +185,11 @@ class TinyRemoteVlmForConditionalGeneration(LlavaForConditionalGeneration):
 '''
 
 
-def make_remote_code_vlm(out: Path) -> Path:
+def make_remote_code_vlm(out: Path, auto_class: str = "AutoModelForImageTextToText") -> Path:
     """A tiny model whose configuration and modelling code live in the model
-    folder (``auto_map`` in config.json), like MoonDream2 or Ovis2's originals."""
+    folder (``auto_map`` in config.json), like MoonDream2 or Ovis2's originals.
+    ``auto_class="AutoModelForCausalLM"`` registers the class as a causal LM only,
+    as MoonDream2's ``auto_map`` does."""
     import importlib.util
     import sys
 
@@ -207,8 +209,7 @@ def make_remote_code_vlm(out: Path) -> Path:
     cfg_mod = importlib.import_module("tiny_remote_vlm_code.configuration_tiny_remote_vlm")
     model_mod = importlib.import_module("tiny_remote_vlm_code.modeling_tiny_remote_vlm")
     cfg_mod.TinyRemoteVlmConfig.register_for_auto_class()
-    model_mod.TinyRemoteVlmForConditionalGeneration.register_for_auto_class(
-        "AutoModelForImageTextToText")
+    model_mod.TinyRemoteVlmForConditionalGeneration.register_for_auto_class(auto_class)
     tok = make_tokenizer()
     vision = CLIPVisionConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=2,
                               num_attention_heads=4, image_size=32, patch_size=8)

@@ -43,6 +43,7 @@ from vlmrobust.builders.bench_c.sources import Candidate, LoadedSource, load_sou
 from vlmrobust.builders.bench_c.spec import BenchCSpec, SelectionSpec, SourceSpec, parse_spec
 from vlmrobust.builders.bench_c.work import CLEAN, variants
 from vlmrobust.builders.corruptions import ALL_CORRUPTIONS
+from vlmrobust.builders.corruptions.registry import GROUPS as CORRUPTION_GROUPS
 from vlmrobust.builders.families import BuildOptions
 from vlmrobust.core.atomic import write_bytes_atomic
 from vlmrobust.core.errors import SourceError, VlmrobustError
@@ -151,8 +152,9 @@ def build_dataset(spec: BenchCSpec, selection: SelectionSpec, sources: Sequence[
     if any(s.startswith("classifier:") for s in selection.selectors) and not with_ids:
         raise SourceError("classifier selectors need option_class_ids in every source; "
                           "use clip/vlm selectors for these sources")
-    pool = balanced_pool(all_cands, selection.pool_per_category, spec.seed, options.limit,
-                         per_source=selection.pool_per_source)
+    caps = [n for n in (selection.pool_size, options.limit) if n is not None]
+    pool = balanced_pool(all_cands, selection.pool_per_category, spec.seed,
+                         min(caps) if caps else None, per_source=selection.pool_per_source)
     if not pool:
         raise SourceError("the candidate pool is empty; check the sources")
     # one pool for both stages: spawned workers take seconds to warm up
@@ -212,6 +214,9 @@ def build_dataset(spec: BenchCSpec, selection: SelectionSpec, sources: Sequence[
                            sources=[s.spec.name for s in sources], sample=options.sample)
         extra: dict[str, Any] = {
             "corruptions": list(spec.corruptions),
+            "corruption_categories": {g: [c for c in names if c in spec.corruptions]
+                                      for g, names in CORRUPTION_GROUPS.items()
+                                      if any(c in spec.corruptions for c in names)},
             "severities": list(spec.severities),
             "max_side": max_side,
             "corruption_engine": "vlmrobust.builders.corruptions (ImageNet-C parameters of "
@@ -227,6 +232,7 @@ def build_dataset(spec: BenchCSpec, selection: SelectionSpec, sources: Sequence[
                 "alpha_diversity": selection.alpha_diversity,
                 "pool_per_category": selection.pool_per_category,
                 "pool_per_source": selection.pool_per_source,
+                "pool_size": selection.pool_size,
                 "max_questions": selection.max_questions,
                 "pool": dict(sorted(pool_counts.items())),
                 "picked": [pool[i].key for i in picked.picked],

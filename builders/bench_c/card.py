@@ -7,6 +7,7 @@ from typing import Any
 
 from vlmrobust.builders.bench_c.spec import BenchCSpec, SelectionSpec
 from vlmrobust.builders.card_meta import common_sections
+from vlmrobust.builders.corruptions.registry import GROUPS
 
 
 def render_card(spec: BenchCSpec, selection: SelectionSpec, *,
@@ -23,6 +24,9 @@ def render_card(spec: BenchCSpec, selection: SelectionSpec, *,
     if selection.pool_per_category:
         pool_rule += (", " if pool_rule else "") + \
             f"at most {selection.pool_per_category} per (source, category)"
+    if selection.pool_size:
+        pool_rule += (", " if pool_rule else "") + \
+            f"at most {selection.pool_size} in all (round-robin over the task types)"
     lines = [
         f"# {spec.name} v{spec.version}{' (embedded sample)' if sample else ''}",
         "",
@@ -42,7 +46,11 @@ def render_card(spec: BenchCSpec, selection: SelectionSpec, *,
         "",
         "## Corruptions",
         "",
-        ", ".join(f"`{c}`" for c in spec.corruptions) + ".",
+        *[f"- {group}: " + ", ".join(f"`{c}`" for c in names if c in spec.corruptions)
+          for group, names in GROUPS.items() if any(c in spec.corruptions for c in names)],
+        "",
+        "The paper's five categories: ImageNet-C's noise, blur, weather and digital groups, "
+        "with the photometric changes (brightness, contrast, saturate) taken out of digital.",
         "",
         "ImageNet-C parameters as in `imagecorruptions` 1.1.2, computed by vlmrobust's "
         "own engine (`builders/corruptions`); every random draw is seeded from "
@@ -63,6 +71,9 @@ def render_card(spec: BenchCSpec, selection: SelectionSpec, *,
         + (f"; at most {selection.max_questions} in pick order." if selection.max_questions
            else "."),
         f"- Pool: {pool_rule or 'every source question'}, chosen by a seeded hash order. "
+        "A task type is a (source, value of the source's category column); the paper "
+        "balances about 200 candidates per task type, about 4,000 in all (its 849 kept "
+        "are ≈21.2% of them), but its own list of task types is not reproduced here. "
         f"{pool_n} candidates, {zero} with κ = 0, {n_picked} picked, {kept_n} selected "
         f"(mean pick score {threshold:.4f}). Highest κ: `{top_pick[0]}` (κ {top_pick[1]:.3f}, "
         f"{'selected' if top_pick[2] else 'not selected'}).",

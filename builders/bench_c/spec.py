@@ -60,6 +60,8 @@ class SelectionSpec:
     alpha_diversity: float = 1.0
     pool_per_category: int | None = 50
     pool_per_source: int | None = None
+    # cap on the whole pool, drawn round-robin over the (source, category) task types
+    pool_size: int | None = None
     max_questions: int | None = None
     batch_size: int = 32
     trust_remote_code: bool = False  # vlm selectors may run their checkpoint's own code
@@ -77,6 +79,8 @@ class SelectionSpec:
             raise ValueError("selection.pool_per_category must be >= 1 or null")
         if self.pool_per_source is not None and self.pool_per_source < 1:
             raise ValueError("selection.pool_per_source must be >= 1 or null")
+        if self.pool_size is not None and self.pool_size < 1:
+            raise ValueError("selection.pool_size must be >= 1 or null")
         if self.max_questions is not None and self.max_questions < 1:
             raise ValueError("selection.max_questions must be >= 1 or null")
         if self.batch_size < 1:

@@ -1,4 +1,6 @@
-"""The 19 corruptions of Bench-C / ImageNet-C by name, with their groups."""
+"""The 19 corruptions of Bench-C / ImageNet-C by name, with their groups: the
+five categories of the Bench-C paper, which takes photometric changes
+(brightness, contrast, saturate) out of ImageNet-C's "digital" group."""
 
 from __future__ import annotations
 
@@ -18,8 +20,8 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "noise": ("gaussian_noise", "shot_noise", "impulse_noise", "speckle_noise"),
     "blur": ("defocus_blur", "gaussian_blur", "glass_blur", "motion_blur", "zoom_blur"),
     "weather": ("fog", "frost", "snow", "spatter"),
-    "digital": ("brightness", "contrast", "saturate", "jpeg_compression", "pixelate",
-                "elastic_transform"),
+    "photometric": ("brightness", "contrast", "saturate"),
+    "digital": ("jpeg_compression", "pixelate", "elastic_transform"),
 }
 SEVERITIES: tuple[int, ...] = (1, 2, 3, 4, 5)
 
@@ -51,6 +53,7 @@ for _group in GROUPS.values():
         CORRUPTIONS.add(_name, _FUNCTIONS[_name])
 
 ALL_CORRUPTIONS: tuple[str, ...] = tuple(n for g in GROUPS.values() for n in g)
+GROUP_OF: dict[str, str] = {n: g for g, names in GROUPS.items() for n in names}
 
 
 def get_corruption(name: str) -> Corruption:

@@ -63,6 +63,7 @@ class VariantInput:
     clean_note: str | None = None  # imagenet-val: which clean labels, how many rows
     # ObjectNet: ObjectNet class -> every IN-1k class the release maps to it
     members: Mapping[str, tuple[int, ...]] | None = None
+    folder: str = ""  # the folder read, relative to --source-root ("" for the sample)
 
     @property
     def space_size(self) -> int:
@@ -197,7 +198,7 @@ def source_inputs(spec: McqSpec, root: Path) -> list[VariantInput]:
     Clean labels apply to imagenet-val; images they leave without a valid
     label are dropped (and counted for the card)."""
     from vlmrobust.builders.labels import load_clean_label_set
-    from vlmrobust.builders.sources import read_variant
+    from vlmrobust.builders.sources import read_variant, variant_dir
 
     clean = _clean_labels(spec, root)
     label_set = load_clean_label_set(clean)
@@ -206,7 +207,10 @@ def source_inputs(spec: McqSpec, root: Path) -> list[VariantInput]:
         + ("; images not listed are not in the clean set" if label_set.subset else ""))
     out = []
     for v in spec.variants:
-        sources = read_variant(v.name, root, clean_labels=clean)
+        sources = read_variant(v.name, root, clean_labels=clean, release=v.release)
+        used = variant_dir(v.name, root, v.release).resolve()
+        folder = used.relative_to(Path(root).resolve()).as_posix() if used.is_relative_to(
+            Path(root).resolve()) else used.name
         space, groups, members = _space(v.name, root)
         dropped = 0
         if clean is not None and v.name == "imagenet-val":
@@ -217,9 +221,19 @@ def source_inputs(spec: McqSpec, root: Path) -> list[VariantInput]:
         licences = {it.key: (v.homepage or v.name, v.licence) for it in items}
         out.append(
             VariantInput(v.name, space, tuple(items), dropped + no_label, licences, groups,
-                         clean_note if v.name == "imagenet-val" else None, members)
+                         clean_note if v.name == "imagenet-val" else None, members, folder)
         )
     return out
+
+
+def _release(spec: McqSpec, variant: str) -> str | None:
+    """ImageNet-V2's release the spec names (default matched-frequency)."""
+    from vlmrobust.builders.sources import V2_DEFAULT_RELEASE
+
+    if variant != "imagenet-v2":
+        return None
+    v = next((v for v in spec.variants if v.name == variant), None)
+    return (v.release if v is not None else None) or V2_DEFAULT_RELEASE
 
 
 @functools.lru_cache(maxsize=4)
@@ -351,6 +365,8 @@ def build_dataset(
             dropped=v.dropped, space_size=v.space_size,
             class_counts=dict(sorted(Counter(it.label for it in chosen[v.name]).items())),
             licences=licence_counts([v.licences[it.key] for it in chosen[v.name]]),
+            folder=v.folder,
+            release=_release(spec, v.name),
         )
         for v in inputs
     ]
@@ -372,6 +388,10 @@ def build_dataset(
                    "per_class": spec.visual.per_class,
                    "search": "faiss IndexFlatIP (exact inner product)"},
         "dropped": {v.name: v.dropped for v in inputs},
+        # which folder each variant was read from (ImageNet-V2: which release)
+        "source_folders": {v.name: v.folder for v in inputs if v.folder},
+        "imagenet_v2_release": _release(spec, "imagenet-v2")
+        if any(v.name == "imagenet-v2" and v.folder for v in inputs) else None,
         "label_space_sizes": {v.name: v.space_size for v in inputs},
         "clean_labels": next((v.clean_note for v in inputs if v.clean_note), None),
     }

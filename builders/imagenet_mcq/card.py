@@ -22,6 +22,8 @@ class VariantSummary:
     space_size: int
     class_counts: Mapping[int, int]
     licences: tuple[tuple[str, str, int], ...]  # (source, licence, number of images)
+    folder: str = ""  # relative to --source-root; "" for the embedded sample
+    release: str | None = None  # imagenet-v2: the release read
 
 
 def _table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> list[str]:
@@ -124,6 +126,15 @@ def render_card(
         [(s.name, s.questions, s.available, s.dropped, s.space_size, len(s.class_counts))
          for s in summaries],
     )
+    read = [s for s in summaries if s.folder]
+    if read:
+        lines += ["", "## Source folders", ""]
+        lines += [f"- `{s.name}`: `{s.folder}` under `--source-root`"
+                  + (f" (ImageNet-V2 release `{s.release}`"
+                     + (", the main test set of its paper)" if s.release == "matched-frequency"
+                        else "; **not** matched-frequency, the release ImageNet-V2's paper "
+                             "reports as its main test set)")
+                     if s.release else "") for s in read]
     lines += ["", "## Sources and licences", ""]
     rows = [(s.name, src, lic, n) for s in summaries for src, lic, n in s.licences]
     lines += _table(["variant", "source", "licence", "images"], rows)

@@ -26,12 +26,22 @@ class VariantSpec:
     name: str
     licence: str
     homepage: str = ""
+    # imagenet-v2 only: which of ImageNet-V2's releases (builders/sources.py
+    # V2_RELEASES; None: matched-frequency, the one its paper reports)
+    release: str | None = None
 
     def __post_init__(self) -> None:
+        from vlmrobust.builders.sources import V2_RELEASES
+
         if not _NAME.match(self.name):
             raise ValueError(f"variant name {self.name!r} must match {_NAME.pattern}")
         if not self.licence:
             raise ValueError(f"variant {self.name!r}: licence must not be empty")
+        if self.release is not None and self.name != "imagenet-v2":
+            raise ValueError(f"variant {self.name!r}: 'release' applies to imagenet-v2 only")
+        if self.release is not None and self.release not in V2_RELEASES:
+            raise ValueError(f"variant imagenet-v2: release {self.release!r} is not one of "
+                             f"{', '.join(V2_RELEASES)}")
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,11 @@ from vlmrobust.builders.card_meta import common_sections
 from vlmrobust.builders.imagewikiqa.blind import CHANCE, BlindRate
 from vlmrobust.builders.imagewikiqa.filter import FilterResult, stage_counts
 from vlmrobust.builders.imagewikiqa.qtypes import NAMING_TYPES
-from vlmrobust.builders.imagewikiqa.spec import ImageWikiQASpec
+from vlmrobust.builders.imagewikiqa.spec import (
+    SEED_IMAGES_PER_QUESTION,
+    SEED_REPEAT_CAP,
+    ImageWikiQASpec,
+)
 
 STAGE_TEXT = {
     "leak": "names the class (any WordNet lemma, plural or hyphenation)",
@@ -17,6 +21,18 @@ STAGE_TEXT = {
     "guessed_without_name": "step 2: answered right blind (told to try its best to guess)",
     "duplicate": "near-duplicate of a kept question",
 }
+
+
+def _caps_note(spec: ImageWikiQASpec) -> str:
+    """Whether the image caps are the seed's (at most 3 images per question, each
+    question at most 3 times), and how they differ when they are not."""
+    seed = (SEED_IMAGES_PER_QUESTION, SEED_REPEAT_CAP)
+    ours = (spec.images_per_question, spec.question_repeat_cap)
+    if ours == seed:
+        return "These are the seed's caps (3 images per question, 3 occurrences)."
+    return (f"**Deviation from the seed**, which takes at most {seed[0]} images per "
+            f"question and caps each question at {seed[1]} occurrences: this build uses "
+            f"{ours[0]} and {ours[1]}.")
 
 
 def _stages(result: FilterResult) -> str:
@@ -136,6 +152,7 @@ Text source: {text_note}
 4. **Images**: at most {spec.images_per_question} images of the class per
    question, one image per row; each question (its text with its options)
    appears in at most {spec.question_repeat_cap} rows; at most {spec.num_questions} rows.
+   {_caps_note(spec)}
 5. **Rebalancing**: the options of every row are reordered so that each answer
    letter is used N/4 times (±1).{failed}
 

@@ -14,6 +14,10 @@ GENERATORS = ("offline", "llm")
 TEXT_SOURCES = ("offline", "wikipedia")
 ANSWERERS = ("minilm", "llm")
 PROMPTS = ("paper-v1", "strict-v1")  # generate_llm.PROMPTS (kept light: no import)
+# seed 002 takes at most 3 images per question and caps each question at 3
+# occurrences; the card names any other value as a deviation
+SEED_IMAGES_PER_QUESTION = 3
+SEED_REPEAT_CAP = 3
 
 
 @dataclass(frozen=True)
@@ -55,8 +59,8 @@ class ImageWikiQASpec:
     seed: int = 0
     num_questions: int = 2000
     questions_per_class: int = 5
-    images_per_question: int = 3
-    question_repeat_cap: int = 3
+    images_per_question: int = SEED_IMAGES_PER_QUESTION
+    question_repeat_cap: int = SEED_REPEAT_CAP
     classes: tuple[str, ...] | None = None  # None: all 1000 classes
     variant: str = "imagenet-val"
     text_source: str = "offline"
@@ -136,8 +140,8 @@ def parse_spec(raw: Mapping[str, Any], spec_path: Path) -> ImageWikiQASpec:
             seed=raw.get("seed", 0),
             num_questions=raw.get("num_questions", 2000),
             questions_per_class=raw.get("questions_per_class", 5),
-            images_per_question=raw.get("images_per_question", 3),
-            question_repeat_cap=raw.get("question_repeat_cap", 3),
+            images_per_question=raw.get("images_per_question", SEED_IMAGES_PER_QUESTION),
+            question_repeat_cap=raw.get("question_repeat_cap", SEED_REPEAT_CAP),
             classes=classes,
             variant=str(raw.get("variant", "imagenet-val")),
             text_source=str(text.get("kind", "offline")),

@@ -17,8 +17,8 @@ severities:
   selectors (their model time is not Bench-C's own: a GPU's), whose wall time
   is printed beside the stage model's.
 
-Paper size: a pool of 1,200 candidates (200 from each of 6 sources), 3
-selectors, 849 kept. On ``n`` cores:
+Paper size: a pool of about 4,000 candidates (about 200 per task type; the
+849 kept are ≈21.2% of it), 3 selectors, 849 kept. On ``n`` cores:
 
     T(n) ≈ (pool · corrupt + kept · encode) / n + pool · select + kept · write
 
@@ -55,7 +55,7 @@ from vlmrobust.core.writer import BuildInfo, write_dataset
 
 N_QUESTIONS = int(os.environ.get("VLMROBUST_PERF_QUESTIONS", "8"))
 SIZE = (500, 375)  # the paper's sources (ImageNet-like photos)
-PAPER = {"pool": 1200, "selectors": 3, "kept": 849, "cores": 16}
+PAPER = {"pool": 4000, "selectors": 3, "kept": 849, "cores": 16}
 TARGET_MINUTES = 10.0
 
 
@@ -224,4 +224,8 @@ def test_bench_c_generation_extrapolates_under_target(benchmark: Any, tmp_path: 
     benchmark.extra_info.update({"corrupt_s": corrupt_s, "encode_s": encode_s, "wall_s": wall,
                                  "select_parent_s": select_q, "write_parent_s": write_q,
                                  "paper_minutes": paper_min})
-    assert paper_min < TARGET_MINUTES
+    # issue 17's target; at the paper's real pool (4,000, not the 1,200 once assumed)
+    # the parent's share (receiving every pool question's copies) grows past it
+    assert paper_min < TARGET_MINUTES, (
+        f"paper size extrapolates to {paper_min:.1f} min, over the {TARGET_MINUTES:.0f} min "
+        f"target ({PAPER['pool']} × {select_q:.3f} s in the parent for the selectors)")
