@@ -298,13 +298,14 @@ def test_cli_reports_bad_spec_in_one_line(tmp_path: Path, capsys: pytest.Capture
 
     from vlmrobust.cli import main
 
-    write_source(tmp_path)
+    root = tmp_path / "sources"  # --out may not lie inside the source root
+    write_source(root)
     raw = raw_spec()
     raw["corruptions"] = ["frost", "snoww"]
     spec_file = tmp_path / "my-bench-c.yaml"
     spec_file.write_text(yaml.safe_dump(raw))
     out = tmp_path / "out"
-    rc = main(["build", str(spec_file), "--source-root", str(tmp_path), "--out", str(out)])
+    rc = main(["build", str(spec_file), "--source-root", str(root), "--out", str(out)])
     err = capsys.readouterr().err.strip()
     assert rc == 1
     assert len(err.splitlines()) == 1
