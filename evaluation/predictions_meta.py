@@ -24,6 +24,7 @@ from vlmrobust.core.bounded import (
     read_bytes_bounded,
 )
 from vlmrobust.core.errors import SubmissionError
+from vlmrobust.core.text import check_text_fields
 from vlmrobust.evaluation.schemas import check_schema, plain
 
 PARQUET_META_KEY = b"vlmrobust.meta"
@@ -88,6 +89,7 @@ def load_meta(predictions: Path | str, embedded: bytes | None,
             f"{where} was written for other predictions than {predictions.name} (its "
             f"{DATA_SHA256} {str(recorded)[:16]}…, the file's {data_sha256[:16]}…): a write was cut "
             "short between the two files; write the predictions again (rerun predict)")
+    check_text_fields(meta, where, SubmissionError)
     return meta
 
 

@@ -35,7 +35,9 @@ class DatasetInfo:
     name: str
     version: str
     fingerprint: str
-    source: str
+    # the hub id (OWNER/NAME[@REVISION]); None for a local directory, whose path is
+    # this machine's business and never enters public metadata (issue 28.17)
+    source: str | None
     sample: bool
 
 
@@ -66,7 +68,7 @@ class DatasetReader:
             name=str(spec.get("name", "")),
             version=str(spec.get("version", "")),
             fingerprint=str(self.manifest.get("fingerprint", "")),
-            source=self.source,
+            source=self.source if self.local is None else None,
             sample=bool(self.manifest.get("sample", False)),
         )
 

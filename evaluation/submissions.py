@@ -39,6 +39,7 @@ from vlmrobust.core.bounded import (
 from vlmrobust.core.errors import SubmissionError
 from vlmrobust.core.output_guard import check_not_input, kind_of, lstat_or_none, resolve
 from vlmrobust.core.swap import carry_over, recover
+from vlmrobust.core.text import check_text_fields, short_repr
 from vlmrobust.core.writer import WRITE_CHECKSUMS
 from vlmrobust.evaluation.predictions_meta import PARQUET_META_KEY, attach_meta
 from vlmrobust.evaluation.predictions_read import DEFAULT_MAX_BYTES, TEXT_COLUMNS, PredictionsFile
@@ -56,6 +57,11 @@ MAX_BIBTEX = 20_000
 _LINK_RE = re.compile(r"^https?://[^\s/?#]+[^\s]*$", re.IGNORECASE)
 META_NAME = "meta.yaml"
 PREDICTIONS_NAME = "predictions.parquet"
+# A parameter count beyond this is a typo or an attack (formatting it overflowed
+# a float: issue 28.14); the largest published models have ~2e12.
+MAX_PARAMS = 10 ** 15
+# Text shown on pages and charts: no control characters (vlmrobust.core.text).
+TEXT_FIELDS = ("name", "vision_encoder", "prompt_id", "date", "tool_version", "adapter", "bibtex")
 # Folders of the submissions tree that are not models (the published JSON Schemas).
 RESERVED = frozenset({"schemas"})
 
@@ -139,9 +145,18 @@ class ModelMeta:
             raise SubmissionError(
                 f"model {self.model_id}: family {self.family!r} is not one of {', '.join(MODEL_FAMILIES)}")
         if self.params is not None and (isinstance(self.params, bool) or not isinstance(self.params, int)
-                                        or self.params < 0):
+                                        or not 0 <= self.params <= MAX_PARAMS):
+            shown = short_repr(self.params)
             raise SubmissionError(
-                f"model {self.model_id}: params must be a non-negative integer count, got {self.params!r}")
+                f"model {self.model_id}: params must be an integer count from 0 to {MAX_PARAMS:.0e} "
+                f"(the largest models have ~2e12), got {shown}")
+        for key in TEXT_FIELDS:
+            value = getattr(self, key)
+            if value is not None and not isinstance(value, str):
+                raise SubmissionError(f"model {self.model_id}: {key} must be text, got "
+                                      f"{type(value).__name__}")
+        check_text_fields({k: getattr(self, k) for k in TEXT_FIELDS}, f"model {self.model_id}",
+                          SubmissionError, multiline=("bibtex",))
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -224,11 +224,27 @@ def max_prediction_rows(manifest: Mapping[str, Any], dataset_dir: Path) -> int:
 
 
 def _meta_configs(meta: Mapping[str, Any] | None, known: list[str]) -> list[str] | None:
-    """The configs the metadata says were predicted, when they are known configs."""
+    """The configs the metadata says were predicted (the known ones among them)."""
     listed = meta.get("configs") if meta is not None else None
     if not isinstance(listed, list) or not listed or not all(isinstance(c, str) for c in listed):
         return None
-    return [c for c in known if c in listed] if set(listed) <= set(known) else None
+    return [c for c in known if c in listed] or None
+
+
+def _unknown_configs(meta: Mapping[str, Any] | None, known: list[str], where: str) -> list[Problem]:
+    """A metadata ``configs`` entry the dataset lacks is refused, not ignored:
+    the rows of a config nobody can check would otherwise pass silently."""
+    listed = meta.get("configs") if meta is not None else None
+    if not isinstance(listed, list):
+        return []
+    unknown = [c for c in listed if c not in known]
+    if not unknown:
+        return []
+    shown = ", ".join(repr(c) for c in unknown[:MAX_EXAMPLES]) + (" …" if len(unknown) > MAX_EXAMPLES else "")
+    return [Problem("unknown config in metadata",
+                    f"{where} lists configs {shown}, which the dataset does not have (its configs: "
+                    f"{', '.join(known[:20])}{' …' if len(known) > 20 else ''}); list only the "
+                    "configs predicted, as `vlmrobust predict` writes them")]
 
 
 @dataclass(frozen=True)
@@ -536,4 +552,5 @@ def validate(dataset_dir: Path | str, predictions: Path | str, config: str | Non
         where = (f"{predictions} (its metadata)" if pf.embedded_meta is not None
                  else str(sidecar_path(predictions)))
         extra = [Problem(kind, detail) for kind, detail in meta_problems(meta, index.manifest, where)]
+        extra += _unknown_configs(meta, known, where)
     return validate_against(index, pf, dataset_dir=dataset_dir, meta=meta, extra=extra)

@@ -10,7 +10,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from vlmrobust.core.text import short_repr
 from vlmrobust.leaderboard.submission import LeaderboardInputError
+
+# Counts in scores.json (rows, questions, quadrants) are far below this.
+MAX_COUNT = 10 ** 12
 
 
 class Where:
@@ -38,8 +42,11 @@ class Where:
         v = obj[key]
         # bool is an int subclass; a true/false here is a schema error, not 1/0.
         if isinstance(v, bool) or not isinstance(v, int | float):
-            raise self.fail(f"{where}.{key}", f"expected a number, got {v!r}",
+            raise self.fail(f"{where}.{key}", f"expected a number, got {short_repr(v)}",
                             "write numbers as JSON numbers, not strings")
+        if isinstance(v, int) and abs(v) > 2 ** 53:  # float(v) would round or overflow
+            raise self.fail(f"{where}.{key}", f"{short_repr(v)} is out of range",
+                            "rescore the submission with `vlmrobust score`")
         if not math.isfinite(v):
             raise self.fail(f"{where}.{key}", f"{v!r} is not finite", "use null for undefined")
         if (lo is not None and v < lo) or (hi is not None and v > hi):
@@ -52,9 +59,9 @@ class Where:
         v = obj.get(key)
         if v is None and not required:
             return None
-        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-            raise self.fail(f"{where}.{key}", f"expected a non-negative integer, got {v!r}",
-                            "write counts as JSON integers")
+        if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= MAX_COUNT:
+            raise self.fail(f"{where}.{key}", f"expected an integer from 0 to {MAX_COUNT:.0e}, "
+                            f"got {short_repr(v)}", "write counts as JSON integers")
         return int(v)
 
     def text(self, obj: Mapping[str, Any], key: str, where: str, *, required: bool = False,

@@ -46,10 +46,12 @@ def num(v: float | None, digits: int = 3) -> str:
 def params(v: int | None) -> str:
     """Parameter count in K/M/B.
 
-    >>> params(4652008), params(7_000_000_000), params(None)
-    ('4.65M', '7B', '—')
+    >>> params(4652008), params(7_000_000_000), params(None), params(10 ** 400)
+    ('4.65M', '7B', '—', '—')
     """
-    if v is None:
+    # metadata is range-checked at submit and build; a number beyond it never
+    # reaches float division (10**400 / 1e9 raises OverflowError)
+    if v is None or isinstance(v, bool) or not isinstance(v, int) or not 0 <= v < 10 ** 18:
         return "—"
     for unit, size in (("B", 1e9), ("M", 1e6), ("K", 1e3)):
         if v >= size:

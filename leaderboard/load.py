@@ -8,12 +8,27 @@ and the fix; nothing is written while loading.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
-from vlmrobust.core.bounded import MAX_META_BYTES, parse_yaml_bounded, read_bytes_bounded
+from vlmrobust.core.bounded import (
+    MAX_META_BYTES,
+    inside_tree,
+    parse_yaml_bounded,
+    read_bytes_bounded,
+)
+from vlmrobust.core.errors import SubmissionError
 from vlmrobust.core.swap import recover_children
+from vlmrobust.core.text import check_text_fields, short_repr
+from vlmrobust.evaluation.submissions import (
+    MAX_PARAMS,
+    MODEL_ID_RE,
+    RESERVED,
+    ModelMeta,
+    is_model_id,
+)
 from vlmrobust.evaluation.submissions import MODEL_FAMILIES as FAMILIES
-from vlmrobust.evaluation.submissions import MODEL_ID_RE, RESERVED, ModelMeta, is_model_id
 from vlmrobust.leaderboard.fields import Where
 from vlmrobust.leaderboard.scores_json import load_scores
 from vlmrobust.leaderboard.submission import LeaderboardInputError, Submission
@@ -25,6 +40,9 @@ def load_meta(folder: Path) -> ModelMeta:
     if not (path.exists() or path.is_symlink()):
         raise w.fail("", "missing", "every submission folder needs meta.yaml "
                      "(written by `vlmrobust submit`)")
+    if not inside_tree(path, folder.parent):
+        raise w.fail("", f"a symlink to a file outside the submissions folder {folder.parent}",
+                     "store meta.yaml itself")
     raw = parse_yaml_bounded(read_bytes_bounded(path, MAX_META_BYTES, "meta.yaml",
                                                 LeaderboardInputError), str(path),
                              LeaderboardInputError)
@@ -41,9 +59,19 @@ def load_meta(folder: Path) -> ModelMeta:
         raise w.fail("family", f"{family!r} is not one of {list(FAMILIES)}", "fix family")
     params_raw = m.get("params")
     if params_raw is not None and (isinstance(params_raw, bool) or not isinstance(params_raw, int)
-                                   or params_raw < 0):
-        raise w.fail("params", f"expected a non-negative integer, got {params_raw!r}",
+                                   or not 0 <= params_raw <= MAX_PARAMS):
+        shown = short_repr(params_raw)
+        raise w.fail("params", f"expected an integer from 0 to {MAX_PARAMS:.0e}, got {shown}",
                      "write the parameter count as an integer (e.g. 4652008)")
+    check_text_fields(m, str(path), LeaderboardInputError, multiline=("bibtex",))
+    try:
+        return _model_meta(m, w, model_id, family, params_raw)
+    except SubmissionError as exc:
+        raise LeaderboardInputError(f"{path}: {exc}") from None
+
+
+def _model_meta(m: Mapping[str, Any], w: Where, model_id: str, family: str,
+                params_raw: int | None) -> ModelMeta:
     return ModelMeta(
         model_id=model_id,
         name=w.text(m, "name", "") or model_id,

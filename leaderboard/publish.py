@@ -36,16 +36,17 @@ from vlmrobust.core.atomic import atomic_directory
 from vlmrobust.core.errors import VlmrobustError
 from vlmrobust.core.output_guard import check_not_input, kind_of, lstat_or_none
 from vlmrobust.core.swap import carry_over, recover
+from vlmrobust.core.text import control_char, short_repr
 from vlmrobust.leaderboard.aggregate import aggregate
 from vlmrobust.leaderboard.baselines import load_baselines
 from vlmrobust.leaderboard.board import Leaderboard
 from vlmrobust.leaderboard.reference_runs import ReferenceRuns, load_reference_runs
+from vlmrobust.leaderboard.releases import MAX_VERSION_CHARS, RELEASES_SCHEMA
 from vlmrobust.leaderboard.render import render_site, site_assets
 from vlmrobust.leaderboard.sitecheck import SiteCheckError, check_files
 from vlmrobust.leaderboard.submission import Submission
 
 RELEASES = "releases.json"
-RELEASES_SCHEMA = 1
 # Files whose presence marks a folder as a site we built (and may replace).
 SITE_MARKERS = ("index.html", "leaderboard.json")
 # The list of files the site wrote, so that a later build knows which others
@@ -70,24 +71,26 @@ def read_releases(site: Path) -> list[dict[str, Any]]:
     path = Path(site) / RELEASES
     if not path.exists():
         return []
-    from vlmrobust.core.bounded import MAX_SCORES_BYTES, read_bytes_bounded
+    from vlmrobust.core.bounded import MAX_SCORES_BYTES, parse_json_bounded, read_bytes_bounded
+    from vlmrobust.leaderboard.releases import FIX, check_releases
 
     raw = read_bytes_bounded(path, 4 * MAX_SCORES_BYTES, "releases file", PublishError)
+    # every field is checked (leaderboard/releases.py): a damaged changelog is one
+    # line naming the release and field, never a traceback from Jinja or int()
     try:
-        data = json.loads(raw.decode("utf-8"))
-    except (ValueError, RecursionError) as exc:
-        raise PublishError(f"{path}: not valid JSON ({exc}); restore it from a backup or "
-                           "the hosted site before publishing") from None
-    if (not isinstance(data, dict) or data.get("schema_version") != RELEASES_SCHEMA
-            or not isinstance(data.get("releases"), list)):
-        raise PublishError(f"{path}: expected {{'schema_version': {RELEASES_SCHEMA}, "
-                           "'releases': [...]}; restore it before publishing")
-    return list(data["releases"])
+        data = parse_json_bounded(raw, str(path), PublishError, max_nodes=len(raw) + 1)
+    except PublishError as exc:
+        raise PublishError(f"{exc}; {FIX}") from None
+    return check_releases(data, path, PublishError)
 
 
 def _next_version(previous: list[dict[str, Any]], requested: str | None) -> str:
     used = {str(r.get("version")) for r in previous}
     if requested is not None:
+        if len(requested) > MAX_VERSION_CHARS or control_char(requested) is not None:
+            raise PublishError(f"release version {short_repr(requested)} is longer than "
+                               f"{MAX_VERSION_CHARS} characters or holds a control character; "
+                               "pass a short --version such as 2 or 2026.11")
         if not requested.strip() or requested in used:
             raise PublishError(f"release version {requested!r} is empty or already published "
                                f"(published: {sorted(used)}); pass a new --version")
@@ -95,7 +98,7 @@ def _next_version(previous: list[dict[str, Any]], requested: str | None) -> str:
     if not previous:
         return "1"
     last = str(previous[-1].get("version"))
-    if not last.isdigit():
+    if not (last.isascii() and last.isdigit()):
         raise PublishError(f"cannot increment the last release version {last!r}; "
                            "pass --version")
     return str(int(last) + 1)

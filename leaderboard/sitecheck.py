@@ -286,10 +286,42 @@ def check_page(rel: str, text: str, *, scripts: Iterable[str] = (), styles: Iter
     return out
 
 
+# Characters a browser reports as parse errors: C0 controls but the whitespace
+# ones, DEL, C1 controls, lone surrogates and noncharacters. In an SVG (XML) most
+# of them make the whole chart fail to render (issue 28.15).
+_BAD_CHAR = re.compile("[\x00-\x08\x0b\x0e-\x1f\x7f-\x9f\ud800-\udfff\ufdd0-\ufdef\ufffe\uffff]")
+
+
+def check_characters(rel: str, text: str) -> None:
+    """Refuse a character no page or chart may hold, naming its line and column."""
+    m = _BAD_CHAR.search(text)
+    if m is not None:
+        line = text.count("\n", 0, m.start()) + 1
+        col = m.start() - text.rfind("\n", 0, m.start()) - 1
+        raise SiteCheckError(f"{rel}:{line}:{col}: the character U+{ord(m.group()):04X} is not "
+                             "allowed in HTML or XML; submission text reached the page unchecked: "
+                             "this is a bug, please report it")
+
+
+def check_xml(rel: str, text: str) -> None:
+    """Parse an SVG file as XML, as a browser does: an ill-formed chart shows a
+    parse error instead of the chart. Runs after :func:`check_page`, which has
+    already refused any DOCTYPE or entity declaration (nothing to expand)."""
+    import xml.etree.ElementTree as ET
+
+    try:
+        ET.fromstring(text)
+    except ET.ParseError as exc:
+        raise SiteCheckError(f"{rel}: not well-formed XML ({exc}); a browser would show a parse "
+                             "error instead of the chart: this is a bug, please report it") from None
+
+
 def check_files(files: Mapping[str, bytes], *, scripts: Iterable[str], styles: Iterable[str],
                 csp: str | None, parser: str = "fast") -> None:
-    """Every ``.html`` and ``.svg`` file passes :func:`check_page` and every local link
-    resolves to a file of the site."""
+    """Every ``.html`` and ``.svg`` file holds only characters HTML and XML allow
+    and passes :func:`check_page`, every SVG parses as XML, and every local link
+    resolves to a file of the site. (HTML pages are HTML5, whose void elements
+    and boolean attributes are not XML: :func:`check_page` is their parse.)"""
     scripts, styles = list(scripts), list(styles)
     for rel in sorted(files):
         if not rel.endswith((".html", ".svg")):
@@ -298,8 +330,12 @@ def check_files(files: Mapping[str, bytes], *, scripts: Iterable[str], styles: I
             text = files[rel].decode("utf-8")
         except UnicodeDecodeError as exc:
             raise SiteCheckError(f"{rel}: not UTF-8 ({exc}); this is a bug") from None
-        for target in check_page(rel, text, scripts=scripts, styles=styles,
-                                 csp=None if rel.endswith(".svg") else csp, parser=parser):
+        check_characters(rel, text)
+        targets = check_page(rel, text, scripts=scripts, styles=styles,
+                             csp=None if rel.endswith(".svg") else csp, parser=parser)
+        if rel.endswith(".svg"):
+            check_xml(rel, text)
+        for target in targets:
             if target not in files:
                 raise SiteCheckError(f"{rel} links to missing {target!r}; this is a bug, "
                                      "please report it")

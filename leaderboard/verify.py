@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from vlmrobust.core.bounded import MAX_SCORES_BYTES, read_json_bounded
+from vlmrobust.core.bounded import MAX_SCORES_BYTES, inside_tree, read_json_bounded
 from vlmrobust.core.datadir import read_manifest
 from vlmrobust.core.errors import VlmrobustError
 from vlmrobust.evaluation.predictions_meta import read_prediction_meta
@@ -131,6 +131,9 @@ def rescore_folder(folder: Path, store: DatasetStore,
     path = folder / SCORES_NAME
     if not (path.exists() or path.is_symlink()):
         raise LeaderboardInputError(f"{path}: missing; add the submission with `vlmrobust submit`")
+    if not inside_tree(path, folder.parent):
+        raise LeaderboardInputError(f"{path}: a symlink to a file outside the submissions folder "
+                                    f"{folder.parent}; store the file itself")
     stored = read_json_bounded(path, MAX_SCORES_BYTES, "scores.json", LeaderboardInputError)
     if not isinstance(stored, dict) or not isinstance(stored.get("datasets"), dict):
         raise LeaderboardInputError(f"{path}: expected {{'schema_version': 1, 'model_id': ..., "
@@ -150,6 +153,10 @@ def rescore_folder(folder: Path, store: DatasetStore,
             raise LeaderboardInputError(
                 f"{predictions}: missing, so {where} cannot be checked; a submission must include "
                 "the predictions its scores were computed from (`vlmrobust submit` stores them)")
+        if not inside_tree(predictions, folder.parent):
+            raise LeaderboardInputError(
+                f"{predictions}: a symlink to a file outside the submissions folder "
+                f"{folder.parent}; store the predictions themselves (`vlmrobust submit` does)")
         try:
             meta = read_prediction_meta(predictions)
             dataset_dir = store.resolve(meta["dataset"]["fingerprint"], predictions)

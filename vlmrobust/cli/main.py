@@ -11,7 +11,7 @@ import sys
 from collections.abc import Sequence
 
 from vlmrobust import __version__
-from vlmrobust.core.errors import VlmrobustError
+from vlmrobust.core.errors import VlmrobustError, printable
 from vlmrobust.core.extras import missing_extra_message
 
 # Order is the order shown in --help.
@@ -48,18 +48,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         rc = args.func(args)
     except VlmrobustError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {printable(exc)}", file=sys.stderr)
         return 1
     except ModuleNotFoundError as exc:
         message = missing_extra_message(exc, f"`vlmrobust {args.command}`")
         if message is None:
             raise
-        print(f"error: {message}", file=sys.stderr)
+        print(f"error: {printable(message)}", file=sys.stderr)
         return 1
     except OSError as exc:
         # disk full, a read-only folder, a vanished file: the environment, not a bug
         where = f"{exc.filename}: " if exc.filename else ""
-        print(f"error: {where}{exc.strerror or exc}; check free space and permissions",
+        print(printable(f"error: {where}{exc.strerror or exc}; check free space and permissions"),
               file=sys.stderr)
         return 1
     except KeyboardInterrupt:

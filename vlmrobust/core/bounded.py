@@ -197,3 +197,17 @@ def read_json_bounded(path: Path | str, max_bytes: int, what: str = "JSON file",
 def read_yaml_bounded(path: Path | str, max_bytes: int = MAX_META_BYTES, what: str = "YAML file",
                       error: type[VlmrobustError] = VlmrobustError) -> Any:
     return parse_yaml_bounded(read_bytes_bounded(path, max_bytes, what, error), str(path), error)
+
+
+def inside_tree(path: Path | str, root: Path | str) -> bool:
+    """Whether ``path``, symlinks followed, lies under ``root`` (a symlink loop or
+    a dangling link is not inside anything). A tree such as submissions/ is
+    read by following its own links only, never into the rest of the disk.
+
+    >>> inside_tree("/etc/passwd", "/tmp")
+    False
+    """
+    try:
+        return Path(path).resolve(strict=True).is_relative_to(Path(root).resolve(strict=True))
+    except (OSError, RuntimeError):
+        return False
