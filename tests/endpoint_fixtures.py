@@ -110,6 +110,7 @@ class FakeServer:
     delay_s: float = 0.0
     received: list[dict[str, Any]] = field(default_factory=list)
     headers: list[dict[str, str]] = field(default_factory=list)
+    routes: dict[str, bytes] = field(default_factory=dict)  # GET path -> JSON body
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
@@ -120,7 +121,11 @@ class FakeServer:
                 pass
 
             def do_GET(self) -> None:
-                self._send(404, {}, b'{"detail": "Not Found"}')
+                body = fake.routes.get(self.path)
+                if body is None:
+                    self._send(404, {}, b'{"detail": "Not Found"}')
+                else:
+                    self._send(200, {}, body)
 
             def do_POST(self) -> None:
                 size = int(self.headers.get("Content-Length") or 0)

@@ -53,25 +53,11 @@ def prompts(n: int) -> list[Prompt]:
             for i, im in enumerate(images(n))]
 
 
-def in_process_greedy(model_dir: Path, items: list[Prompt], max_new_tokens: int) -> list[str]:
-    """The same model in this process: the chat template with the image first,
-    greedy generate, the new tokens decoded without special tokens."""
-    import torch
-    from transformers import AutoModelForImageTextToText, AutoProcessor
+def in_process(model_dir: Path) -> Any:
+    """The same model in this process: the hf backend (greedy, left-padded batches)."""
+    from vlmrobust.models.backends.hf import load_hf
 
-    proc = AutoProcessor.from_pretrained(model_dir)
-    model = AutoModelForImageTextToText.from_pretrained(model_dir, dtype=torch.float32).eval()
-    texts = []
-    for p in items:
-        msgs = [{"role": "user", "content": [{"type": "image", "image": p.image},
-                                             {"type": "text", "text": p.text}]}]
-        inputs = proc.apply_chat_template(msgs, add_generation_prompt=True, tokenize=True,
-                                          return_dict=True, return_tensors="pt")
-        with torch.inference_mode():
-            out = model.generate(**inputs, max_new_tokens=max_new_tokens, do_sample=False)
-        texts.append(proc.decode(out[0, inputs["input_ids"].shape[1]:],
-                                 skip_special_tokens=True))
-    return texts
+    return load_hf(str(model_dir), {"device": "cpu"})
 
 
 def load(url: str, model_dir: Path, cache: Path, **extra: Any) -> EndpointBackend:
@@ -91,13 +77,15 @@ def test_generate_equals_in_process_greedy_and_rerun_is_free(
     probes = b.sent  # what the server offers is asked at load
     texts = b.generate(items, GenerationConfig(max_new_tokens=12))
     assert b.sent - probes == 5
-    expected = in_process_greedy(model_dir, items, 12)
-    assert texts == expected
+    hf = in_process(model_dir)
+    assert texts == hf.generate(items, GenerationConfig(max_new_tokens=12))
     assert len(set(texts)) > 1  # the images change the answers: they reached the model
 
-    stop = texts[0][3:5]
-    cut = b.generate(items[:1], GenerationConfig(max_new_tokens=12, stop=(stop,)))
-    assert cut == [texts[0][: texts[0].index(stop)]]
+    stops = GenerationConfig(max_new_tokens=12, stop=(texts[0][3:5], texts[1][2:4]))
+    cut = b.generate(items, stops)
+    assert cut == hf.generate(items, stops)
+    first_stop = min(texts[0].find(s) for s in stops.stop if s in texts[0])
+    assert cut[0] == texts[0][:first_stop] and len(cut[0]) < len(texts[0])
 
     again = load(url, model_dir, tmp_path / "cache", server_stop=False)
     probes = again.sent  # a refused probe is not cached: asked again
