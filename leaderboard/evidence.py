@@ -10,10 +10,11 @@ of a baseline line, not several (issue 22, item 2).
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -34,6 +35,9 @@ class DatasetEvidence:
     adapter: str | None
     checkpoint: str | None
     meta: Mapping[str, Any]
+    # the per-row results (evaluation.row_results) recomputed from the predictions,
+    # as gzip'd JSONL for the site's downloads (never the submitted rows.jsonl)
+    rows_jsonl_gz: bytes | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         for name in ("predictions_sha256", "content_sha256"):
@@ -86,7 +90,16 @@ def evidence_from_report(report: Any) -> DatasetEvidence:
         adapter=str(adapter) if adapter else None,
         checkpoint=_checkpoint(meta),
         meta=meta,
+        rows_jsonl_gz=rows_download(report),
     )
+
+
+def rows_download(report: Any) -> bytes:
+    """The report's per-row results as gzip'd JSONL, byte-identical for the same
+    predictions (no timestamp in the gzip header)."""
+    from vlmrobust.evaluation.row_results import row_results, rows_jsonl
+
+    return gzip.compress(rows_jsonl(row_results(report)).encode("utf-8"), mtime=0)
 
 
 def model_identity(model_id: str, evidence: Mapping[str, DatasetEvidence]) -> tuple[str, ...]:

@@ -195,7 +195,15 @@ def render_site(lb: Leaderboard, *, releases: Sequence[Mapping[str, Any]] = (),
     page("submit.html", "submit.html.j2")
     page("about.html", "about.html.j2", citations=CITATIONS)
     missing_by_id = {o["r"].model_id: o["missing"] for o in rows}
+    binary: dict[str, bytes] = {}
     for s in lb.submissions:
+        rows_links = {}
+        for key, ev in s.evidence.items():
+            if ev.rows_jsonl_gz is not None:  # re-scored from the predictions (not synthetic)
+                # the page's stem: ids differing only in case stay apart (page_names)
+                stem = lb.pages[s.model_id].rsplit("/", 1)[-1].removesuffix(".html")
+                rows_links[key] = f"downloads/{stem}/{key}.rows.jsonl.gz"
+                binary[rows_links[key]] = ev.rows_jsonl_gz
         order = {IMAGENET: 0, BENCH_C: 1, IMAGEWIKIQA: 2}
         datasets = sorted(s.datasets.items(), key=lambda kv: (order.get(kv[0], 3), kv[0]))
         plots = []
@@ -207,9 +215,10 @@ def render_site(lb: Leaderboard, *, releases: Sequence[Mapping[str, Any]] = (),
              datasets=datasets, maps=has_maps[s.model_id], per_corruption=per_corruption(s),
              imagenet=IMAGENET, bench_c=BENCH_C, iwqa=IMAGEWIKIQA, quadrants=QUADRANTS,
              transitions=TRANSITIONS, plots=plots, prov=prov[s.model_id],
-             missing=missing_by_id[s.model_id])
+             missing=missing_by_id[s.model_id], rows_links=rows_links)
     columns, records = table_records(lb)
     out = {k: v.encode("utf-8") for k, v in files.items()}
+    out.update(binary)
     out["leaderboard.csv"] = to_csv(columns, records).encode("utf-8")
     out["leaderboard.json"] = to_json(lb, columns, records).encode("utf-8")
     return out
