@@ -9,7 +9,10 @@ import math
 def _finite(v: object) -> bool:
     """A real number to print (releases.json is read back from disk: anything else
     prints as not measured)."""
-    return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+    if not isinstance(v, int | float) or isinstance(v, bool):
+        return False
+    # an int beyond float range (10**400) is not a number to print: isfinite() raises on it
+    return abs(v) < 1e300 and math.isfinite(v)
 
 
 def pct(v: float | None, digits: int = 1) -> str:

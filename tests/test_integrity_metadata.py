@@ -23,7 +23,9 @@ from vlmrobust.evaluation.predictions_meta import PARQUET_META_KEY
 from vlmrobust.evaluation.rows import DatasetReader
 from vlmrobust.evaluation.submissions import ModelMeta
 from vlmrobust.evaluation.validate import validate
+from vlmrobust.leaderboard.formatting import num as fmt_num
 from vlmrobust.leaderboard.formatting import params as fmt_params
+from vlmrobust.leaderboard.formatting import signed as fmt_signed
 from vlmrobust.leaderboard.load import load_submissions
 from vlmrobust.leaderboard.publish import PublishError, build_site, publish_site
 from vlmrobust.leaderboard.sitecheck import SiteCheckError, check_files
@@ -93,6 +95,7 @@ def test_leaderboard_build_refuses_absurd_params(board: Path, tmp_path: Path,
 
 def test_params_formatting_never_overflows() -> None:
     assert fmt_params(HUGE) == "—" and fmt_params(7_000_000_000) == "7B"
+    assert fmt_num(HUGE) == "—" and fmt_signed(-HUGE) == "—" and fmt_num(0.5) == "0.500"
 
 
 def test_predictions_metadata_params_range(mcq: Path, tmp_path: Path) -> None:
