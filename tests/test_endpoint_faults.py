@@ -187,3 +187,63 @@ def test_stop_strings_are_sent_and_applied(tmp_path: Path) -> None:
         assert fake.received[0]["stop"] == [" "]
         assert fake.received[0]["max_tokens"] == 9 and fake.received[0]["temperature"] == 0
     assert text == "echo"  # the fake ignores stop; the backend cuts at the first one
+
+
+def test_first_failure_stops_further_requests(tmp_path: Path) -> None:
+    def fail_fourth(n: int, body: dict[str, Any]) -> tuple[int, dict[str, str], bytes]:
+        time.sleep(0.02)
+        return (400, {}, b'{"error": {"message": "bad image"}}') if n == 3 else ok(n, body)
+
+    with FakeServer(fail_fourth) as fake:
+        b = backend(fake.url, tmp_path, concurrency=2)
+        with pytest.raises(VlmrobustError, match="HTTP 400: bad image"):
+            b.generate(prompts(40), GEN)
+        time.sleep(0.3)
+        assert len(fake.received) <= 4 + 2  # at most the requests already in flight
+
+
+@pytest.mark.parametrize(("status", "payload"), [
+    (401, b'{"error": {"message": "Incorrect API key provided"}}'),
+    (429, b'{"error": {"message": "Rate limit reached"}}'),
+])
+def test_probe_failures_that_are_not_refusals_stop_the_load(tmp_path: Path, status: int,
+                                                            payload: bytes) -> None:
+    """A bad key or a rate limit while asking what the server offers is an error,
+    not 'the server lacks logprobs'."""
+    with FakeServer(lambda n, body: (status, {}, payload)) as fake:
+        opts = EndpointOptions(url=fake.url, model="tiny", use_cache=False, api_key_env=None,
+                               retry=RetryPolicy(max_tries=2, base_s=0.0))
+        with pytest.raises(VlmrobustError) as exc:
+            EndpointBackend(opts)
+    msg = one_line(exc)
+    assert f"HTTP {status}" in msg and "refuses" not in msg
+
+
+def test_probe_asks_only_about_what_the_mode_needs(tmp_path: Path) -> None:
+    with FakeServer() as fake:
+        opts = EndpointOptions(url=fake.url, model="tiny", use_cache=False, api_key_env=None)
+        b = EndpointBackend(opts, probe=())
+        assert fake.received == [] and b.capabilities == frozenset({"generate"})
+        EndpointBackend(opts, probe=("next_token_logprobs",))
+        assert len(fake.received) == 1 and fake.received[0]["logprobs"] is True
+
+
+def test_ctrl_c_does_not_wait_for_requests_in_flight(tmp_path: Path) -> None:
+    import os
+    import signal
+    import threading
+
+    def slow(n: int, body: dict[str, Any]) -> tuple[int, dict[str, str], bytes]:
+        time.sleep(4.0)
+        return ok(n, body)
+
+    with FakeServer(slow) as fake:
+        b = backend(fake.url, tmp_path, concurrency=3, timeout_s=30.0)
+        timer = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT))
+        start = time.monotonic()
+        timer.start()
+        with pytest.raises(KeyboardInterrupt):
+            b.generate(prompts(6), GEN)
+        waited = time.monotonic() - start
+        timer.join()
+    assert waited < 3.0  # not the 4 s the requests in flight still need

@@ -65,7 +65,7 @@ def test_predict_resumes_after_a_lasting_failure(tmp_path: Path, capsys: pytest.
     monkeypatch.setenv(KEY_ENV, SECRET)
     dataset = write_mcq(tmp_path / "ds", {"default": 10}, with_class_ids=False)
     out, cache = tmp_path / "run" / "p.parquet", tmp_path / "cache"
-    flaky = Flaky(fail_from=2 + 5)  # two probes, then five rows, then 503s
+    flaky = Flaky(fail_from=1 + 5)  # the logprob probe, five rows, then 503s
     with FakeServer(flaky) as fake:
         assert predict(fake.url, dataset, out, cache) == 1
         err = capsys.readouterr().err.strip()

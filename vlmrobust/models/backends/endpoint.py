@@ -14,18 +14,22 @@ anywhere). Primitives:
 - ``continuation_logprobs``: vLLM's ``prompt_logprobs`` with the continuation as the
   final assistant message (``continue_final_message``).
 
-Which of the last two a server offers is probed when the backend loads, with a
-one-token text-only request each; a reader that needs a missing one is refused in one
-line naming the server and the missing feature. Requests run ``concurrency`` at a
-time and go through the response cache (endpoint_cache), so a resumed or repeated
-run sends only what it has not received before.
+Which of the last two a server offers is probed when the backend loads (those the
+mode needs), with one one-token text-only request each; a reader that needs a
+missing one is refused in one line naming the server and the missing feature.
+Requests run ``concurrency`` at a time and go through the response cache
+(endpoint_cache), so a resumed or repeated run sends only what it has not
+received before.
+
+Not used: ``/v1/completions`` with ``echo`` + ``logprobs``. It takes no image and
+a raw prompt, so the chat template would have to be rebuilt here, unseen by the
+server; vLLM's ``prompt_logprobs`` gives the same numbers through chat.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -92,8 +96,10 @@ class EndpointBackend:
     """An OpenAI-compatible server behind the backend primitives (base.Backend)."""
 
     def __init__(self, options: EndpointOptions, sleep: Callable[[float], None] | None = None,
-                 features: frozenset[str] | None = None) -> None:
-        """``features``: the optional primitives the server offers; None probes it."""
+                 features: frozenset[str] | None = None,
+                 probe: Iterable[str] = OPTIONAL) -> None:
+        """``features``: the optional primitives the server offers; None asks the
+        server about those in ``probe`` (the others count as not offered)."""
         self.options = options
         self.name = f"endpoint:{options.model}"
         kwargs = {} if sleep is None else {"sleep": sleep}
@@ -105,7 +111,7 @@ class EndpointBackend:
         self._lock = threading.Lock()
         self._version: tuple[str | None] | None = None
         # optional primitive -> why the server lacks it (None: offered)
-        self._features = self._probe() if features is None else {
+        self._features = self._probe(set(probe)) if features is None else {
             p: None if p in features else "was declared without it" for p in OPTIONAL}
         self.capabilities = frozenset(
             [GENERATE] + [p for p, why in self._features.items() if why is None])
@@ -142,47 +148,78 @@ class EndpointBackend:
 
     def _map(self, fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
         """``fn`` over ``items``, ``concurrency`` at a time, results in order. On the
-        first failure the requests not yet started are cancelled (finished ones are
-        cached) and the failure is raised."""
-        if self.options.concurrency == 1 or len(items) <= 1:
+        first failure no further request starts (those finished are cached) and the
+        failure of the earliest item is raised. Workers are daemon threads and the
+        wait polls, so Ctrl-C ends the run at once instead of after the requests in
+        flight time out."""
+        n = len(items)
+        if self.options.concurrency == 1 or n <= 1:
             return [fn(x) for x in items]
-        with ThreadPoolExecutor(max_workers=self.options.concurrency,
-                                thread_name_prefix="endpoint") as pool:
-            futures: list[Future[R]] = [pool.submit(fn, x) for x in items]
-            try:
-                return [f.result() for f in futures]
-            except BaseException:
-                for f in futures:
-                    f.cancel()
-                raise
+        results: list[Any] = [None] * n
+        errors: dict[int, BaseException] = {}
+        lock = threading.Lock()
+        pending = iter(range(n))
+        stop = threading.Event()
+
+        def work() -> None:
+            while not stop.is_set():
+                with lock:
+                    i = next(pending, None)
+                if i is None:
+                    return
+                try:
+                    results[i] = fn(items[i])
+                except BaseException as exc:  # handed to the caller's thread
+                    with lock:
+                        errors[i] = exc
+                    stop.set()
+
+        threads = [threading.Thread(target=work, daemon=True, name=f"endpoint-{k}")
+                   for k in range(min(self.options.concurrency, n))]
+        for t in threads:
+            t.start()
+        try:
+            for t in threads:
+                while t.is_alive():
+                    t.join(0.2)
+        except BaseException:
+            stop.set()
+            raise
+        if errors:
+            raise errors[min(errors)]
+        return results
 
     # ---- capabilities ----
 
-    def _probe(self) -> dict[str, str | None]:
-        """Why each optional primitive is missing (None where the server offers it):
-        one one-token text-only request each, answered by the cache on a re-run."""
+    def _probe(self, which: set[str]) -> dict[str, str | None]:
+        """Why each optional primitive in ``which`` is missing (None where the server
+        offers it): one one-token text-only request each, answered by the cache on a
+        re-run. A 400/404/422 answer means "not offered"; any other failure stops."""
         ask = Prompt(text="Hi")
         where = self.client.url(proto.CHAT)
+        asks = {
+            NEXT_TOKEN: ({"logprobs": True, "top_logprobs": 1},
+                         lambda r: proto.first_token_logprobs(r, where),
+                         "returns no logprobs for chat completions",
+                         "refuses logprobs/top_logprobs in chat completions"),
+            CONTINUATION: ({"prompt_logprobs": 0},
+                           lambda r: proto.prompt_token_logprobs(r, where),
+                           "returns no prompt_logprobs",
+                           "refuses prompt_logprobs (a vLLM extension)"),
+        }
         found: dict[str, str | None] = {}
-        try:
-            pairs = self.post(proto.CHAT, self._body(ask, max_tokens=1, logprobs=True,
-                                                     top_logprobs=1),
-                              lambda r: proto.first_token_logprobs(r, where))
-            ok = pairs is not None
-            found[NEXT_TOKEN] = None if ok else "returns no logprobs for chat completions"
-        except EndpointError as exc:
-            if "HTTP 4" not in str(exc):
-                raise
-            found[NEXT_TOKEN] = "refuses logprobs/top_logprobs in chat completions"
-        try:
-            lps = self.post(proto.CHAT, self._body(ask, max_tokens=1, prompt_logprobs=0),
-                            lambda r: proto.prompt_token_logprobs(r, where))
-            ok = lps is not None
-            found[CONTINUATION] = None if ok else "returns no prompt_logprobs"
-        except EndpointError as exc:
-            if "HTTP 4" not in str(exc):
-                raise
-            found[CONTINUATION] = "refuses prompt_logprobs (a vLLM extension)"
+        for primitive in OPTIONAL:
+            params, parse, absent, refused = asks[primitive]
+            if primitive not in which:
+                found[primitive] = "was not asked for (this run's mode does not use it)"
+                continue
+            try:
+                got = self.post(proto.CHAT, self._body(ask, max_tokens=1, **params), parse)
+                found[primitive] = None if got is not None else absent
+            except EndpointError as exc:
+                if exc.status not in (400, 404, 422):
+                    raise
+                found[primitive] = refused
         return found
 
     def check_reader(self, needs: Iterable[str], what: str) -> None:
@@ -292,6 +329,7 @@ def load(target: str, options: Mapping[str, Any]) -> EndpointBackend:
     if not url:
         raise VlmrobustError(f"endpoint:{target}: give the server's base URL with "
                              "--endpoint-url, e.g. http://localhost:8000/v1")
+    probe = opts.pop("probe", OPTIONAL)
     retries = opts.pop("retries", None)
     if retries is not None:
         opts["retry"] = RetryPolicy(max_tries=int(retries) + 1)
@@ -301,7 +339,7 @@ def load(target: str, options: Mapping[str, Any]) -> EndpointBackend:
         raise VlmrobustError(f"endpoint:{target}: unexpected options {unknown}")
     if opts.get("cache_dir") is not None:
         opts["cache_dir"] = Path(opts["cache_dir"])
-    return EndpointBackend(EndpointOptions(url=str(url), model=target, **opts))
+    return EndpointBackend(EndpointOptions(url=str(url), model=target, **opts), probe=probe)
 
 
 ENDPOINT_FAMILY = BackendFamily(

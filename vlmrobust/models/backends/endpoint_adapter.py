@@ -37,7 +37,8 @@ def load(spec: AdapterSpec, device: str | None, prompt: str | None = None,
     if opts:
         raise VlmrobustError(f"{spec.name}: unexpected options {sorted(opts)}")
     reader = parse_mode(mode, read_options)  # a bad mode fails before any request
-    backend = ENDPOINT_FAMILY.load(spec.target, dict(endpoint or {}))
+    # ask the server only about what this mode needs
+    backend = ENDPOINT_FAMILY.load(spec.target, {**(endpoint or {}), "probe": reader.needs})
     assert isinstance(backend, EndpointBackend)
     backend.check_reader(reader.needs, f"--mode {reader.mode}")
     return VlmAdapter(spec.name, backend, reader, prompt=prompt, backend_kind="endpoint")

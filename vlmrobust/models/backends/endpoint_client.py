@@ -29,7 +29,12 @@ RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
 
 
 class EndpointError(VlmrobustError):
-    """A request to a served model failed (after its retries, where retrying helps)."""
+    """A request to a served model failed (after its retries, where retrying helps);
+    ``status`` is the HTTP status of a refusal that is not worth retrying."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 def public_url(url: str) -> str:
@@ -176,7 +181,7 @@ class HttpClient:
             if status in RETRY_STATUS:
                 raise _Retryable(detail, retry_after_seconds(exc.headers.get("Retry-After"))
                                  ) from None
-            raise EndpointError(f"{url}: {detail}") from None
+            raise EndpointError(f"{url}: {detail}", status=status) from None
         except TimeoutError:
             raise _Retryable(f"no response within {timeout_s or self.timeout_s:g} s") from None
         except urllib.error.URLError as exc:
