@@ -23,8 +23,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from vlmrobust.core.classes import N_CLASSES
 from vlmrobust.core.errors import SubmissionError, VlmrobustError
-from vlmrobust.core.matcher import class_synonyms, match_option
+from vlmrobust.core.matcher import class_synonyms, match_option, names_in_text
 from vlmrobust.evaluation.predictions_meta import load_meta, meta_problems, sidecar_path
 from vlmrobust.evaluation.predictions_read import (
     MAX_ABS_LOGIT,
@@ -52,6 +53,7 @@ CLEAN = "none"
 # the matcher accepts as synonyms of the options.
 CLASS_IDS = "option_class_ids"
 NO_ANSWER = -1
+OPEN_WORLD = "open-world"
 
 
 def question_keys(index: DatasetIndex) -> list[tuple[str, str]]:
@@ -264,37 +266,62 @@ class Alignment:
         return np.asarray(self.predicted == NO_ANSWER)
 
 
-def check_predictions(index: DatasetIndex, pf: PredictionsFile) -> list[Problem]:
+def check_predictions(index: DatasetIndex, pf: PredictionsFile,
+                      open_world: bool = False) -> list[Problem]:
     """Every problem of ``pf`` against ``index`` (empty when it is valid)."""
-    return _check(index, pf)[0]
+    return _check(index, pf, open_world)[0]
 
 
-def text_answers(index: DatasetIndex, pf: PredictionsFile,
-                 pos: NDArray[np.int64]) -> NDArray[np.float64]:
+def text_answers(index: DatasetIndex, pf: PredictionsFile, pos: NDArray[np.int64],
+                 open_world: bool = False) -> NDArray[np.float64]:
     """Per predictions row: the option index the matcher reads in its ``text``
     against the options of dataset row ``pos[r]`` (``NO_ANSWER`` when none),
     NaN where the row has no text or no dataset row. Synonyms are the WordNet
-    lemmas of the options' classes where the dataset has ``option_class_ids``."""
+    lemmas of the options' classes where the dataset has ImageNet-1k
+    ``option_class_ids``.
+
+    ``open_world`` (seed 002: the model was asked without options): a row is
+    answered with the right option when its text names the right option or one
+    of its synonyms anywhere (names_in_text), else ``NO_ANSWER``; naming other
+    classes as well does not count against it."""
     out = np.full(pf.n_rows, np.nan)
     if pf.text is None or index.options is None:
         return out
-    synonyms: dict[int, tuple[str, ...]] = {}
+    cache: dict[int, tuple[str, ...]] = {}
+    all_options = index.options
+    class_ids = index.option_class_ids
+
+    def synonyms(i: int) -> list[tuple[str, ...]] | None:
+        ids = class_ids[i] if class_ids is not None else None
+        if ids is None or len(ids) != len(all_options[i]) \
+                or not all(0 <= c < N_CLASSES for c in ids):
+            return None
+        return [cache[c] if c in cache else cache.setdefault(c, class_synonyms(c)) for c in ids]
+
     for r, text in enumerate(pf.text.tolist()):
         i = int(pos[r])
         if text is None or i < 0:
             continue
-        options = index.options[i]
-        syn = None
-        ids = index.option_class_ids[i] if index.option_class_ids is not None else None
-        if ids is not None and len(ids) == len(options):
-            syn = [synonyms[c] if c in synonyms else synonyms.setdefault(c, class_synonyms(c))
-                   for c in ids]
+        options = all_options[i]
+        syn = synonyms(i)
+        if open_world:
+            right = int(index.answer[i])
+            names = [options[right], *(syn[right] if syn is not None else ())]
+            out[r] = right if names_in_text(text, names) else NO_ANSWER
+            continue
         found = match_option(text, options, syn)
         out[r] = NO_ANSWER if found is None else found
     return out
 
 
-def _check(index: DatasetIndex, pf: PredictionsFile) -> tuple[list[Problem], NDArray[np.float64]]:
+def is_open_world(meta: Mapping[str, Any] | None) -> bool:
+    """Whether the predictions were made in seed 002's open world (metadata
+    ``mode: open-world``, as ``vlmrobust predict --mode open-world`` records)."""
+    return meta is not None and meta.get("mode") == OPEN_WORLD
+
+
+def _check(index: DatasetIndex, pf: PredictionsFile,
+           open_world: bool = False) -> tuple[list[Problem], NDArray[np.float64]]:
     problems = list(pf.problems)
     ids = pf.ids
     n = pf.n_rows
@@ -358,7 +385,7 @@ def _check(index: DatasetIndex, pf: PredictionsFile) -> tuple[list[Problem], NDA
         problems.append(row_problem(
             pf, "text without options", "the dataset table has no option texts to match the "
             "text against; score against the dataset directory", np.flatnonzero(has_text)))
-    answers = text_answers(index, pf, pos)
+    answers = text_answers(index, pf, pos, open_world)
     if not pf.has_logits:
         p = pf.prediction if pf.prediction is not None else np.full(n, np.nan)
         no_text = ~has_text
@@ -433,7 +460,7 @@ def _clean_copy_problems(index: DatasetIndex, row_of: NDArray[np.int64]) -> list
 
 
 def align(index: DatasetIndex, pf: PredictionsFile,
-          matched: NDArray[np.float64] | None = None) -> Alignment:
+          matched: NDArray[np.float64] | None = None, open_world: bool = False) -> Alignment:
     """Predictions in dataset order (call only after check_predictions found
     nothing). A row with text is answered by what the matcher reads in it
     (``matched``: text_answers, computed here when not given); other rows by
@@ -443,7 +470,7 @@ def align(index: DatasetIndex, pf: PredictionsFile,
     if pf.text is not None and matched is None:
         pos = np.full(pf.n_rows, -1, dtype=np.int64)
         pos[row_of] = np.arange(index.n_rows)
-        matched = text_answers(index, pf, pos)
+        matched = text_answers(index, pf, pos, open_world)
     from_text = np.isfinite(matched[row_of]) if matched is not None else None
     base = _align_values(index, pf, row_of)
     if from_text is None or not from_text.any():
@@ -507,7 +534,7 @@ def validate_against(index: DatasetIndex, pf: PredictionsFile, *, dataset_dir: P
                      extra: list[Problem] | None = None) -> ValidationReport:
     """Check ``pf`` against an in-memory ``index``; raise SubmissionError listing
     every kind of problem, or return the aligned report."""
-    found, matched = _check(index, pf)
+    found, matched = _check(index, pf, is_open_world(meta))
     problems = [*(extra or []), *found]
     if problems:
         raise SubmissionError(failure_message(pf.path, problems, str(dataset_dir or index.name)))

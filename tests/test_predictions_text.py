@@ -252,3 +252,42 @@ def test_write_predictions_api_and_submit_keep_the_audit_trail(mcq: Path, tmp_pa
     # the stored form re-validates to the same answers (what the leaderboard re-scores)
     again = validate(mcq, stored / "predictions.parquet")
     assert [None if v < 0 else v for v in again.aligned.predicted.tolist()] == _expected(rows, texts)
+
+
+def test_open_world_rows_succeed_when_the_class_is_named(mcq: Path, tmp_path: Path) -> None:
+    # seed 002's open world: no options were shown; a row succeeds when the
+    # ground-truth class name or one of its WordNet synonyms is in the output
+    rows = dataset_rows(mcq)
+    texts = []
+    for i, r in enumerate(rows):
+        right, other = CLASS_NAMES[r["answer"]], CLASS_NAMES[(r["answer"] + 1) % 5]
+        texts.append([f"A {right} swimming next to a {other}.",  # both named: still a success
+                      f"Clearly a {other}.", "A fish of some kind.", "Answer: A"][i % 4])
+    p = write_jsonl(tmp_path / "p.jsonl", [{"id": r["id"], "text": t}
+                                           for r, t in zip(rows, texts, strict=True)])
+    write_meta(p, mcq, mode="open-world", family="vlm")
+    rep = validate(mcq, p)
+    want = [r["answer"] if i % 4 == 0 else -1 for i, r in enumerate(rows)]
+    assert rep.aligned.predicted.tolist() == want
+    # the same texts read as closed-world generation: the hedge answers nothing,
+    # "Answer: A" is option A
+    closed = tmp_path / "closed" / "p.jsonl"
+    closed.parent.mkdir()
+    closed.write_bytes(p.read_bytes())
+    write_meta(closed, mcq, family="vlm")
+    got = validate(mcq, closed).aligned.predicted.tolist()
+    assert got[0] == -1 and got[3] == 0 and got[1] == (rows[1]["answer"] + 1) % 5
+    s = score(mcq, p, tmp_path / "scores.json")["datasets"]["imagenet-mcq"]
+    assert s["no_answer"] == sum(w == -1 for w in want)
+
+
+def test_class_ids_outside_imagenet_give_no_synonyms_not_a_traceback() -> None:
+    from vlmrobust.evaluation.score import score_tables
+
+    dataset = pa.table({"id": ["a", "b"], "options": [["tench", "goldfish"]] * 2,
+                        "option_class_ids": [[-1, 5000], [0, 1]], "answer": [1, 1]})
+    manifest = {"spec": {"name": "toy", "version": "1"}, "configs": {"default": 2}}
+    preds = pa.table({"id": ["a", "b"], "text": ["Carassius auratus", "Carassius auratus"]})
+    s = score_tables(dataset, manifest, preds)["datasets"]["toy"]
+    # row a: ids are not ImageNet classes, so the lemma decides nothing; row b: goldfish
+    assert s["no_answer"] == 1 and s["configs"]["default"]["accuracy"] == 0.5

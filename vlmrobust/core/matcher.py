@@ -9,7 +9,8 @@ Preparation (both functions)
     Anything up to the last ``</think>`` is dropped (a reasoning model's
     thoughts are not its answer); the rest is NFKC-normalised. Names are then
     compared on a *folded* form: case-folded, accents removed, every run of
-    non-alphanumeric characters one space. A name matches on whole words only
+    characters other than a-z and 0-9 one space (so names are compared in Latin
+    script only). A name matches on whole words only
     ("cat" is not in "category") and its last word may carry a plural ending:
     ``s``, ``es``, or ``y`` -> ``ies`` ("goldfishes", "daisies").
 
@@ -52,6 +53,7 @@ same folding, word-boundary and plural rules.
 
 from __future__ import annotations
 
+import functools
 import re
 import string
 import unicodedata
@@ -73,6 +75,7 @@ _PAREN_RE = re.compile(r"\((?P<letter>[A-Za-z])\)")
 _LISTED_RE = re.compile(r"\((?P<p>[A-Za-z])\)|^\s*(?P<l>[A-Z])[.)]", re.MULTILINE)
 _CLAUSE_END_RE = re.compile(r"[.!?;\n]")
 _STRIP_WHOLE = " \t\r\n*\"'`.:()[]"
+_NON_ALNUM = re.compile(r"[^0-9a-z]+")
 
 
 def _prepare(text: str) -> str:
@@ -88,9 +91,24 @@ def fold(text: str) -> str:
     >>> fold("  Great-White SHARK! (Carcharodon)")
     'great white shark carcharodon'
     """
-    decomposed = unicodedata.normalize("NFKD", text.casefold())
-    bare = "".join(ch for ch in decomposed if not unicodedata.combining(ch))
-    return " ".join(re.sub(r"[^0-9a-z]+", " ", bare).split())
+    if text.isascii():
+        bare = text.lower()
+    else:
+        decomposed = unicodedata.normalize("NFKD", text.casefold())
+        bare = "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+    return _NON_ALNUM.sub(" ", bare).strip()
+
+
+# option names and synonyms repeat across rows: fold each once
+_fold_name = functools.lru_cache(maxsize=1 << 16)(fold)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _compiled(folded_name: str) -> tuple[str, re.Pattern[str]]:
+    """(a substring every match contains, the compiled name pattern): the
+    substring test skips the regex for the names a text cannot contain."""
+    key = folded_name[:-1] if folded_name.endswith("y") and len(folded_name) > 1 else folded_name
+    return key, re.compile(_name_pattern(folded_name))
 
 
 def _name_pattern(folded_name: str) -> str:
@@ -111,7 +129,10 @@ def _mentions(folded: str, names: Sequence[tuple[str, int]]) -> list[tuple[int, 
     taken = bytearray(len(folded))
     found: list[tuple[int, int]] = []
     for name, owner in sorted(names, key=lambda p: (-len(p[0]), p[0], p[1])):
-        for m in re.finditer(_name_pattern(name), folded):
+        key, pattern = _compiled(name)
+        if key not in folded:
+            continue
+        for m in pattern.finditer(folded):
             if any(taken[m.start():m.end()]):
                 continue
             taken[m.start():m.end()] = b"\x01" * (m.end() - m.start())
@@ -127,8 +148,7 @@ def _letter_index(letter: str, k: int) -> int | None:
 def _starts_option(rest: str, folded_options: Sequence[str]) -> bool:
     """Whether ``rest`` (the text after an "A ") begins with an option's name."""
     head = fold(rest[:200])
-    return any(o and (head == o or head.startswith(o + " ") or re.match(_name_pattern(o), head))
-               for o in folded_options)
+    return any(o and _compiled(o)[1].match(head) for o in folded_options)
 
 
 def _by_letter(text: str, k: int, folded_options: Sequence[str]) -> int | None:
@@ -200,7 +220,7 @@ def match_option(text: str, options: Sequence[str],
     if k == 0:
         return None
     body = _prepare(text)
-    folded_options = [fold(o) for o in options]
+    folded_options = [_fold_name(o) for o in options]
     found = _by_letter(body, k, folded_options)
     if found is not None:
         return found
@@ -208,7 +228,7 @@ def match_option(text: str, options: Sequence[str],
     found = _by_names(body, _unambiguous(named))
     if found is not None or synonyms is None:
         return found
-    extra = [(fold(s), i) for i, group in enumerate(synonyms) for s in group]
+    extra = [(_fold_name(s), i) for i, group in enumerate(synonyms) for s in group]
     pairs = list(dict.fromkeys([*named, *((s, i) for s, i in extra if s)]))
     return _by_names(body, _unambiguous(pairs))
 
@@ -234,7 +254,8 @@ def names_in_text(text: str, names: Sequence[str]) -> bool:
     if not isinstance(text, str):
         raise TypeError(f"text must be a string, got {type(text).__name__}")
     folded = fold(_prepare(text))
-    return any(re.search(_name_pattern(n), folded) for n in map(fold, names) if n)
+    return any(_compiled(n)[0] in folded and _compiled(n)[1].search(folded)
+               for n in map(_fold_name, names) if n)
 
 
 def class_synonyms(class_id: int) -> tuple[str, ...]:
