@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from vlmrobust.core.text import control_char
 from vlmrobust.models.backends.endpoint_client import HttpClient
 
 # route (relative to the server root) -> how to read a version string out of its JSON
@@ -26,9 +27,15 @@ def server_root(base_url: str) -> str:
 
 
 def _text(value: Any) -> str | None:
+    r"""A short printable version string, or None (metadata text holds no control
+    characters: core.text).
+
+    >>> _text(" 0.11.0\n"), _text("b1\x1b[31m"), _text(True)
+    ('0.11.0', None, None)
+    """
     if isinstance(value, (str, int, float)) and not isinstance(value, bool):
-        text = " ".join(str(value).split())
-        return text[:80] or None
+        text = " ".join(str(value).split())[:80]
+        return text if text and control_char(text) is None else None
     return None
 
 
