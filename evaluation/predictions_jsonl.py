@@ -145,9 +145,11 @@ def _objects(values: list[str | None]) -> Any:
 
 
 def read_jsonl_rows(path: Path, fh: BinaryIO, max_rows: int, max_bytes: int,
-                    hint: str) -> tuple[JsonlRows, str]:
+                    hint: str, max_logits: int | None = None) -> tuple[JsonlRows, str]:
     """Parse the open file ``fh`` line by line; returns the rows and the sha256
-    of the bytes read. Structural failures raise SubmissionError naming the line."""
+    of the bytes read. Structural failures raise SubmissionError naming the line,
+    among them a row with more than ``max_logits`` logits (the most options any
+    question of the dataset has): refused when met, not after the whole file."""
     sha = hashlib.sha256()
     rows = JsonlRows()
     total = 0
@@ -192,6 +194,11 @@ def read_jsonl_rows(path: Path, fh: BinaryIO, max_rows: int, max_bytes: int,
             raise SubmissionError(
                 f"{path}: {len(rows.ids) + 1} rows, more than the {max_rows} allowed for this "
                 "dataset (a small multiple of its row count); give one row per dataset row")
+        logits = obj.get("logits")
+        if max_logits is not None and isinstance(logits, list) and len(logits) > max_logits:
+            raise SubmissionError(
+                f"{path}: line {lineno} has {len(logits)} logits, more than the {max_logits} "
+                "options of any question of this dataset; give one logit per option")
         # true/false absent from the line: no value can be a bool (fast path below)
         rows.add(lineno, obj, b"true" not in raw and b"false" not in raw)
     return rows, sha.hexdigest()

@@ -160,14 +160,16 @@ def sniff_format(path: Path, head: bytes) -> str:
 
 
 def read_predictions(path: Path | str, max_rows: int = DEFAULT_MAX_ROWS,
-                     max_bytes: int = DEFAULT_MAX_BYTES) -> PredictionsFile:
+                     max_bytes: int = DEFAULT_MAX_BYTES,
+                     max_logits: int | None = None) -> PredictionsFile:
     """Read ``path`` (format by suffix, else sniffed). Raises SubmissionError for
     a missing, empty, oversized, unreadable or column-less file. The bytes are
     read once, so the returned ``sha256`` is of exactly what was parsed.
 
     Parquet: only the format's columns, their decoded size bounded from the
     footer before decoding, page checksums verified (predictions_parquet).
-    JSONL: streamed line by line (predictions_jsonl)."""
+    JSONL: streamed line by line (predictions_jsonl), a row of more than
+    ``max_logits`` logits refused when met."""
     import hashlib
 
     path = Path(path)
@@ -177,7 +179,7 @@ def read_predictions(path: Path | str, max_rows: int = DEFAULT_MAX_ROWS,
             raise SubmissionError(f"{path}: the file is empty; {FORMAT_HINT}")
         fmt = sniff_format(path, head)
         if fmt == "jsonl":
-            return _read_jsonl(path, fh, max_rows, max_bytes)
+            return _read_jsonl(path, fh, max_rows, max_bytes, max_logits)
         chunks = []
         left = max_bytes + 1
         while left > 0 and (block := fh.read(min(left, MIB))):
@@ -282,10 +284,11 @@ def _text_column(table: Any, name: str, path: Path) -> NDArray[np.object_]:
     return out
 
 
-def _read_jsonl(path: Path, fh: BinaryIO, max_rows: int, max_bytes: int) -> PredictionsFile:
+def _read_jsonl(path: Path, fh: BinaryIO, max_rows: int, max_bytes: int,
+                max_logits: int | None) -> PredictionsFile:
     from vlmrobust.evaluation.predictions_jsonl import read_jsonl_rows
 
-    rows, digest = read_jsonl_rows(path, fh, max_rows, max_bytes, FORMAT_HINT)
+    rows, digest = read_jsonl_rows(path, fh, max_rows, max_bytes, FORMAT_HINT, max_logits)
     if not rows.ids and not rows.not_json:
         raise SubmissionError(f"{path}: the file holds no JSON lines; {FORMAT_HINT}")
     problems: list[Problem] = []

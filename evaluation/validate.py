@@ -225,6 +225,23 @@ def max_prediction_rows(manifest: Mapping[str, Any], dataset_dir: Path) -> int:
     return max(ROWS_FACTOR * n, 100)
 
 
+def max_options(dataset_dir: Path, manifest: Mapping[str, Any], configs: Sequence[str]) -> int | None:
+    """The most options any question of ``configs`` has (None: no options column).
+    Read before the predictions, so that a row of a million logits is refused when
+    it is met (issue 28.10); only the ``options`` column is decoded."""
+    import pyarrow.compute as pc
+
+    from vlmrobust.core.datadir import read_table
+
+    if "options" not in (manifest.get("features") or {}):
+        return None
+    most = 0
+    for name in configs:
+        lengths = pc.list_value_length(read_table(dataset_dir, name, columns=["options"]).column("options"))
+        most = max(most, int(pc.max(lengths).as_py() or 0))
+    return most or None
+
+
 def _meta_configs(meta: Mapping[str, Any] | None, known: list[str]) -> list[str] | None:
     """The configs the metadata says were predicted (the known ones among them)."""
     listed = meta.get("configs") if meta is not None else None
@@ -561,7 +578,8 @@ def validate(dataset_dir: Path | str, predictions: Path | str, config: str | Non
     known = manifest_configs(manifest, dataset_dir)
     max_rows = max_prediction_rows(manifest, dataset_dir)
     pf = read_predictions(predictions, max_rows=max_rows,
-                          max_bytes=BYTES_BASE + BYTES_PER_ROW * max_rows)
+                          max_bytes=BYTES_BASE + BYTES_PER_ROW * max_rows,
+                          max_logits=max_options(dataset_dir, manifest, known))
     meta: dict[str, Any] | None
     try:
         meta = load_meta(predictions, pf.embedded_meta, pf.sha256)

@@ -186,6 +186,16 @@ def test_jsonl_overlong_line_is_refused_when_met(mcq: Path, tmp_path: Path) -> N
         validate(mcq, p)
 
 
+def test_jsonl_row_with_more_logits_than_options_stops_the_read(mcq: Path, tmp_path: Path) -> None:
+    """Refused at the line that holds it (the dataset has 5 options per question),
+    not after the rest of the file has been parsed."""
+    p = tmp_path / "wide.jsonl"
+    p.write_bytes(b'{"id": "a", "logits": [' + b"0," * 5000 + b'0]}\n' + b"not json\n" * 20)
+    write_meta(p, mcq)
+    with pytest.raises(SubmissionError, match="line 1 has 5001 logits, more than the 5 options"):
+        validate(mcq, p)
+
+
 def test_jsonl_many_junk_lines_stop_early(mcq: Path, tmp_path: Path) -> None:
     p = write_jsonl(tmp_path / "junk.jsonl", [])
     p.write_bytes(b"[1]\n" * 50)
