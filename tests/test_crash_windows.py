@@ -210,6 +210,18 @@ def test_build_killed_in_the_swap_is_undone_by_any_command(
     assert not _leftovers(tmp_path)
 
 
+def test_cli_build_killed_between_the_renames_is_undone_by_any_command(
+        tmp_path: Path, state: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = write_mcq(tmp_path / "out")  # a dataset vlmrobust built: build may replace it
+    before = snapshot(out)
+    _killed("two-renames", "cli", "build", "imagenet-mcq", "--sample", "--limit", "1",
+            "--no-progress", "--workers", "1", "--threads", "1", "--out", str(out))
+    assert not out.exists() and _leftovers(tmp_path)
+    _any_command(capsys)
+    assert snapshot(out) == before
+    assert not _leftovers(tmp_path) and not _records(state)
+
+
 def test_the_same_target_recovers_without_any_record(tmp_path: Path, state: Path) -> None:
     """A reader or the next swap of the same folder puts it back even when the
     state folder was lost (or belongs to another user)."""

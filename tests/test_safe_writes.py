@@ -320,3 +320,42 @@ def test_publish_keeps_hidden_files_links_fifos_and_devices_of_the_site(
     after = snapshot(site)
     assert {k: after.get(k) for k in theirs} == theirs
     assert not _leftovers(tmp_path)
+
+
+def test_writer_extra_files_land_in_the_same_swap(tmp_path: Path) -> None:
+    from tests.score_fixtures import bench_c_features, bench_c_rows
+
+    def write(out: Path, extra: dict[str, bytes]) -> None:
+        write_dataset(out, configs={"default": bench_c_rows(2)}, features=bench_c_features(),
+                      card="toy", info=_info(), extra_files=extra)
+
+    write(tmp_path / "ds", {"selection.parquet": b"table"})
+    assert (tmp_path / "ds" / "selection.parquet").read_bytes() == b"table"
+    write(tmp_path / "ds", {})  # a rebuild without it drops it: it was the build's own
+    assert not (tmp_path / "ds" / "selection.parquet").exists()
+    with pytest.raises(ValueError, match=r"notes\.txt"):
+        write(tmp_path / "ds", {"notes.txt": b"x"})
+    assert (tmp_path / "ds" / "manifest.json").is_file() and not _leftovers(tmp_path)
+
+
+# -- demo --out --fresh ---------------------------------------------------------------------
+
+
+def test_demo_fresh_removes_only_what_the_demo_wrote(tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    from vlmrobust.cli.commands.demo import DEMO_ENTRIES, _remove_own
+
+    out = hostile_folder(tmp_path / "demo")
+    theirs = snapshot(out)
+    for name in DEMO_ENTRIES:
+        if name.endswith(".yaml"):
+            (out / name).write_text("x: 1\n")
+        else:
+            (out / name / "inner").mkdir(parents=True)
+    _remove_own(out)
+    assert snapshot(out) == theirs
+    # something else in the place of one of its entries: refused before any work
+    os.mkfifo(out / "site")
+    _fails(["demo", "--out", str(out), "--fresh"], capsys, "site is a FIFO")
+    assert snapshot(out)["pipe"] == theirs["pipe"] and lstat_kind(out / "site") == "p"
+    _fails(["demo", "--out", str(out / "pipe")], capsys, "not a folder")

@@ -45,7 +45,6 @@ from vlmrobust.builders.bench_c.work import CLEAN, variants
 from vlmrobust.builders.corruptions import ALL_CORRUPTIONS
 from vlmrobust.builders.corruptions.registry import GROUPS as CORRUPTION_GROUPS
 from vlmrobust.builders.families import BuildOptions
-from vlmrobust.core.atomic import write_bytes_atomic
 from vlmrobust.core.errors import SourceError, VlmrobustError
 from vlmrobust.core.writer import BuildInfo, mcq_features, write_dataset
 from vlmrobust.metrics.kappa import kappa as kappa_metric
@@ -254,10 +253,10 @@ def build_dataset(spec: BenchCSpec, selection: SelectionSpec, sources: Sequence[
                                  card=card, info=info,
                                  card_header=card_meta.header(
                                      FAMILY, sample=options.sample, features=feats,
-                                     source_datasets=[f"extended|{s.spec.name}" for s in sources]))
-        # beside the data, outside the README's configs (load_dataset never reads it);
-        # the manifest already holds its sha256
-        write_bytes_atomic(out / AUDIT_FILE, audit_bytes)
+                                     source_datasets=[f"extended|{s.spec.name}" for s in sources]),
+                                 # beside the data, outside the README's configs (load_dataset
+                                 # never reads it), in the same swap; the manifest holds its sha256
+                                 extra_files={AUDIT_FILE: audit_bytes})
         if not keep_work:
             shutil.rmtree(work, ignore_errors=True)
         return manifest

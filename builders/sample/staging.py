@@ -8,7 +8,6 @@ import csv
 import hashlib
 import io
 import json
-import os
 import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -20,6 +19,7 @@ from tqdm import tqdm
 from vlmrobust.builders.sample import COLUMNS
 from vlmrobust.core.atomic import write_bytes_atomic, write_text_atomic
 from vlmrobust.core.classes import load_imagenet_classes
+from vlmrobust.core.swap import recover, swap_in
 
 #: Bump when rendering changes, so that staged files of older runs are redone.
 RENDER_VERSION = "1"
@@ -96,10 +96,7 @@ def install(staging: Path, out: Path, table: str) -> None:
     for stamp in new_images.rglob("*.src"):
         stamp.unlink()
     images = out / "images"
-    old = out / f".images.old-{os.getpid()}"
-    if images.exists():
-        os.replace(images, old)
-    os.replace(new_images, images)
+    recover(images)  # a killed earlier install: the previous images go back first
+    swap_in(new_images, images)  # one exchange; see vlmrobust.core.swap
     write_text_atomic(out / "sample.csv", table)
-    shutil.rmtree(old, ignore_errors=True)
     shutil.rmtree(staging, ignore_errors=True)

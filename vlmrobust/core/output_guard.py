@@ -192,9 +192,9 @@ def check_dataset_output(out: Path | str, flag: str = "--out",
     resolve(out.parent, flag)
     st = lstat_or_none(out, flag)
     for p in protected:
-        if p is not None and (_inside(Path(p), out) or _inside(out, Path(p))):
-            raise VlmrobustError(f"{flag} {out} would hold or lie inside the input {p}; "
-                                 "build into a new folder elsewhere")
+        if p is not None and _inside(Path(p), out):
+            raise VlmrobustError(f"{flag} {out} holds the input {p}, which a build would "
+                                 "delete; build into a new folder elsewhere")
     if st is None:
         check_not_input(out, flag)
         return out

@@ -25,9 +25,9 @@ from typing import Any
 import yaml
 
 from vlmrobust import __version__
-from vlmrobust.core.atomic import atomic_directory, write_text_atomic
+from vlmrobust.core.atomic import atomic_directory, write_bytes_atomic, write_text_atomic
 from vlmrobust.core.fingerprint import FINGERPRINT_VERSION, ContentHasher, file_sha256
-from vlmrobust.core.output_guard import check_dataset_output
+from vlmrobust.core.output_guard import DATASET_ENTRIES, check_dataset_output
 
 SPLIT = "test"
 MANIFEST = "manifest.json"
@@ -259,12 +259,16 @@ def write_dataset(
     shard_bytes: int = SHARD_BYTES,
     row_group_bytes: int = ROW_GROUP_BYTES,
     card_header: Callable[[Mapping[str, int]], Mapping[str, Any]] | None = None,
+    extra_files: Mapping[str, bytes] | None = None,
 ) -> dict[str, Any]:
     """Write ``configs`` (name -> rows, in order) to ``out`` atomically and return
     the manifest. Rows hold ``image`` as ``{"bytes": ..., "path": None}`` (or raw
     bytes), already encoded by the builder so that bytes are reproducible.
     ``card_header`` maps the row counts per config to the README's YAML fields
     besides ``configs`` (hub metadata: licence, size category, ...).
+    ``extra_files`` (name -> bytes, e.g. bench-c's selection table) are written
+    at the top of the folder inside the same swap: a kill never separates them
+    from the data.
 
     A shard closes at ``shard_bytes`` of encoded rows (or ``rows_per_shard``
     rows, when given); rows reach disk in row groups of ``row_group_bytes``, so
@@ -306,6 +310,11 @@ def write_dataset(
         }
         write_text_atomic(tmp / MANIFEST, json.dumps(manifest, indent=2, sort_keys=False) + "\n")
         extra = card_header(counts) if card_header is not None else None
+        for name, data in (extra_files or {}).items():
+            if name not in DATASET_ENTRIES or name in (MANIFEST, "README.md", "data"):
+                raise ValueError(f"extra file {name!r} is not one a build may write "
+                                 f"(vlmrobust.core.output_guard.DATASET_ENTRIES)")
+            write_bytes_atomic(tmp / name, data)
         write_text_atomic(tmp / "README.md",
                           _card_yaml(list(configs), extra) + "\n" + card.strip() + "\n")
     return manifest

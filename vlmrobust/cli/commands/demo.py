@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import argparse
 import shutil
+import stat
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from vlmrobust.core.errors import VlmrobustError
+from vlmrobust.core.output_guard import kind_of, lstat_or_none, refuse_non_folder, resolve
 
 
 @dataclass(frozen=True)
@@ -65,8 +67,34 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--questions", type=int, default=DemoOptions.mcq_questions_per_variant,
                    help="ImageNet-MCQ questions per sample variant (seeded subset; "
                    "default: all sample images)")
-    p.add_argument("--fresh", action="store_true", help="rebuild every stage from scratch")
+    p.add_argument("--fresh", action="store_true", help="rebuild every stage from scratch "
+                   "(removes the datasets/, predictions/, submissions/, site/ and "
+                   "reference-runs.yaml the demo wrote in --out, nothing else)")
     p.set_defaults(func=run)
+
+
+# What a demo writes in its --out folder; --fresh removes these and nothing else.
+DEMO_ENTRIES = ("datasets", "predictions", "submissions", "reference-runs.yaml", "site")
+
+
+def _remove_own(out: Path) -> None:
+    """--fresh: remove the demo's own entries of ``out`` (never the folder itself,
+    never a link, a FIFO or a device node in their place, never anything else)."""
+    for name in DEMO_ENTRIES:
+        p = out / name
+        st = lstat_or_none(p, "--out")
+        if st is None:
+            continue
+        want_dir = name != "reference-runs.yaml"
+        if not (stat.S_ISDIR(st.st_mode) if want_dir else stat.S_ISREG(st.st_mode)):
+            raise VlmrobustError(f"--out {out}: {name} is {kind_of(st.st_mode)}, not what a demo "
+                                 "wrote; move it away before --fresh")
+    for name in DEMO_ENTRIES:
+        p = out / name
+        if p.is_dir() and not p.is_symlink():
+            shutil.rmtree(p)
+        elif p.is_file() and not p.is_symlink():
+            p.unlink()
 
 
 def _stage(title: str) -> float:
@@ -84,9 +112,10 @@ def run(args: argparse.Namespace) -> int:
                            mcq_questions_per_variant=args.questions)
     except ValueError as exc:
         raise VlmrobustError(str(exc)) from None
-    out: Path = args.out.resolve()
-    if args.fresh and out.exists():
-        shutil.rmtree(out)
+    out: Path = resolve(args.out, "--out")
+    refuse_non_folder(out, "--out")
+    if args.fresh:
+        _remove_own(out)
     out.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
 
