@@ -34,7 +34,7 @@ from tqdm import tqdm
 from vlmrobust import __version__
 from vlmrobust.core.atomic import atomic_directory
 from vlmrobust.core.errors import VlmrobustError
-from vlmrobust.core.output_guard import check_not_input, kind_of, lstat_or_none
+from vlmrobust.core.output_guard import check_apart, check_not_input, kind_of, lstat_or_none
 from vlmrobust.core.swap import carry_over, recover
 from vlmrobust.core.text import control_char, short_repr
 from vlmrobust.leaderboard.aggregate import aggregate
@@ -290,6 +290,8 @@ def build_site(submissions: Path | Sequence[Submission], out: Path, *,
     re-scored against ``datasets`` / the dataset ``stores`` first
     (vlmrobust.leaderboard.verify). Returns ``out/index.html``."""
     out = Path(out)
+    subs_dir = Path(submissions) if isinstance(submissions, (str, Path)) else None
+    check_apart(out, "--out", [subs_dir, *datasets])
     lb = _leaderboard(submissions, baselines, datasets, stores, reference_runs)
     _refuse_foreign(out)  # before the lock file is created beside it
     with _site_lock(out):
@@ -316,6 +318,8 @@ def publish_site(submissions: Path | Sequence[Submission], site: Path, *,
     (submissions re-scored as in build_site); returns the release record
     appended to ``releases.json``."""
     site = Path(site)
+    subs_dir = Path(submissions) if isinstance(submissions, (str, Path)) else None
+    check_apart(site, "--site", [subs_dir, *datasets])
     lb = _leaderboard(submissions, baselines, datasets, stores, reference_runs)
     # Read the changelog under the lock: two publishes must not both append to v1.
     _refuse_foreign(site)  # before the lock file is created beside it

@@ -140,6 +140,15 @@ def check_not_input(out: Path, flag: str, inputs: Iterable[Path | None] = (),
                              "read-only: write the result elsewhere")
 
 
+def check_apart(out: Path, flag: str, input_dirs: Iterable[Path | None]) -> None:
+    """Refuse a folder ``out`` that is, lies inside or holds one of ``input_dirs``
+    (a site inside its submissions, the submissions inside the site it replaces)."""
+    for d in input_dirs:
+        if d is not None and (_inside(out, Path(d)) or _inside(Path(d), out)):
+            raise VlmrobustError(f"{flag} {out} and the input folder {d} overlap; write the "
+                                 "result to a folder apart from its inputs")
+
+
 def check_file_output(out: Path | str, flag: str = "--out", inputs: Iterable[Path | None] = (),
                       input_dirs: Iterable[Path | None] = ()) -> Path:
     """The checks before a command writes the file ``out``: absent or a regular
