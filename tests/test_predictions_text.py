@@ -291,3 +291,16 @@ def test_class_ids_outside_imagenet_give_no_synonyms_not_a_traceback() -> None:
     s = score_tables(dataset, manifest, preds)["datasets"]["toy"]
     # row a: ids are not ImageNet classes, so the lemma decides nothing; row b: goldfish
     assert s["no_answer"] == 1 and s["configs"]["default"]["accuracy"] == 0.5
+
+
+def test_cli_score_reports_no_answer_and_the_rows_file(mcq: Path, tmp_path: Path,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    rows = dataset_rows(mcq)
+    p = write_jsonl(tmp_path / "p.jsonl", [{"id": r["id"], "text": t}
+                                           for r, t in zip(rows, _texts(rows), strict=True)])
+    write_meta(p, mcq, family="vlm")
+    out = tmp_path / "o" / "scores.json"
+    assert main(["score", "--dataset", str(mcq), "--predictions", str(p), "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "no answer in 8 rows (counted as wrong)" in printed
+    assert f"wrote {out} and {tmp_path / 'o' / 'scores.rows.jsonl'}" in printed

@@ -14,7 +14,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="validate predictions and write scores.json",
         description="Validate a predictions file against its dataset, then write scores.json "
         "(accuracy + CI, ECE/NLL before/after temperature scaling, Bench-C RAS, the predictions' "
-        "sha256). Nothing is written if validation fails; --out may not be an input.",
+        "sha256) and, beside it, the per-row results (<out stem>.rows.jsonl). Rows with text are "
+        "answered by the project's matcher; text that answers no option counts as wrong and is "
+        "reported as no answer. Nothing is written if validation fails; --out may not be an input.",
     )
     add_dataset_predictions_args(p, "score one config only (default: all)")
     p.add_argument("--out", type=Path, required=True, help="scores.json to write")
@@ -29,6 +31,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from vlmrobust.evaluation.row_results import rows_path
     from vlmrobust.evaluation.score import score
 
     scores = score(args.dataset, args.predictions, args.out, args.config, args.model_id, args.seed,
@@ -39,6 +42,8 @@ def run(args: argparse.Namespace) -> int:
         bench_c = section.get("bench_c")
         if bench_c and bench_c["aggregate"]["ras"] is not None:
             line += f"; RAS {bench_c['aggregate']['ras']:.4f}"
+        if section.get("no_answer"):
+            line += f"; no answer in {section['no_answer']} rows (counted as wrong)"
         print(line)
-    print(f"wrote {args.out}")
+    print(f"wrote {args.out} and {rows_path(args.out)}")
     return 0
