@@ -1,8 +1,10 @@
 """MoonDream2, one of the Bench-C paper's three selectors, ships its modelling
 code with the checkpoint and registers it as a causal LM only (``auto_map``:
-AutoConfig and AutoModelForCausalLM). A tiny stand-in with exactly that layout
-loads through the vlm adapter (trusted remote code, the causal-LM fallback of
-``vlm._auto_model``) and serves as a selector of a real Bench-C build."""
+AutoConfig and AutoModelForCausalLM). A remote-code VLM with that layout loads
+through the vlm adapter (the causal-LM fallback of ``vlm._auto_model``); the
+real MoonDream2 has no processor and answers through ``query()``, so the shipped
+spec names it as ``moondream:`` and a tiny stand-in of that code path
+(tests/moondream_fixtures.py) serves as a selector of a real Bench-C build."""
 
 from __future__ import annotations
 
@@ -46,12 +48,13 @@ def test_causal_lm_only_remote_code_loads_when_trusted(moondream_like: Path) -> 
     assert logits.shape == (1, 3) and np.isfinite(logits).all()
 
 
-def test_moondream_like_selector_in_a_bench_c_build(moondream_like: Path,
-                                                    tmp_path: Path) -> None:
+def test_moondream_selector_in_a_bench_c_build(tmp_path: Path) -> None:
     import pyarrow.parquet as pq
 
+    from tests.moondream_fixtures import make_moondream_like
+
     write_source(tmp_path)
-    name = f"vlm:{moondream_like}"
+    name = f"moondream:{make_moondream_like(tmp_path / 'md')}"
     raw = raw_spec(selectors=[name, "other:bright"], pool_per_category=1,
                    trust_remote_code=True)
     raw["corruptions"] = ["gaussian_noise", "brightness"]
@@ -76,3 +79,13 @@ def test_moondream_like_selector_in_a_bench_c_build(moondream_like: Path,
         answers = row[f"answers:{name}"]
         assert len(answers) == 1 + 2 * 5 and all(0 <= a < 4 for a in answers)
     assert manifest["num_rows"] == len(manifest["selection"]["kept"]) * (1 + 2 * 5) > 0
+
+
+def test_shipped_spec_loads_moondream2_through_its_own_family() -> None:
+    from vlmrobust.benchmarks import load_spec_yaml, resolve_spec
+    from vlmrobust.models.registration import parse_adapter_name
+
+    path = resolve_spec("bench-c")
+    selectors = parse_spec(load_spec_yaml(path), path).selection.selectors
+    assert selectors[0] == "moondream:vikhyatk/moondream2"
+    assert all(parse_adapter_name(s).family == "vlm" for s in selectors)

@@ -101,7 +101,7 @@ def default_loader(device: str | None, trust_remote_code: bool = False) -> Adapt
     def load(name: str) -> Any:
         from vlmrobust.models import load_adapter
 
-        if trust_remote_code and name.startswith("vlm:"):
+        if trust_remote_code and name.startswith(("vlm:", "moondream:")):
             return load_adapter(name, device=device, trust_remote_code=True)
         return load_adapter(name, device=device)
 
