@@ -22,6 +22,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from vlmrobust.evaluation import bench_c_stats
+from vlmrobust.evaluation.bench_c_stats import clustered_mean_ci, question_clusters
 from vlmrobust.evaluation.predictions_read import PredictionsFile, predictions_from_table
 from vlmrobust.evaluation.validate import (
     CLEAN,
@@ -98,11 +100,16 @@ def _factor_scores(report: ValidationReport, rows: NDArray[np.int64], correct: N
 
 
 def _config_scores(report: ValidationReport, rows: NDArray[np.int64], config: str, seed: int,
-                   annotations: Mapping[str, frozenset[str]] | None = None) -> dict[str, Any]:
+                   annotations: Mapping[str, frozenset[str]] | None = None,
+                   clusters: NDArray[np.int64] | None = None) -> dict[str, Any]:
     index = report.index
     y = index.answer[rows]
     correct = report.aligned.predicted[rows] == y
-    lo, hi = accuracy_ci(correct, seed=derived_seed(seed, "accuracy", config))
+    if clusters is None:
+        lo, hi = accuracy_ci(correct, seed=derived_seed(seed, "accuracy", config))
+    else:  # Bench-C: a question's copies are one sample (bench_c_stats)
+        lo, hi = clustered_mean_ci(correct.astype(np.float64), clusters[rows],
+                                   derived_seed(seed, "accuracy", config))
     out: dict[str, Any] = {"n": int(rows.size), "accuracy": _num(accuracy(correct)), "accuracy_ci": [_num(lo), _num(hi)],
                            "no_answer": int(report.aligned.no_answer[rows].sum())}
     if index.name == "imagenet-mcq":
@@ -218,7 +225,7 @@ def _reference_calibration(report: ValidationReport, configs: dict[str, dict[str
         out.update(fields)
 
 
-def bench_c_scores(report: ValidationReport) -> dict[str, Any] | None:
+def bench_c_scores(report: ValidationReport, seed: int = DEFAULT_SEED) -> dict[str, Any] | None:
     """The ``bench_c`` block (docs/internals.md). Per (corruption, severity)
     cell: κ-weighted means of Acc, ΔAcc, S, S_clean, ΔS, C, C_clean, ΔC, RAS
     and destructive / corrective RAS (top level), the same as plain means
@@ -295,6 +302,10 @@ def bench_c_scores(report: ValidationReport) -> dict[str, Any] | None:
                                     "clean_accuracy": block["kappa_weighted"]["acc"],
                                     "cells": cat_cells, "aggregate": cat_agg}
     clean = clean_block(np.ones(clean_rows.size, dtype=bool))
+    qc = question_clusters(index)
+    assert qc is not None
+    clean_values = {"acc": ok[clean_rows].astype(np.float64),
+                    **({"S": s_all, "C": c_all} if s_all is not None and c_all is not None else {})}
     return {
         "note": BENCH_C_NOTE,
         "clean_accuracy": clean["kappa_weighted"]["acc"],
@@ -302,6 +313,13 @@ def bench_c_scores(report: ValidationReport) -> dict[str, Any] | None:
         "cells": out_cells,
         "aggregate": aggregate,
         "categories": categories,
+        "intervals": bench_c_stats.intervals(
+            values, w, cells, len(cell_keys), qc[d_rows], trans, clean_values, kappa[clean_rows],
+            qc[clean_rows], int(qc.max()) + 1 if qc.size else 0,
+            derived_seed(seed, "bench-c", "questions")),
+        "sensitivity": bench_c_stats.sensitivity(values, corruption[d_rows].tolist(), qc[d_rows],
+                                                 int(qc.max()) + 1 if qc.size else 0),
+        "accuracy_gain": bench_c_stats.accuracy_gain(out_cells),
     }
 
 
@@ -329,9 +347,10 @@ def score_report(report: ValidationReport, model_id: str | None = None, seed: in
     manifest = index.manifest
     annotations = _annotations(report, imagenet_x)
     configs = {}
+    clusters = question_clusters(index)
     for config in index.configs:
         rows = np.flatnonzero(index.config == config)
-        configs[config] = _config_scores(report, rows, config, seed, annotations)
+        configs[config] = _config_scores(report, rows, config, seed, annotations, clusters)
     _reference_calibration(report, configs)
     section = {
         "dataset": {
@@ -346,7 +365,7 @@ def score_report(report: ValidationReport, model_id: str | None = None, seed: in
         "no_answer": int(report.aligned.no_answer.sum()),
         "reference_variant": manifest.get("reference_variant") if index.name == "imagenet-mcq" else None,
         "configs": configs,
-        "bench_c": bench_c_scores(report),
+        "bench_c": bench_c_scores(report, seed),
     }
     if model_id is None and report.meta is not None:
         found = report.meta.get("model_id", report.meta.get("model"))

@@ -23,6 +23,7 @@ the records this returns in :mod:`.board`.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from collections import Counter, defaultdict
 from collections.abc import Sequence
@@ -33,6 +34,7 @@ from vlmrobust.leaderboard.board import (
     BENCH_C,
     IMAGENET,
     IMAGEWIKIQA,
+    REFERENCE,
     ERValue,
     Leaderboard,
     MeanER,
@@ -40,6 +42,8 @@ from vlmrobust.leaderboard.board import (
     ShiftFit,
     variant_key,
 )
+from vlmrobust.leaderboard.bootstrap import interval, resampled_accuracy, seeded_rng
+from vlmrobust.leaderboard.pairwise import adjacent_tests
 from vlmrobust.leaderboard.provenance import provenances
 from vlmrobust.leaderboard.reference_runs import ReferenceRuns
 from vlmrobust.leaderboard.shift_fits import Accuracies, imagenet_acc, strategy_fits
@@ -78,6 +82,43 @@ def _benchc(s: Submission) -> dict[str, float | None]:
     if d is None or d.bench_c is None:
         return {"acc": None, "delta_acc": None, "ras": None}
     return {k: d.bench_c.aggregate.get(k) for k in ("acc", "delta_acc", "ras")}
+
+
+def _benchc_ci(s: Submission) -> dict[str, tuple[float, float] | None]:
+    d = s.datasets.get(BENCH_C)
+    ex = d.bench_c.extras if d is not None and d.bench_c is not None else None
+    kw = ex.intervals.get("kappa_weighted", {}) if ex is not None else {}
+    return {k: kw.get(k) for k in ("acc", "delta_acc", "ras")}
+
+
+def _imagenet_ci(s: Submission, strategy: str) -> dict[str, tuple[float, float] | None]:
+    d = s.datasets.get(IMAGENET)
+    return {c.variant: c.accuracy_ci for c in (d.configs if d is not None else ())
+            if c.variant is not None and (c.strategy or "") == strategy}
+
+
+def _iwqa_ci(s: Submission, spec: BaselineSpec) -> tuple[float, float] | None:
+    """The pooled accuracy's interval: the config's own with one config; with
+    several, each config's accuracy redrawn (Binomial(n, acc)/n, seeded per model
+    and config) and pooled n-weighted."""
+    d = s.datasets.get(IMAGEWIKIQA)
+    cfgs = [c for c in (d.configs if d is not None else ()) if c.accuracy is not None and c.n]
+    if len(cfgs) == 1:
+        return cfgs[0].accuracy_ci
+    if not cfgs or not spec.n_bootstrap:
+        return None
+    total = sum(c.n for c in cfgs)
+    pooled = sum(resampled_accuracy(c.accuracy or 0.0, c.n, spec.n_bootstrap,
+                                    seeded_rng(spec.seed, "iwqa", s.model_id, c.config)) * c.n
+                 for c in cfgs) / total
+    ci, _ = interval(pooled, spec.level, spec.n_bootstrap)
+    return ci
+
+
+def _er_warning(fits: Sequence[ShiftFit], model_id: str, strategy: str) -> str | None:
+    notes = [f.warning for f in fits if f.kind == REFERENCE and f.strategy == strategy
+             and f.warning and any(p.model_id == model_id for p in f.points)]
+    return "; ".join(dict.fromkeys(n for n in notes if n)) or None
 
 
 def _iwqa(s: Submission) -> float | None:
@@ -139,14 +180,18 @@ def aggregate(submissions: tuple[Submission, ...], spec: BaselineSpec,
             mean_er=head["value"],
             mean_er_ci=None if head["ci"] is None else (head["ci"][0], head["ci"][1]),
             benchc=_benchc(s), iwqa=_iwqa(s), headline_er=head, prompt_id=s.meta.prompt_id,
+            imagenet_ci=_imagenet_ci(s, strategy), benchc_ci=_benchc_ci(s),
+            iwqa_ci=_iwqa_ci(s, spec),
+            er_warning=_er_warning(fits, s.model_id, spec.headline_strategy),
         ))
-    return Leaderboard(
+    lb = Leaderboard(
         submissions=submissions, spec=spec, strategy=strategy, variants=tuple(variants),
         fits=tuple(fits), er={k: tuple(v) for k, v in er.items()}, rows=tuple(rows),
         pages=pages, mean_er=mean_map,
         provenance=provenances(submissions, record or ReferenceRuns("none")),
         record=record,
     )
+    return dataclasses.replace(lb, pairwise=tuple(adjacent_tests(lb)))
 
 
 def _headline(means: Sequence[MeanER], spec: BaselineSpec) -> dict[str, Any]:

@@ -7,12 +7,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vlmrobust.leaderboard import fit
 from vlmrobust.leaderboard.baselines import BaselineSpec
 from vlmrobust.leaderboard.provenance import Provenance
 from vlmrobust.leaderboard.reference_runs import ReferenceRuns
+
+if TYPE_CHECKING:
+    from vlmrobust.leaderboard.pairwise import PairTest
 from vlmrobust.leaderboard.submission import Submission
 
 IMAGENET = "imagenet-mcq"
@@ -30,6 +33,10 @@ REFERENCE = "reference"
 SELF_REPORTED = "self-reported"
 LINE_KINDS = (REFERENCE, SELF_REPORTED, "family", "prompt")
 UNSPECIFIED_PROMPT = "unspecified"
+# A line below this R² or with fewer models carries a visible warning wherever
+# an ER against it is shown (issue 22.12).
+LOW_R2 = 0.5
+FEW_LINE_MODELS = 5
 
 
 @dataclass(frozen=True)
@@ -77,6 +84,22 @@ class ShiftFit:
             raise ValueError("a line has either CIs or a reason for having none")
 
     @property
+    def warning(self) -> str | None:
+        """Why ER against this line deserves caution (None for a sound line):
+        a low R² (the models do not lie on a line) or few models."""
+        if self.line is None:
+            return None
+        parts = []
+        if self.line.r2 < LOW_R2:
+            parts.append(f"R² = {self.line.r2:.2f} (below {LOW_R2})")
+        if len(self.baselines) < FEW_LINE_MODELS:
+            parts.append(f"only {len(self.baselines)} models (fewer than {FEW_LINE_MODELS})")
+        if not parts:
+            return None
+        return (f"weak {self.label} line on {self.shift}: {'; '.join(parts)}; "
+                "ER against it is uncertain")
+
+    @property
     def slope(self) -> float | None:
         return None if self.line is None else self.line.slope
 
@@ -97,6 +120,7 @@ class ShiftFit:
             "n": len(self.baselines), "baselines": list(self.baselines),
             "copies": {m: list(c) for m, c in sorted(self.copies.items())},
             "missing_baselines": list(self.missing), "reason": self.reason,
+            "warning": self.warning,
         }
 
 
@@ -147,6 +171,13 @@ class Row:
     iwqa: float | None
     headline_er: Mapping[str, Any] = field(default_factory=dict)
     prompt_id: str | None = None
+    # intervals of the other columns: variant -> accuracy CI; Bench-C metric -> CI
+    # (clustered by source question); ImageWikiQA accuracy CI
+    imagenet_ci: Mapping[str, tuple[float, float] | None] = field(default_factory=dict)
+    benchc_ci: Mapping[str, tuple[float, float] | None] = field(default_factory=dict)
+    iwqa_ci: tuple[float, float] | None = None
+    # why ER against the reference line deserves caution (weak lines), if it does
+    er_warning: str | None = None
 
 
 @dataclass(frozen=True)
@@ -163,6 +194,8 @@ class Leaderboard:
     # model id -> where its predictions came from (the maintainers' record decides)
     provenance: Mapping[str, Provenance] = field(default_factory=dict)
     record: ReferenceRuns | None = None
+    # adjacent-model paired tests of every overview column (.pairwise)
+    pairwise: tuple[PairTest, ...] = ()
 
     def __post_init__(self) -> None:
         if len(self.rows) != len(self.submissions):

@@ -28,6 +28,10 @@ from vlmrobust.leaderboard.submission import (
 # Version of the leaderboard.json layout; 2: Bench-C columns named by weighting.
 DOWNLOADS_SCHEMA = 2
 BENCH_C_COLUMN_NOTES = {
+    "*:ci_low, *:ci_high": "95% percentile bootstrap interval; Bench-C intervals redraw source "
+                           "questions with all their copies (scores.json bench_c.intervals)",
+    "pairwise": "pairwise.csv / leaderboard.json 'pairwise': paired tests between adjacent "
+                "models of every overview column (tie: p >= 0.05)",
     "bench-c:plain:*": "plain: per (corruption, severity) cell the unweighted mean over the "
                        "cell's questions (the paper's per-cell tables), then the mean over cells",
     "bench-c:kappa_weighted:*": "κ-weighted: per cell Σκ·x / Σκ (κ = the question's "
@@ -47,12 +51,13 @@ def table_records(lb: Leaderboard) -> tuple[list[str], list[dict[str, Any]]]:
     er_cols = sorted({(v.strategy, v.shift) for vals in lb.er.values() for v in vals})
     columns = ["model_id", "name", "family", "vision_encoder", "params", "prompt_id", "date",
                "tool_version", "adapter", "paper_url", "code_url", "weights_url"]
-    columns += [f"imagenet-mcq:{v}:{st}:accuracy" for v, st in in_cols]
+    columns += [f"imagenet-mcq:{v}:{st}:{k}" for v, st in in_cols
+                for k in ("accuracy", "accuracy_ci_low", "accuracy_ci_high")]
     columns += [f"er:{st}:{sh}" for st, sh in er_cols]
     columns += ["headline_er_value", "headline_er_ci_low", "headline_er_ci_high",
                 "headline_er_strategy", "mean_er", "mean_er_ci_low", "mean_er_ci_high"]
     columns += bench_c_columns()
-    columns += ["imagewikiqa:accuracy"]
+    columns += ["imagewikiqa:accuracy", "imagewikiqa:accuracy_ci_low", "imagewikiqa:accuracy_ci_high"]
     rows_by_id = {r.model_id: r for r in lb.rows}
     records = []
     for s in lb.submissions:
@@ -62,10 +67,14 @@ def table_records(lb: Leaderboard) -> tuple[list[str], list[dict[str, Any]]]:
             "vision_encoder": m.vision_encoder, "params": m.params, "prompt_id": m.prompt_id,
             "date": m.date, "tool_version": m.tool_version, "adapter": m.adapter,
             "paper_url": m.paper_url, "code_url": m.code_url, "weights_url": m.weights_url}
-        accs = ({(c.variant, c.strategy or ""): c.accuracy
-                 for c in s.datasets[IMAGENET].configs} if IMAGENET in s.datasets else {})
+        cfgs = ({(c.variant, c.strategy or ""): c for c in s.datasets[IMAGENET].configs}
+                if IMAGENET in s.datasets else {})
         for v, st in in_cols:
-            rec[f"imagenet-mcq:{v}:{st}:accuracy"] = accs.get((v, st))
+            c = cfgs.get((v, st))
+            ci = c.accuracy_ci if c is not None else None
+            rec[f"imagenet-mcq:{v}:{st}:accuracy"] = c.accuracy if c is not None else None
+            rec[f"imagenet-mcq:{v}:{st}:accuracy_ci_low"] = ci[0] if ci else None
+            rec[f"imagenet-mcq:{v}:{st}:accuracy_ci_high"] = ci[1] if ci else None
         ers = {(e.strategy, e.shift): e.er for e in lb.er.get(m.model_id, ())}
         for st, sh in er_cols:
             rec[f"er:{st}:{sh}"] = ers.get((st, sh))
@@ -85,13 +94,20 @@ def table_records(lb: Leaderboard) -> tuple[list[str], list[dict[str, Any]]]:
         rec["mean_er_ci_high"] = row.mean_er_ci[1] if row.mean_er_ci else None
         bc = s.datasets[BENCH_C].bench_c if BENCH_C in s.datasets else None
         rec.update(bench_c_values(bc))
+        ex = bc.extras if bc is not None else None
+        # JSON only: seed 003's sensitivity analysis and accuracy-gain cells
+        rec["bench_c_sensitivity"] = None if ex is None else ex.sensitivity
+        rec["bench_c_accuracy_gain"] = None if ex is None else list(ex.accuracy_gain)
         rec["imagewikiqa:accuracy"] = row.iwqa
+        rec["imagewikiqa:accuracy_ci_low"] = row.iwqa_ci[0] if row.iwqa_ci else None
+        rec["imagewikiqa:accuracy_ci_high"] = row.iwqa_ci[1] if row.iwqa_ci else None
         records.append(rec)
     return columns, records
 
 
 def bench_c_columns() -> list[str]:
-    cols = [f"bench-c:{wt}:{k}" for wt in WEIGHTINGS for k in ("clean_accuracy", *BENCH_C_METRICS)]
+    cols = [f"bench-c:{wt}:{k}{suffix}" for wt in WEIGHTINGS
+            for k in ("clean_accuracy", *BENCH_C_METRICS) for suffix in ("", ":ci_low", ":ci_high")]
     return cols + [f"bench-c:{k}" for k in (*QUADRANTS, *TRANSITIONS)]
 
 
@@ -103,13 +119,40 @@ def bench_c_values(bc: BenchCScores | None) -> dict[str, Any]:
     # clean_accuracy is the scorer's κ-weighted clean accuracy (older scores lack `clean`)
     clean = {"plain": bc.clean.get("plain", {}).get("acc"),
              "kappa_weighted": bc.clean.get("kappa_weighted", {}).get("acc", bc.clean_accuracy)}
-    out: dict[str, Any] = {}
+    out: dict[str, Any] = dict.fromkeys(bench_c_columns())
+    intervals = bc.extras.intervals if bc.extras is not None else {}
     for wt in WEIGHTINGS:
         out[f"bench-c:{wt}:clean_accuracy"] = clean[wt]
         out.update({f"bench-c:{wt}:{k}": by_weighting[wt].get(k) for k in BENCH_C_METRICS})
+        cis = dict(intervals.get(wt, {}))
+        cis["clean_accuracy"] = cis.pop("clean:acc", None)
+        for k, ci in cis.items():
+            if ci is not None and f"bench-c:{wt}:{k}:ci_low" in out:
+                out[f"bench-c:{wt}:{k}:ci_low"], out[f"bench-c:{wt}:{k}:ci_high"] = ci
     out.update({f"bench-c:{k}": bc.quadrants.get(k) for k in QUADRANTS})
     out.update({f"bench-c:{k}": bc.transitions.get(k) for k in TRANSITIONS})
     return out
+
+
+PAIRWISE_COLUMNS = ("column", "higher", "lower", "n_shared", "difference", "ci_low", "ci_high",
+                    "p_value", "tie", "test", "p_bootstrap", "p_mcnemar", "mcnemar_only_higher",
+                    "mcnemar_only_lower", "note")
+
+
+def pairwise_records(lb: Leaderboard) -> list[dict[str, Any]]:
+    """Every adjacent-model paired test (leaderboard.pairwise), flat."""
+    out = []
+    for t in lb.pairwise:
+        rec = t.as_record()
+        ci = rec.pop("ci")
+        rec["ci_low"], rec["ci_high"] = (ci if ci else (None, None))
+        out.append(rec)
+    return out
+
+
+def pairwise_csv(lb: Leaderboard) -> str:
+    """``pairwise.csv``: one row per adjacent pair of every overview column."""
+    return to_csv(list(PAIRWISE_COLUMNS), pairwise_records(lb))
 
 
 def _csv_cell(v: Any) -> str:
@@ -137,5 +180,7 @@ def to_json(lb: Leaderboard, columns: list[str], records: list[dict[str, Any]]) 
         {"schema_version": DOWNLOADS_SCHEMA, "overview_strategy": lb.strategy,
          "column_notes": BENCH_C_COLUMN_NOTES,
          "baselines": lb.spec.as_record(), "fits": [f.as_record() for f in lb.fits],
+         "reference_runs": None if lb.record is None else lb.record.as_record(),
+         "pairwise": pairwise_records(lb),
          "columns": columns, "rows": records},
         separators=(",", ":"), ensure_ascii=False, allow_nan=False) + "\n"

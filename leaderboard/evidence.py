@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 IDENTITY_DATASET = "imagenet-mcq"
 
@@ -38,6 +39,12 @@ class DatasetEvidence:
     # the per-row results (evaluation.row_results) recomputed from the predictions,
     # as gzip'd JSONL for the site's downloads (never the submitted rows.jsonl)
     rows_jsonl_gz: bytes | None = field(default=None, repr=False, compare=False)
+    # Per-question answers for paired tests (vlmrobust.leaderboard.pairwise): the
+    # dataset index (shared by every submission of one build), whether each row
+    # was answered correctly, and per Bench-C pair (corrupted row) its RAS.
+    index: Any = field(default=None, compare=False, repr=False)
+    correct: NDArray[np.bool_] | None = field(default=None, compare=False, repr=False)
+    ras: NDArray[np.float64] | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         for name in ("predictions_sha256", "content_sha256"):
@@ -78,6 +85,22 @@ def _checkpoint(meta: Mapping[str, Any]) -> str | None:
                           ).hexdigest()
 
 
+def _pair_ras(report: Any) -> NDArray[np.float64] | None:
+    index = report.index
+    if report.aligned.logits is None or not {"source_id", "corruption", "severity"} <= set(
+            index.columns):
+        return None
+    from vlmrobust.evaluation.bench_c_stats import Pairing
+    from vlmrobust.metrics.ras import pair_metrics
+    from vlmrobust.metrics.uncertainty import softmax
+
+    pairing = Pairing(index)
+    probs = softmax(report.aligned.logits)
+    m = pair_metrics(probs[pairing.o_rows], probs[pairing.d_rows], index.answer[pairing.d_rows],
+                     index.n_options[pairing.d_rows])
+    return np.asarray(m.ras, dtype=np.float64)
+
+
 def evidence_from_report(report: Any) -> DatasetEvidence:
     """The evidence of a :class:`vlmrobust.evaluation.validate.ValidationReport`."""
     meta = dict(report.meta or {})
@@ -91,6 +114,9 @@ def evidence_from_report(report: Any) -> DatasetEvidence:
         checkpoint=_checkpoint(meta),
         meta=meta,
         rows_jsonl_gz=rows_download(report),
+        index=report.index,
+        correct=np.asarray(aligned.predicted == report.index.answer, dtype=bool),
+        ras=_pair_ras(report),
     )
 
 

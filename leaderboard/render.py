@@ -32,9 +32,10 @@ from vlmrobust.leaderboard.board import (
     Leaderboard,
     family_key,
 )
-from vlmrobust.leaderboard.downloads import table_records, to_csv, to_json
+from vlmrobust.leaderboard.downloads import pairwise_csv, table_records, to_csv, to_json
 from vlmrobust.leaderboard.fit_plots import fit_marker, fit_plot, shift_charts
 from vlmrobust.leaderboard.formatting import data_v, num, params, pct, signed, tone
+from vlmrobust.leaderboard.pairwise import LEVEL, RANK_COLUMN
 from vlmrobust.leaderboard.provenance import Provenance
 from vlmrobust.leaderboard.submission import QUADRANTS, TRANSITIONS
 
@@ -111,7 +112,51 @@ def _overview_rows(lb: Leaderboard, strats: list[str],
                     "search": " ".join(x for x in (r.name, r.model_id, r.vision_encoder or "",
                                                    s.meta.prompt_id or "") if x).lower()})
     out.sort(key=lambda o: (o["rank"] is None, o["rank"] or 0, o["r"].model_id))
+    _mark_ties(lb, out)
     return out
+
+
+def _ci_text(ci: tuple[float, float] | None, fmt: Any) -> str:
+    return "" if ci is None else f"{round(LEVEL * 100)}% interval {fmt(ci[0])} … {fmt(ci[1])}"
+
+
+def _mark_ties(lb: Leaderboard, rows: list[dict[str, Any]]) -> None:
+    """Per row: the rank shown (a model within noise of the one above shares its
+    rank) and, per column, a tie mark and the hover text of its paired test
+    against the next model above in that column (leaderboard.pairwise)."""
+    tests = {(t.column, t.lower): t for t in lb.pairwise}
+    names = {s.model_id: s.meta.name for s in lb.submissions}
+    shown: dict[str, int | None] = {}
+    for o in rows:
+        m = o["r"].model_id
+        t = tests.get((RANK_COLUMN, m))
+        o["rank_title"] = ""
+        o["rank_tie"] = False
+        shown[m] = o["rank"]
+        if t is not None and o["rank"] is not None:
+            o["rank_title"] = f"vs {names[t.higher]} (first of its rank group): {t.summary()}"
+            if t.tie and shown.get(t.higher) is not None:
+                shown[m] = shown[t.higher]
+                o["rank_tie"] = True
+        o["shown_rank"] = shown[m]
+    for o in rows:
+        r = o["r"]
+        notes: dict[str, tuple[bool, str]] = {}
+        cis = {"er": _ci_text(r.mean_er_ci, lambda v: signed(v, 1, 100.0)),
+               "imagewikiqa": _ci_text(r.iwqa_ci, pct)}
+        cis.update({f"imagenet-mcq:{v}": _ci_text(r.imagenet_ci.get(v), pct) for v in lb.variants})
+        cis.update({f"bench-c:{k}": _ci_text(r.benchc_ci.get(k), fmt) for k, fmt in (
+            ("acc", pct), ("delta_acc", lambda v: signed(v, 1, 100.0)),
+            ("ras", lambda v: signed(v, 3)))})
+        for key, ci in cis.items():
+            t = tests.get((key, r.model_id))
+            parts = [ci] if ci else []
+            if t is not None:
+                parts.append(f"vs {names[t.higher]} (next above in this column): {t.summary()}")
+            if key == "er" and r.er_warning:
+                parts.append(r.er_warning)
+            notes[key] = (t is not None and t.tie, "; ".join(parts))
+        o["notes"] = notes
 
 
 def render_site(lb: Leaderboard, *, releases: Sequence[Mapping[str, Any]] = (),
@@ -211,7 +256,11 @@ def render_site(lb: Leaderboard, *, releases: Sequence[Mapping[str, Any]] = (),
             marker = fit_marker(lb.fits[i], s.model_id)
             if marker is not None:
                 plots.append((path, marker, lb.fits[i]))
+        er_warnings = list(dict.fromkeys(
+            f.warning for f in lb.fits if f.kind == REFERENCE and f.warning
+            and any(p.model_id == s.model_id for p in f.points)))
         page(lb.pages[s.model_id], "model.html.j2", s=s, er=lb.er.get(s.model_id, ()),
+             er_warnings=er_warnings,
              datasets=datasets, maps=has_maps[s.model_id], per_corruption=per_corruption(s),
              imagenet=IMAGENET, bench_c=BENCH_C, iwqa=IMAGEWIKIQA, quadrants=QUADRANTS,
              transitions=TRANSITIONS, plots=plots, prov=prov[s.model_id],
@@ -221,4 +270,5 @@ def render_site(lb: Leaderboard, *, releases: Sequence[Mapping[str, Any]] = (),
     out.update(binary)
     out["leaderboard.csv"] = to_csv(columns, records).encode("utf-8")
     out["leaderboard.json"] = to_json(lb, columns, records).encode("utf-8")
+    out["pairwise.csv"] = pairwise_csv(lb).encode("utf-8")
     return out

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from vlmrobust.core.bounded import MAX_SCORES_BYTES, parse_json_bounded, read_bytes_bounded
+from vlmrobust.leaderboard.bench_c_extras import load_extras
 from vlmrobust.leaderboard.fields import Where
 from vlmrobust.leaderboard.submission import (
     BENCH_C_METRICS,
@@ -112,6 +113,7 @@ def _load_bench_c(w: Where, raw: Any, where: str, nested: bool = False) -> Bench
                for k in WEIGHTINGS if k in clean_raw},
         categories={str(k): _load_bench_c(w, v, f"{where}.categories.{k}", nested=True)
                     for k, v in cats_raw.items()},
+        extras=None if nested else load_extras(w, b, where),
     )
 
 

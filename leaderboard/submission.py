@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from vlmrobust.core.errors import SubmissionError
 from vlmrobust.evaluation.submissions import ModelMeta
@@ -91,6 +92,8 @@ class BenchCScores:
     # weighting ("plain" | "kappa_weighted") -> clean acc, S, C
     clean: Mapping[str, Mapping[str, float | None]] = field(default_factory=dict)
     categories: Mapping[str, BenchCScores] = field(default_factory=dict)
+    # clustered intervals, sensitivity analysis, accuracy-gain cells (issue 22)
+    extras: Any = None
 
     def __post_init__(self) -> None:
         keys = [(c.corruption, c.severity) for c in self.cells]
