@@ -13,6 +13,7 @@ import numpy as np
 
 from vlmrobust import __version__
 from vlmrobust.core.errors import SubmissionError
+from vlmrobust.core.text import check_text_fields
 
 
 def write_predictions(dataset_dir: str | Path, ids: Sequence[str], logits: Any = None, *,
@@ -76,6 +77,7 @@ def write_predictions(dataset_dir: str | Path, ids: Sequence[str], logits: Any =
     if model_id is not None:
         meta["model_id"] = model_id
     check_schema(meta, "predictions-meta", "write_predictions metadata")
+    check_text_fields(meta, "write_predictions metadata", SubmissionError)
     validate_against(index, predictions_from_table(table, out), dataset_dir=dataset_dir, meta=meta)
     write_predictions_file(out, table, meta)
     return out

@@ -125,6 +125,12 @@ def test_predictions_metadata_refuses_control_characters(field: str, mcq: Path, 
         validate(mcq, p)
 
 
+def test_write_predictions_refuses_control_characters(mcq: Path, tmp_path: Path) -> None:
+    with pytest.raises(SubmissionError, match="model: holds the control character U\\+0007"):
+        perfect_predictions(mcq, tmp_path / "p.parquet", model="bell\x07")
+    assert not (tmp_path / "p.parquet").exists()
+
+
 def test_leaderboard_refuses_control_characters_in_meta_yaml(board: Path, tmp_path: Path,
                                                              capsys: pytest.CaptureFixture[str]) -> None:
     subs = _copy_board(board, tmp_path)
