@@ -68,6 +68,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="response cache (default ~/.cache/vlmrobust/endpoint)")
     e.add_argument("--no-endpoint-cache", action="store_true",
                    help="send every request, keep no responses")
+    e.add_argument("--endpoint-local-stop", action="store_true",
+                   help="apply --stop here only, not on the server (for servers that fail "
+                   "on stop strings, e.g. transformers serve with a VLM); same greedy text")
     p.add_argument("--trust-remote-code", action="store_true",
                    help="vlm: run the modelling code a checkpoint ships with (only if you "
                    "trust it)")
@@ -99,7 +102,8 @@ def endpoint_options(args: argparse.Namespace) -> dict[str, Any] | None:
     given = {"url": args.endpoint_url, "api_key_env": args.api_key_env,
              "concurrency": args.endpoint_concurrency, "timeout_s": args.endpoint_timeout,
              "retries": args.endpoint_retries, "cache_dir": args.endpoint_cache,
-             "use_cache": False if args.no_endpoint_cache else None}
+             "use_cache": False if args.no_endpoint_cache else None,
+             "server_stop": False if args.endpoint_local_stop else None}
     opts = {k: v for k, v in given.items() if v is not None}
     return opts or None
 
