@@ -28,6 +28,14 @@ from vlmrobust.leaderboard.synthetic import synthetic_submission, write_submissi
 NOW = dt.datetime(2026, 5, 1, 12, 0, tzinfo=dt.timezone.utc)
 
 
+def _dead_pid() -> int:
+    """The pid of a process that has exited: only a dead process's leftovers
+    are recovered (a fixed number could belong to a live process)."""
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
+
 def _subs(root: Path, n: int = 4, start: int = 0) -> Path:
     for i in range(start, start + n):
         write_submission(root, *synthetic_submission(i, ("classifier", "clip", "vlm")[i % 3]))
@@ -181,7 +189,7 @@ def test_kill_between_the_swap_renames_is_recovered(tmp_path: Path,
     publish_site(load_submissions(subs), site, now=NOW)
     before = _snapshot(site)
     # What atomic_directory leaves if killed after moving the old site aside.
-    os.replace(site, tmp_path / ".site.old-4242")
+    os.replace(site, tmp_path / f".site.old-{_dead_pid()}")
     monkeypatch.setattr(publish, "_write_one", lambda *a: (_ for _ in ()).throw(
         OSError("injected")))
     with pytest.raises(OSError, match="injected"):

@@ -8,6 +8,8 @@ import errno
 import json
 import multiprocessing
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -20,6 +22,14 @@ from tests.trust_fixtures import one_line_error, perfect_predictions, run_cli
 from vlmrobust.core.errors import SubmissionError
 from vlmrobust.evaluation import submissions as submissions_mod
 from vlmrobust.evaluation.submissions import add_submission
+
+
+def _dead_pid() -> int:
+    """The pid of a process that has exited: only a dead process's leftovers
+    are recovered (a fixed number could belong to a live process)."""
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
 
 
 def test_submit_refuses_another_models_predictions_under_an_id(tmp_path: Path) -> None:
@@ -71,7 +81,7 @@ def test_kill_between_the_swap_renames_is_recovered(tmp_path: Path) -> None:
     subs = tmp_path / "subs"
     add_submission(subs, "m", ds, perfect_predictions(ds, tmp_path / "a.parquet"))
     before = _snapshot(subs / "m")
-    os.replace(subs / "m", subs / ".m.old-4242")  # what a kill after the first rename leaves
+    os.replace(subs / "m", subs / f".m.old-{_dead_pid()}")  # what a kill after the first rename leaves
     scores = add_submission(subs, "m", bc, perfect_predictions(bc, tmp_path / "b.parquet"))
     assert sorted(scores["datasets"]) == ["bench-c", "imagenet-mcq"]
     after = _snapshot(subs / "m")
