@@ -103,10 +103,6 @@ def predict_dataset(
         check_file_output(sidecar_path(out), "--out (its metadata sidecar)", input_dirs=[local])
     spec, answer_reader = _spec_for(model, prompt, mode, read_options)
     mode_id = _mode_id(spec, answer_reader, model)
-    if answer_reader is not None and not answer_reader.has_logits:
-        # until the predictions format carries text / prediction columns
-        raise VlmrobustError(f"--mode {mode_id} writes no logits; this version of predict "
-                             "needs --answer-cue (generate) to write its predictions")
     reader = DatasetReader(dataset)
     configs = reader.configs(config)
     plan = plan_rows(reader, configs, spec.required_columns, limit, spec.max_options)
@@ -399,8 +395,22 @@ def _merge(out: Path, plan: Sequence[PlannedRow], done: dict[int, JournalRow],
             f"{pdir}: {len(missing)} rows have no prediction (first: {missing[0].id!r}); "
             "run the same command again to finish"
         )
-    write_predictions(out, predictions_table([p.id for p in plan], [p.config for p in plan],
-                                             [done[p.index][1] for p in plan]), meta)
+    rows = [done[p.index] for p in plan]
+    with_logits = [r[1] is not None for r in rows]
+    if any(with_logits) and not all(with_logits):
+        raise VlmrobustError(f"{pdir}: some rows were journalled without logits; "
+                             "pass --overwrite to start over")
+
+    def column(key: str) -> list[Any] | None:
+        values = [r[2].get(key) for r in rows]
+        return values if any(v is not None for v in values) else None
+
+    decided = any("text" in r[2] for r in rows)
+    write_predictions(out, predictions_table(
+        [p.id for p in plan], [p.config for p in plan],
+        [r[1] or [] for r in rows] if all(with_logits) else None,
+        text=column("text") if decided else None, prompt_text=column("prompt_text"),
+        prediction=[r[2].get("prediction") for r in rows] if decided else None), meta)
 
 
 def _meta(adapter: Adapter, spec: AdapterSpec, info: Any, configs: Sequence[str],

@@ -20,7 +20,16 @@ from vlmrobust.evaluation.predict import predict_dataset
 from vlmrobust.evaluation.predictions_meta import read_prediction_meta
 
 BUILDERS = {"qwen2vl": vlm_fixtures.make_qwen2vl, "llava": vlm_fixtures.make_llava}
-MODES = ["letter", "likelihood:sum", "likelihood:avg", "likelihood:cfg=0.5"]
+MODES = {
+    # mode: (extra flags, has logits, keeps raw text)
+    "letter": ((), True, False),
+    "likelihood:sum": ((), True, False),
+    "likelihood:avg": ((), True, False),
+    "likelihood:cfg=0.5": ((), True, False),
+    "generate": (("--max-new-tokens", "4", "--stop", "###"), False, True),
+    "generate+cue": (("--max-new-tokens", "4", "--answer-cue", "\nAnswer:"), True, True),
+    "open-world": (("--max-new-tokens", "4"), False, True),
+}
 
 
 @pytest.fixture(scope="module", params=list(BUILDERS))
@@ -39,21 +48,72 @@ def _predict(model_dir: Path, dataset: Path, out: Path, *extra: str) -> int:
                  *extra])
 
 
-@pytest.mark.parametrize("mode", MODES)
-def test_every_mode_predicts_validates_and_scores(model_dir: Path, dataset: Path, mode: str,
+@pytest.mark.parametrize("name", list(MODES))
+def test_every_mode_predicts_validates_and_scores(model_dir: Path, dataset: Path, name: str,
                                                   tmp_path: Path) -> None:
+    extra, has_logits, has_text = MODES[name]
+    mode = name.removesuffix("+cue")
     out = tmp_path / "p.parquet"
-    assert _predict(model_dir, dataset, out, "--mode", mode) == 0
+    assert _predict(model_dir, dataset, out, "--mode", mode, *extra) == 0
     meta = read_prediction_meta(out)
     assert meta["mode"] == mode and meta["backend"] == "hf" and meta["family"] == "vlm"
     table = pq.read_table(out).to_pylist()
-    assert [len(r["logits"]) for r in table] == [2, 3, 4, 5]
-    assert all(np.isfinite(r["logits"]).all() and max(r["logits"]) <= 0 for r in table)
+    assert len(table) == 4
+    if has_logits:
+        assert [len(r["logits"]) for r in table] == [2, 3, 4, 5]
+        assert all(np.isfinite(r["logits"]).all() and max(r["logits"]) <= 0 for r in table)
+    else:
+        assert "logits" not in table[0]
+    # the exact text the model received travels with every row
+    assert all(r["prompt_text"] and ("What is in this image?" in r["prompt_text"]
+                                     or "What type" in r["prompt_text"]) for r in table)
+    assert all(("A. " in r["prompt_text"]) == (mode in ("letter", "generate")) for r in table)
+    if has_text:
+        assert all(isinstance(r["text"], str) for r in table)
+        assert {"prediction", "text"} <= set(table[0])
+    else:
+        assert "text" not in table[0]
     assert main(["validate", "--dataset", str(dataset), "--predictions", str(out)]) == 0
     scores = tmp_path / "scores.json"
     assert main(["score", "--dataset", str(dataset), "--predictions", str(out),
                  "--out", str(scores)]) == 0
     assert json.loads(scores.read_text())
+
+
+def test_likelihood_file_equals_one_forward_per_option(model_dir: Path, dataset: Path,
+                                                      tmp_path: Path) -> None:
+    """From the predictions file alone (its recorded prompt text) and the dataset,
+    one full forward per option reproduces every logit to 1e-4."""
+    import torch
+    from transformers import AutoModelForImageTextToText, AutoProcessor
+
+    from vlmrobust.core.datadir import read_table
+    from vlmrobust.models.runtime import to_pil
+
+    out = tmp_path / "p.parquet"
+    assert _predict(model_dir, dataset, out, "--mode", "likelihood:sum") == 0
+    preds = pq.read_table(out).to_pylist()
+    data = {r["id"]: r for r in read_table(dataset, "default").to_pylist()}
+    proc = AutoProcessor.from_pretrained(model_dir)
+    model = AutoModelForImageTextToText.from_pretrained(model_dir).eval()
+    tok = proc.tokenizer
+    for p in preds:
+        row = data[p["id"]]
+        prompt = p["prompt_text"]
+        sep = "" if prompt[-1].isspace() else " "
+        image = to_pil(row["image"])
+        ref = []
+        for option in row["options"]:
+            text = prompt + sep + option
+            n = len(tok.encode(text, add_special_tokens=False)) - len(
+                tok.encode(prompt, add_special_tokens=False))
+            inputs = proc(text=[text], images=[image], return_tensors="pt")
+            with torch.no_grad():
+                logits = model(**inputs).logits[0].float()
+            ids = inputs["input_ids"][0]
+            lp = torch.log_softmax(logits[-n - 1:-1], dim=-1).gather(1, ids[-n:, None])
+            ref.append(float(lp.sum()))
+        np.testing.assert_allclose(p["logits"], ref, rtol=0, atol=1e-4)
 
 
 def test_modes_differ_and_resume_key_holds_the_mode(model_dir: Path, dataset: Path,
@@ -120,3 +180,31 @@ def test_models_lists_the_modes(capsys: pytest.CaptureFixture[str]) -> None:
         assert f"\n  {mode} " in out
     (backends,) = [line for line in out.splitlines() if line.startswith("backends: ")]
     assert "hf (" in backends and "endpoint (" in backends
+
+
+def test_scorer_reads_open_world_text_by_seed_rule(model_dir: Path, dataset: Path,
+                                                   tmp_path: Path) -> None:
+    """The scorer re-reads an open-world file's texts by seed 002's rule (true class
+    named: right, even beside a distractor), other files' by the option matcher."""
+    from vlmrobust.evaluation.predictions_io import predictions_table, write_predictions
+    from vlmrobust.evaluation.validate import validate
+
+    out = tmp_path / "p.parquet"
+    assert _predict(model_dir, dataset, out, "--mode", "open-world", "--max-new-tokens", "2") == 0
+    meta = read_prediction_meta(out)
+    rows = pq.read_table(out).to_pylist()
+    from vlmrobust.core.datadir import read_table
+
+    data = {r["id"]: r for r in read_table(dataset, "default").to_pylist()}
+    texts = []
+    for r in rows:
+        d = data[r["id"]]
+        wrong = d["options"][(d["answer"] + 1) % len(d["options"])]
+        texts.append(f"a {d['options'][d['answer']]} and a {wrong}")
+    table = predictions_table([r["id"] for r in rows], [r["config"] for r in rows], None,
+                              text=texts, prompt_text=[r["prompt_text"] for r in rows])
+    write_predictions(out, table, meta)
+    report = validate(dataset, out)
+    assert (report.aligned.predicted == report.index.answer).all()
+    write_predictions(out, table, dict(meta, mode="generate"))
+    assert (validate(dataset, out).aligned.predicted == -1).all()  # two options named

@@ -123,9 +123,8 @@ def test_open_world_asks_without_options(model_dir: tuple[str, Path],
 @pytest.mark.parametrize(("text", "expected"), [
     ("A tabby cat on a sofa.", 0),          # the true class
     ("Two tabby cats.", 0),                 # plural
-    ("an espresso", 1),                     # a distractor alone is that option
+    ("an espresso", None),                  # a distractor: wrong, counted as no answer
     ("a tabby cat next to an espresso", 0),  # the true class named: success (seed 002)
-    ("a rocket and an espresso", None),     # two wrong ones: no answer
     ("a dog", None),
 ])
 def test_open_world_rule(text: str, expected: int | None) -> None:
@@ -138,6 +137,8 @@ def test_open_world_synonyms_from_class_ids() -> None:
     row = {"options": ["goldfish", "great white shark"], "answer": 1,
            "option_class_ids": [1, 2]}
     assert open_world_prediction("a man-eater in the sea", row, "row") == 1
+    assert open_world_prediction("Carassius auratus", row, "row") is None
+    row["answer"] = 0
     assert open_world_prediction("Carassius auratus", row, "row") == 0
 
 

@@ -284,3 +284,4 @@ def row_synonyms(row: Mapping[str, Any]) -> tuple[tuple[str, ...], ...] | None:
     if len(ids) != len(options) or not all(isinstance(i, int) and not isinstance(i, bool) for i in ids):
         return None
     return tuple(class_synonyms(i) for i in ids)
+

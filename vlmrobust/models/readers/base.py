@@ -51,8 +51,19 @@ class ReadOptions:
             raise VlmrobustError("--answer-cue must hold visible text")
 
     def record(self) -> dict[str, Any]:
-        return {"max_new_tokens": self.max_new_tokens, "stop": list(self.stop),
-                "answer_cue": self.answer_cue}
+        """As recorded in the predictions' metadata: texts backslash-escaped, since
+        metadata holds printable single-line text and cues and stops are often
+        line breaks.
+
+        >>> ReadOptions(stop=("\\n\\n",), answer_cue="\\nAnswer:").record()["answer_cue"]
+        '\\\\nAnswer:'
+        """
+        return {"max_new_tokens": self.max_new_tokens, "stop": [_escaped(s) for s in self.stop],
+                "answer_cue": None if self.answer_cue is None else _escaped(self.answer_cue)}
+
+
+def _escaped(text: str) -> str:
+    return text.encode("unicode_escape").decode("ascii")
 
 
 @dataclass(frozen=True)

@@ -12,9 +12,9 @@ by argmax, RAS and calibration keep a distribution.
 
 ``open-world`` (seed 002): the question alone, no options; a row succeeds
 when the ground-truth option's name or one of its synonyms appears in the
-output (:func:`~vlmrobust.core.matcher.names_in_text`). Its ``prediction`` is
-the answer on success, else the one other option the output names, else
-None; it has no logits.
+output (:func:`~vlmrobust.core.matcher.names_in_text`), naming other classes
+as well does not count against it. Its ``prediction`` is the answer on
+success, else None (no answer); it has no logits.
 """
 
 from __future__ import annotations
@@ -75,8 +75,8 @@ class GenerateReader:
 
 
 def open_world_prediction(text: str, row: Mapping[str, Any], where: str) -> int | None:
-    """The row's answer when the output names it (or a synonym), else the one
-    other option it names, else None."""
+    """The row's answer when the output names it (or a synonym), else None
+    (the scorer's reading: vlmrobust.evaluation.validate.text_answers)."""
     options = options_of(row, where)
     answer = row.get("answer")
     if isinstance(answer, bool) or not isinstance(answer, numbers.Integral) \
@@ -85,11 +85,8 @@ def open_world_prediction(text: str, row: Mapping[str, Any], where: str) -> int 
                              f"index below {len(options)}); this dataset has none")
     answer = int(answer)
     synonyms = row_synonyms(row)
-    names = [[o, *(synonyms[i] if synonyms else ())] for i, o in enumerate(options)]
-    if names_in_text(text, names[answer]):
-        return answer
-    others = [i for i in range(len(options)) if i != answer and names_in_text(text, names[i])]
-    return others[0] if len(others) == 1 else None
+    names = [options[answer], *(synonyms[answer] if synonyms else ())]
+    return answer if names_in_text(text, names) else None
 
 
 class OpenWorldReader:
