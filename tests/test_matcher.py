@@ -31,6 +31,14 @@ def test_letter_forms(text: str, want: int) -> None:
     assert match_option(text, OPTS) == want
 
 
+@pytest.mark.parametrize("text, want", [
+    ("I would say B.", 1), ("I think it is A.", 0), ("My pick: **(C)**", 2),
+    ("It is a tench. D", 3), ("I would say E.", None), ("I would say b.", None),
+])
+def test_a_lone_capital_letter_at_the_end(text: str, want: int | None) -> None:
+    assert match_option(text, OPTS) == want
+
+
 def test_the_last_answer_cue_wins() -> None:
     assert match_option("The answer is not B. Final answer: D", OPTS) == 3
     assert match_option("Answer: A\nAnswer: B", OPTS) == 1

@@ -25,10 +25,12 @@ Preparation (both functions)
       that begins an option's name is the article ("The answer is a
       goldfish"), not option A; a lower-case ``a`` counts only when
       parenthesised or followed by punctuation or the end;
-   c. the output starts with a letter and ``.``, ``)``, ``:`` or ``]``:
+   c. the output ends with a lone capital letter: ``I would say B.``,
+      ``I think it is (C)``;
+   d. the output starts with a letter and ``.``, ``)``, ``:`` or ``]``:
       ``B. goldfish``, ``(B) goldfish``;
-   d. exactly one distinct parenthesised letter anywhere: ``I pick (C)``.
-   Forms c and d are skipped when the output lists several distinct letters
+   e. exactly one distinct parenthesised letter anywhere: ``(C) seems right``.
+   Forms c to e are skipped when the output lists several distinct letters
    as ``(X)`` or at line starts as ``X.`` / ``X)`` (a restated option list).
 2. **Option text**: first the clause after the last answer cue (up to the
    next ``.``, ``!``, ``?``, ``;`` or line break), where the option named
@@ -70,6 +72,7 @@ _CUE_LETTER_RE = re.compile(
     r"(?=$|[\s.,;:!?*'\"])", re.IGNORECASE)
 _LETTER_IS_RE = re.compile(
     r"(?:^|[\s(\[*])(?P<letter>[A-Z])[)\]]?(?:\*\*)?\s+is\s+(?:the\s+)?(?:correct|right|answer)\b")
+_TRAILING_RE = re.compile(r"(?:^|\s)(?:\*\*)?[(\[]?(?P<letter>[A-Z])[)\]]?(?:\*\*)?[.!]?\s*$")
 _LEADING_RE = re.compile(r"^\s*(?:\*\*)?[(\[]?(?P<letter>[A-Z])(?:[).:\]])")
 _PAREN_RE = re.compile(r"\((?P<letter>[A-Za-z])\)")
 _LISTED_RE = re.compile(r"\((?P<p>[A-Za-z])\)|^\s*(?P<l>[A-Z])[.)]", re.MULTILINE)
@@ -174,6 +177,11 @@ def _by_letter(text: str, k: int, folded_options: Sequence[str]) -> int | None:
     listed = {_letter_index(m.group("p") or m.group("l"), k) for m in _LISTED_RE.finditer(text)}
     if len(listed - {None}) > 1:
         return None
+    trail = _TRAILING_RE.search(text)
+    if trail is not None:
+        idx = _letter_index(trail.group("letter"), k)
+        if idx is not None:
+            return idx
     lead = _LEADING_RE.match(text)
     if lead is not None:
         idx = _letter_index(lead.group("letter"), k)
