@@ -90,3 +90,18 @@ def test_a_repeated_clean_copy_is_refused(tmp_path: Path,
                        str(out)], capsys)
     assert rc == 1 and "rebuild the dataset" in err and not out.exists()
     one_line_error(err)
+
+
+def test_leaderboard_rescoring_pairs_within_the_source(tmp_path: Path) -> None:
+    from vlmrobust.evaluation.submissions import add_submission
+    from vlmrobust.leaderboard.verify import load_verified_submissions
+
+    shared = _dataset(tmp_path / "datasets" / "bench-c", {"mmstar": "0", "lego": "0"})
+    pred = _own_clean_logits(shared, tmp_path / "p.parquet")
+    add_submission(tmp_path / "subs", "m", shared, pred)
+    (sub,) = load_verified_submissions(tmp_path / "subs", datasets=[shared])
+    bc = sub.datasets["bench-c"].bench_c
+    assert bc is not None
+    assert bc.transitions == {"RR": 2, "RW": 0, "WR": 0, "WW": 2}
+    for metric in ("delta_acc", "delta_S", "delta_C", "ras"):
+        assert bc.aggregate[metric] == pytest.approx(0.0, abs=1e-12), metric
