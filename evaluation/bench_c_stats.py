@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -195,3 +196,19 @@ class Pairing:
         """Per pair: acc of the corrupted copy and ΔAcc, from per-row correctness."""
         ok_d = correct[self.d_rows].astype(np.float64)
         return {"acc": ok_d, "delta_acc": ok_d - correct[self.o_rows].astype(np.float64)}
+
+
+_PAIRINGS: dict[int, tuple[weakref.ref[Any], Pairing]] = {}
+
+
+def pairing_for(index: Any) -> Pairing:
+    """The :class:`Pairing` of ``index``, computed once while the index lives (the
+    leaderboard re-scores every submission of a build against one shared index)."""
+    hit = _PAIRINGS.get(id(index))
+    if hit is not None and hit[0]() is index:
+        return hit[1]
+    for key in [k for k, (ref, _) in _PAIRINGS.items() if ref() is None]:
+        del _PAIRINGS[key]
+    pairing = Pairing(index)
+    _PAIRINGS[id(index)] = (weakref.ref(index), pairing)
+    return pairing

@@ -90,11 +90,11 @@ def _pair_ras(report: Any) -> NDArray[np.float64] | None:
     if report.aligned.logits is None or not {"source_id", "corruption", "severity"} <= set(
             index.columns):
         return None
-    from vlmrobust.evaluation.bench_c_stats import Pairing
+    from vlmrobust.evaluation.bench_c_stats import pairing_for
     from vlmrobust.metrics.ras import pair_metrics
     from vlmrobust.metrics.uncertainty import softmax
 
-    pairing = Pairing(index)
+    pairing = pairing_for(index)
     probs = softmax(report.aligned.logits)
     m = pair_metrics(probs[pairing.o_rows], probs[pairing.d_rows], index.answer[pairing.d_rows],
                      index.n_options[pairing.d_rows])

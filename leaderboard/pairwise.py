@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from vlmrobust.evaluation.bench_c_stats import Pairing
+from vlmrobust.evaluation.bench_c_stats import Pairing, pairing_for
 from vlmrobust.leaderboard import fit
 from vlmrobust.leaderboard.board import BENCH_C, IMAGENET, IMAGEWIKIQA, REFERENCE, Leaderboard
 from vlmrobust.leaderboard.bootstrap import seeded_rng
@@ -150,15 +150,8 @@ def accuracy_test(column: str, hi: str, lo: str, a: DatasetEvidence, b: DatasetE
                     bootstrap_p_value(rep), mc)
 
 
-_PAIRINGS: dict[int, tuple[Any, Pairing]] = {}
-
-
 def _pairing(index: Any) -> Pairing:
-    hit = _PAIRINGS.get(id(index))
-    if hit is None or hit[0] is not index:
-        hit = (index, Pairing(index))
-        _PAIRINGS[id(index)] = hit
-    return hit[1]
+    return pairing_for(index)
 
 
 def bench_c_test(metric: str, hi: str, lo: str, a: DatasetEvidence, b: DatasetEvidence,
@@ -186,7 +179,10 @@ def bench_c_test(metric: str, hi: str, lo: str, a: DatasetEvidence, b: DatasetEv
         return PairTest(column, hi, lo, 0, None, None, None, BOOT_CLUSTER,
                         note="no shared questions")
     d = va[metric][ia] - vb[metric][ib]
-    clusters, q = cluster_ids(pa.clusters[ia].tolist())
+    if ia.size == pa.d_rows.size:  # every pair shared: the clusters are dense already
+        clusters, q = pa.clusters, pa.n_clusters
+    else:
+        clusters, q = cluster_ids(pa.clusters[ia].tolist())
     w = cluster_multiplicities(q, N_BOOT, _seed(column, hi, lo))
     kappa, cells, n_cells = pa.kappa[ia], pa.cells[ia], len(pa.cell_keys)
     rep = cell_mean_replicates(d, kappa, cells, clusters, n_cells, w)
@@ -284,7 +280,6 @@ def rank_tests(lb: Leaderboard) -> list[PairTest]:
     within noise of it, else starts a new group. Testing against the group's
     first model, not the neighbour, keeps a chain of small steps from tying
     models far apart."""
-    _PAIRINGS.clear()
     ranked = sorted(((r.mean_er, r.model_id) for r in lb.rows if r.mean_er is not None),
                     key=lambda vm: (-vm[0], vm[1]))
     by_id = {s.model_id: s for s in lb.submissions}
@@ -309,7 +304,6 @@ def rank_tests(lb: Leaderboard) -> list[PairTest]:
 def adjacent_tests(lb: Leaderboard) -> list[PairTest]:
     """Every column's adjacent pairs, best first within a column."""
     out: list[PairTest] = []
-    _PAIRINGS.clear()
     variant_cfg = _configs_by_variant(lb, lb.strategy)
     for key, dataset, value in columns(lb):
         ranked = sorted(((v, s) for s in lb.submissions if (v := value(s)) is not None),
@@ -330,5 +324,4 @@ def adjacent_tests(lb: Leaderboard) -> list[PairTest]:
             else:
                 cfgs = sorted(set(a.index.configs) | set(b.index.configs))
                 out.append(accuracy_test(key, s_hi.model_id, s_lo.model_id, a, b, cfgs))
-    _PAIRINGS.clear()  # the cache holds dataset indexes: not beyond one board
     return out + rank_tests(lb)
