@@ -100,9 +100,12 @@ def _check_types(path: Path, schema: Any) -> list[str]:
     return [n for n in FORMAT_COLUMNS if n in names]
 
 
-def _footer_bound(path: Path, md: Any, selected: list[str], cap: int) -> None:
-    """Refuse a file whose read columns the footer says decode beyond ``cap``."""
+def _footer_bound(path: Path, md: Any, selected: list[str], cap: int,
+                  max_logits: int | None = None) -> None:
+    """Refuse a file whose read columns the footer says decode beyond ``cap``, or
+    that holds more logits than ``max_logits`` per row on average."""
     bound = 0
+    logits = 0
     for g in range(md.num_row_groups):
         rg = md.row_group(g)
         for j in range(rg.num_columns):
@@ -111,6 +114,8 @@ def _footer_bound(path: Path, md: Any, selected: list[str], cap: int) -> None:
             if col.path_in_schema.split(".")[0] not in selected:
                 continue
             bound += col.total_uncompressed_size
+            if col.path_in_schema.split(".")[0] in LIST_COLUMNS:
+                logits += col.num_values
             width = _WIDTH.get(col.physical_type)
             if width is not None:
                 bound += 8 * col.num_values  # values widen to float64/int64 in memory
@@ -123,6 +128,10 @@ def _footer_bound(path: Path, md: Any, selected: list[str], cap: int) -> None:
                 raise SubmissionError(
                     f"{path}: its columns decode to more than {cap} bytes ({md.num_rows} rows); "
                     f"refusing a file that expands this much — {REWRITE}")
+    if max_logits is not None and logits > max_logits * max(md.num_rows, 1):
+        raise SubmissionError(
+            f"{path}: {logits} logits in {md.num_rows} rows, more than the {max_logits} options "
+            "of any question of this dataset per row; give one logit per option")
 
 
 def _dense_strings(path: Path, table: Any, names: list[str], cap: int) -> Any:
@@ -151,7 +160,8 @@ def _dense_strings(path: Path, table: Any, names: list[str], cap: int) -> Any:
     return table
 
 
-def read_parquet_columns(path: Path, data: bytes, max_rows: int) -> tuple[Any, bytes | None]:
+def read_parquet_columns(path: Path, data: bytes, max_rows: int,
+                         max_logits: int | None = None) -> tuple[Any, bytes | None]:
     """The format's columns of the parquet ``data`` as a pyarrow Table (size
     bounded, checksums verified) and its ``vlmrobust.meta`` key-value entry."""
     import pyarrow as pa
@@ -167,7 +177,7 @@ def read_parquet_columns(path: Path, data: bytes, max_rows: int) -> tuple[Any, b
                 "(a small multiple of its row count); give one row per dataset row")
         schema = first.schema_arrow
         selected = _check_types(path, schema)
-        _footer_bound(path, md, selected, cap)
+        _footer_bound(path, md, selected, cap, max_logits)
         strings = [n for n in selected if n in STRING_COLUMNS]
         pfile = pq.ParquetFile(pa.BufferReader(data), read_dictionary=strings,
                                page_checksum_verification=True)

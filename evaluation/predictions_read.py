@@ -169,7 +169,8 @@ def read_predictions(path: Path | str, max_rows: int = DEFAULT_MAX_ROWS,
     Parquet: only the format's columns, their decoded size bounded from the
     footer before decoding, page checksums verified (predictions_parquet).
     JSONL: streamed line by line (predictions_jsonl), a row of more than
-    ``max_logits`` logits refused when met."""
+    ``max_logits`` logits refused when met (parquet: more than that many per
+    row on average, from the footer)."""
     import hashlib
 
     path = Path(path)
@@ -189,14 +190,15 @@ def read_predictions(path: Path | str, max_rows: int = DEFAULT_MAX_ROWS,
     if len(data) > max_bytes:  # grew while being read
         raise SubmissionError(f"{path}: more than the {max_bytes} bytes allowed for a predictions file")
     digest = hashlib.sha256(data).hexdigest()
-    pf = _read_parquet(path, data, max_rows)
+    pf = _read_parquet(path, data, max_rows, max_logits)
     return dataclasses.replace(pf, sha256=digest)
 
 
-def _read_parquet(path: Path, data: bytes, max_rows: int) -> PredictionsFile:
+def _read_parquet(path: Path, data: bytes, max_rows: int,
+                  max_logits: int | None = None) -> PredictionsFile:
     from vlmrobust.evaluation.predictions_parquet import read_parquet_columns
 
-    table, embedded = read_parquet_columns(path, data, max_rows)
+    table, embedded = read_parquet_columns(path, data, max_rows, max_logits)
     try:
         pf = predictions_from_table(table, path)
     except UnicodeDecodeError as exc:

@@ -110,6 +110,15 @@ def test_run_length_logits_bomb_is_refused_from_the_footer(mcq: Path, tmp_path: 
         validate(mcq, p)
 
 
+def test_parquet_with_more_logits_than_options_is_refused_from_the_footer(mcq: Path, tmp_path: Path) -> None:
+    rows = _perfect_table(mcq).num_rows
+    table = pa.table({"id": [f"r{i}" for i in range(rows)], "logits": pa.array([[0.0] * 500] * rows)})
+    p = tmp_path / "wide.parquet"
+    pq.write_table(_with_meta(mcq, tmp_path, table), p)
+    with pytest.raises(SubmissionError, match=f"{rows * 500} logits in {rows} rows, more than the 5"):
+        validate(mcq, p)
+
+
 def test_wrong_column_type_is_refused_before_reading(mcq: Path, tmp_path: Path) -> None:
     table = pa.table({"id": pa.array(["a"]), "logits": pa.array([["x" * 100]])})
     p = tmp_path / "strs.parquet"
