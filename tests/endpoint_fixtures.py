@@ -111,6 +111,7 @@ class FakeServer:
     received: list[dict[str, Any]] = field(default_factory=list)
     headers: list[dict[str, str]] = field(default_factory=list)
     routes: dict[str, bytes] = field(default_factory=dict)  # GET path -> JSON body
+    gets: list[tuple[str, dict[str, str]]] = field(default_factory=list)  # path, headers
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
@@ -121,6 +122,8 @@ class FakeServer:
                 pass
 
             def do_GET(self) -> None:
+                with fake._lock:
+                    fake.gets.append((self.path, dict(self.headers)))
                 body = fake.routes.get(self.path)
                 if body is None:
                     self._send(404, {}, b'{"detail": "Not Found"}')

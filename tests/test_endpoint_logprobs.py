@@ -144,3 +144,17 @@ def test_key_on_the_command_line_is_refused() -> None:
         EndpointOptions(url="http://localhost:1/v1", model="m", api_key_env="sk-abc-123")
     with pytest.raises(VlmrobustError, match="credentials and query strings"):
         EndpointOptions(url="http://user:pw@localhost:1/v1", model="m")
+
+
+def test_redirects_are_not_followed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """urllib would forward the Authorization header to the host a redirect names."""
+    monkeypatch.setenv("MY_PROVIDER_KEY", "sk-live-redirect-0123456789")
+    with FakeServer() as elsewhere:
+        moved = (302, {"Location": elsewhere.url + "/chat/completions"}, b"{}")
+        with FakeServer(lambda n, body: moved) as fake:
+            b = EndpointBackend(options(fake.url, None, api_key_env="MY_PROVIDER_KEY"),
+                                features=frozenset())
+            with pytest.raises(VlmrobustError) as exc:
+                b.generate([Prompt(text="hello")], GenerationConfig(max_new_tokens=3))
+        assert elsewhere.received == [] and elsewhere.gets == []
+    assert "HTTP 302" in str(exc.value) and "\n" not in str(exc.value)

@@ -107,6 +107,14 @@ def retry_after_seconds(value: str | None, now: float | None = None) -> float | 
     return max(when - (time.time() if now is None else now), 0.0)
 
 
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    """A 3xx answer is an error (HTTPError), never followed."""
+
+    def redirect_request(self, req: Any, fp: Any, code: int, msg: str, headers: Any,
+                         newurl: str) -> None:
+        return None
+
+
 class _Retryable(Exception):
     def __init__(self, reason: str, retry_after: float | None = None) -> None:
         super().__init__(reason)
@@ -127,8 +135,10 @@ class HttpClient:
         self.retry = retry or RetryPolicy()
         self.max_response_bytes = int(max_response_bytes)
         self._sleep = sleep
-        # direct connections only: a proxy from the environment must not see the key
-        self._opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+        # direct connections only, no redirects: neither a proxy from the environment
+        # nor the host a redirect names may see the key (urllib forwards Authorization)
+        self._opener = urllib.request.build_opener(urllib.request.ProxyHandler({}),
+                                                   _NoRedirect())
 
     def _key(self) -> str:
         return os.environ.get(self.api_key_env, "") if self.api_key_env else ""
