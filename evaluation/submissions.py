@@ -37,7 +37,13 @@ from vlmrobust.core.bounded import (
     read_json_bounded,
 )
 from vlmrobust.core.errors import SubmissionError
-from vlmrobust.core.output_guard import check_not_input, kind_of, lstat_or_none, resolve
+from vlmrobust.core.output_guard import (
+    check_not_input,
+    kind_of,
+    lstat_or_none,
+    open_lock_file,
+    resolve,
+)
 from vlmrobust.core.swap import carry_over, recover
 from vlmrobust.core.text import check_text_fields, short_repr
 from vlmrobust.core.writer import WRITE_CHECKSUMS
@@ -254,11 +260,13 @@ def submission_lock(submissions_dir: Path, model_id: str) -> Iterator[None]:
     import fcntl
 
     submissions_dir.mkdir(parents=True, exist_ok=True)
-    lock = submissions_dir / f".{model_id}.lock"
-    with open(lock, "a+") as fh:
-        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+    fd = open_lock_file(submissions_dir / f".{model_id}.lock")
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
         recover(submissions_dir / model_id)
         yield
+    finally:
+        os.close(fd)
 
 
 def _is_submission_folder(root: Path) -> bool:

@@ -34,7 +34,13 @@ from tqdm import tqdm
 from vlmrobust import __version__
 from vlmrobust.core.atomic import atomic_directory
 from vlmrobust.core.errors import VlmrobustError
-from vlmrobust.core.output_guard import check_apart, check_not_input, kind_of, lstat_or_none
+from vlmrobust.core.output_guard import (
+    check_apart,
+    check_not_input,
+    kind_of,
+    lstat_or_none,
+    open_lock_file,
+)
 from vlmrobust.core.swap import carry_over, recover
 from vlmrobust.core.text import control_char, short_repr
 from vlmrobust.leaderboard.aggregate import aggregate
@@ -189,8 +195,8 @@ def _refuse_foreign(target: Path) -> None:
 def _site_lock(target: Path) -> Iterator[None]:
     """One writer per site; stale temp folders of killed runs are removed under the lock."""
     target.parent.mkdir(parents=True, exist_ok=True)
-    lock_path = target.parent / f".{target.name}.lock"
-    with open(lock_path, "a+") as fh:
+    fd = open_lock_file(target.parent / f".{target.name}.lock")
+    with os.fdopen(fd, "r+b") as fh:
         try:
             import fcntl
             fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -373,3 +373,20 @@ def test_site_apart_from_its_submissions_and_datasets(world: dict[str, Path], tm
     _fails(["leaderboard", "publish", "--submissions", str(subs), "--site",
             str(world["mcq"] / "site"), *data], capsys, "overlap")
     assert snapshot(subs) == before
+
+
+def test_a_fifo_or_link_in_place_of_a_lock_file_is_refused_not_followed(
+        world: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    os.mkfifo(subs / ".x.lock")  # opening it for writing would block forever
+    _fails(["submit", "--submissions", str(subs), "--model-id", "x", "--dataset",
+            str(world["mcq"]), "--predictions", str(world["pm"])], capsys, "is a FIFO")
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me\n")
+    os.symlink(victim, tmp_path / ".site.lock")
+    _fails(["leaderboard", "build", "--submissions", str(world["subs"]), "--out",
+            str(tmp_path / "site"), "--quiet", "--datasets", str(world["mcq"]), str(world["bc"])],
+           capsys, "is a symbolic link")
+    assert victim.read_text() == "keep me\n" and not (tmp_path / "site").exists()
+    assert lstat_kind(subs / ".x.lock") == "p" and not (subs / "x").exists()

@@ -225,3 +225,22 @@ def check_dataset_output(out: Path | str, flag: str = "--out",
     if parent is not None:
         raise VlmrobustError(f"{flag} {out} lies inside the dataset {parent}; build elsewhere")
     return out
+
+
+def open_lock_file(path: Path) -> int:
+    """A descriptor of the lock file ``path``, created if absent: never through a
+    link, never a FIFO (which would block the open) or a device node."""
+    flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        fd = os.open(path, flags, 0o666)
+    except OSError as exc:
+        st = lstat_or_none(Path(path), "lock file")
+        what = kind_of(st.st_mode) if st is not None else _why(exc)
+        raise VlmrobustError(f"{path} is {what}, not a lock file vlmrobust made; move it away "
+                             "and run again") from None
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        raise VlmrobustError(f"{path} is {kind_of(st.st_mode)}, not a lock file vlmrobust made; "
+                             "move it away and run again")
+    return fd
