@@ -45,6 +45,13 @@ def shard_paths(dataset_dir: Path, config: str) -> list[Path]:
         )
     paths = sorted((Path(dataset_dir) / "data" / config).glob(f"{SPLIT}-*.parquet"))
     if not paths:
+        # name the shard the manifest lists, when it lists one: "moved or deleted" is the fix
+        listed = sorted(rel for rel in (read_manifest(dataset_dir).get("shards") or {})
+                        if isinstance(rel, str) and rel.startswith(f"data/{config}/"))
+        if listed:
+            raise VlmrobustError(f"{Path(dataset_dir) / listed[0]}: data shard listed in "
+                                 f"{Path(dataset_dir) / MANIFEST} is missing; rebuild or "
+                                 "re-download the dataset")
         raise VlmrobustError(f"{dataset_dir}/data/{config}: no parquet shards; rebuild the dataset")
     return paths
 
