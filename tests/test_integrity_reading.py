@@ -214,3 +214,28 @@ def test_jsonl_many_junk_lines_stop_early(mcq: Path, tmp_path: Path) -> None:
     p.write_bytes(b"[1]\n" * 1_050)
     with pytest.raises(SubmissionError, match=r"more than .* rows allowed|more than 1000 lines"):
         validate(mcq, p)
+
+
+def test_any_64_flipped_bytes_are_refused_or_harmless(mcq: Path, tmp_path: Path) -> None:
+    """Flip 64 bytes at every 64th offset of a predictions file as the project
+    writes it: each copy is refused in one SubmissionError, or (damage in unread
+    statistics) validates to exactly the original logits. Never a changed logit."""
+    src = perfect_predictions(mcq, tmp_path / "p.parquet")
+    good = validate(mcq, src).aligned.logits
+    data = src.read_bytes()
+    refused = harmless = 0
+    for start in range(0, len(data) - 64, 64):
+        bad = bytearray(data)
+        for i in range(start, start + 64):
+            bad[i] ^= 0xFF
+        p = tmp_path / "flip.parquet"
+        p.write_bytes(bytes(bad))
+        try:
+            logits = validate(mcq, p).aligned.logits
+        except SubmissionError:
+            refused += 1
+            continue
+        assert logits is not None and good is not None and (logits == good).all(), start
+        harmless += 1
+    assert refused > 0
+    print(f"{refused} damaged copies refused, {harmless} harmless")
