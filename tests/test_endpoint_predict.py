@@ -117,3 +117,21 @@ def test_endpoint_flags_on_another_model_are_refused(tmp_path: Path,
                str(tmp_path / "p.parquet"), "--endpoint-url", "http://localhost:1/v1"])
     assert rc == 1
     assert "--endpoint-* options apply to endpoint: models" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("flags", "message"), [
+    (["--endpoint-retries", "-1"], "--endpoint-retries -1: give 0 to 100"),
+    (["--endpoint-concurrency", "0"], "--endpoint-concurrency 0: give 1 to 1024"),
+    (["--endpoint-timeout", "0"], "--endpoint-timeout 0.0: give seconds > 0"),
+    (["--api-key-env", "sk-123"], "NAME of an environment variable"),
+    ([], "give the server's base URL with --endpoint-url"),
+])
+def test_bad_endpoint_flags_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                         flags: list[str], message: str) -> None:
+    dataset = write_mcq(tmp_path / "ds", {"default": 2}, with_class_ids=False)
+    url = [] if not flags else ["--endpoint-url", "http://127.0.0.1:9/v1"]
+    rc = main(["predict", "--model", "endpoint:m", "--dataset", str(dataset), "--out",
+               str(tmp_path / "p.parquet"), "--mode", "generate", *url, *flags])
+    err = capsys.readouterr().err.strip()
+    assert rc == 1 and err.count("\n") == 0 and message in err
+    assert not (tmp_path / "p.parquet").exists()

@@ -332,7 +332,9 @@ def load(target: str, options: Mapping[str, Any]) -> EndpointBackend:
     probe = opts.pop("probe", OPTIONAL)
     retries = opts.pop("retries", None)
     if retries is not None:
-        opts["retry"] = RetryPolicy(max_tries=int(retries) + 1)
+        if isinstance(retries, bool) or not isinstance(retries, int) or not 0 <= retries <= 100:
+            raise VlmrobustError(f"--endpoint-retries {retries}: give 0 to 100")
+        opts["retry"] = RetryPolicy(max_tries=retries + 1)
     known = set(EndpointOptions.__dataclass_fields__) - {"url", "model"}
     unknown = sorted(set(opts) - known)
     if unknown:
