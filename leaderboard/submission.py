@@ -7,11 +7,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from vlmrobust.core.errors import SubmissionError
 from vlmrobust.evaluation.submissions import ModelMeta
 from vlmrobust.leaderboard.evidence import DatasetEvidence
+
+if TYPE_CHECKING:
+    from vlmrobust.leaderboard.bench_c_extras import BenchCExtras
 
 QUADRANTS = ("degraded", "overconfident", "hesitant", "stable")
 TRANSITIONS = ("RR", "RW", "WR", "WW")
@@ -93,7 +96,7 @@ class BenchCScores:
     clean: Mapping[str, Mapping[str, float | None]] = field(default_factory=dict)
     categories: Mapping[str, BenchCScores] = field(default_factory=dict)
     # clustered intervals, sensitivity analysis, accuracy-gain cells (issue 22)
-    extras: Any = None
+    extras: BenchCExtras | None = None
 
     def __post_init__(self) -> None:
         keys = [(c.corruption, c.severity) for c in self.cells]

@@ -1,0 +1,61 @@
+"""The Bench-C statistics reach the pages inert and checked: hostile corruption
+names in the sensitivity analysis and accuracy-gain cells are escaped, the site
+check passes, and a damaged block in scores.json is refused naming the field."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+
+from vlmrobust.leaderboard.aggregate import aggregate
+from vlmrobust.leaderboard.baselines import BaselineSpec
+from vlmrobust.leaderboard.bench_c_extras import BenchCExtras
+from vlmrobust.leaderboard.load import load_submissions
+from vlmrobust.leaderboard.render import render_site, site_assets
+from vlmrobust.leaderboard.sitecheck import check_files
+from vlmrobust.leaderboard.submission import LeaderboardInputError
+from vlmrobust.leaderboard.synthetic import synthetic_submission, write_submission
+
+HOSTILE = '<script>alert(1)</script>"\'&'
+
+
+def test_hostile_names_in_sensitivity_and_gains_render_inert(tmp_path: Path) -> None:
+    write_submission(tmp_path, *synthetic_submission(0, "vlm"))
+    (sub,) = load_submissions(tmp_path)
+    bc = sub.datasets["bench-c"].bench_c
+    assert bc is not None
+    row = {"n_questions": 9, "mean_change": -0.1, "t": -2.0, "df": 8, "p": 0.08, "z": 1.2}
+    extras = BenchCExtras(
+        intervals={"kappa_weighted": {"acc": (0.2, 0.4), "clean:acc": (0.5, 0.7)}},
+        sensitivity={"acc": {HOSTILE: row, "all": row}, "S": {HOSTILE: row, "all": row}},
+        accuracy_gain=({"corruption": HOSTILE, "severity": 1, "n": 9, "WR": 3, "RW": 1,
+                        "delta_acc": 0.2, "delta_S": 0.1, "delta_C": -0.1,
+                        "category": "hesitant"},))
+    sub = dataclasses.replace(sub, datasets={**sub.datasets, "bench-c": dataclasses.replace(
+        sub.datasets["bench-c"], bench_c=dataclasses.replace(bc, extras=extras))})
+    files = render_site(aggregate((sub,), BaselineSpec(version="t", n_bootstrap=20)))
+    script, style, csp = site_assets()
+    check_files(files, scripts=[script], styles=[style], csp=csp)
+    page = files[f"models/{sub.model_id}.html"].decode()
+    assert HOSTILE not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert "hesitant" in page and "Sensitivity analysis" in page
+    assert "interval 20.0 … 40.0" in files["bench-c.html"].decode()
+
+
+@pytest.mark.parametrize(("block", "value", "message"), [
+    ("intervals", {"plain": {"acc": [0.9, 0.1]}}, "not an interval"),
+    ("intervals", {"plain": {"nonsense": [0.1, 0.2]}}, "unknown metric"),
+    ("sensitivity", {"acc": {"fog": {"p": 1.5, "df": 3, "n_questions": 4}}}, "not a probability"),
+    ("accuracy_gain", [{"corruption": "fog", "severity": 1, "category": "happy"}], "is not one of"),
+])
+def test_damaged_blocks_are_refused(tmp_path: Path, block: str, value: object,
+                                    message: str) -> None:
+    meta, scores = synthetic_submission(0, "vlm")
+    scores["datasets"]["bench-c"]["bench_c"][block] = value
+    write_submission(tmp_path, meta, json.loads(json.dumps(scores)))
+    with pytest.raises(LeaderboardInputError, match=message) as err:
+        load_submissions(tmp_path)
+    assert f"bench_c.{block}" in str(err.value)
