@@ -180,7 +180,8 @@ def _class_names(col: Any, manifest: Mapping[str, Any], name: str) -> list[Any]:
     return values
 
 
-def load_dataset_index(dataset_dir: Path, config: str | Sequence[str] | None = None) -> DatasetIndex:
+def load_dataset_index(dataset_dir: Path, config: str | Sequence[str] | None = None,
+                       check_shards: bool = True) -> DatasetIndex:
     """Read ids/options/answers (+ family columns) of ``config`` (a name or a
     list of names; all configs when None), after checking every data shard
     against the sha256 the manifest records (``verify_shards``)."""
@@ -189,7 +190,8 @@ def load_dataset_index(dataset_dir: Path, config: str | Sequence[str] | None = N
     from vlmrobust.core.datadir import read_manifest, read_table, verify_shards
 
     manifest = read_manifest(dataset_dir)
-    verify_shards(dataset_dir, manifest)
+    if check_shards:  # validate() checks them itself, before reading any column
+        verify_shards(dataset_dir, manifest)
     all_configs = manifest_configs(manifest, dataset_dir)
     chosen = all_configs if config is None else [config] if isinstance(config, str) else list(config)
     features = set(manifest.get("features", {}))
@@ -570,12 +572,17 @@ def validate(dataset_dir: Path | str, predictions: Path | str, config: str | Non
     ``indexes`` is a caller-owned cache of dataset indexes (the leaderboard
     validates many submissions against one dataset).
     """
-    from vlmrobust.core.datadir import read_manifest
+    from vlmrobust.core.datadir import read_manifest, verify_shards
 
     dataset_dir = Path(dataset_dir)
     predictions = Path(predictions)
     manifest = read_manifest(dataset_dir)
     known = manifest_configs(manifest, dataset_dir)
+    # the shards are checked before anything reads them (once per dataset when the
+    # caller caches indexes: an index cached for it means it was checked in this run)
+    resolved = str(dataset_dir.resolve())
+    if indexes is None or not any(k[0] == resolved for k in indexes):
+        verify_shards(dataset_dir, manifest)
     max_rows = max_prediction_rows(manifest, dataset_dir)
     pf = read_predictions(predictions, max_rows=max_rows,
                           max_bytes=BYTES_BASE + BYTES_PER_ROW * max_rows,
@@ -590,7 +597,7 @@ def validate(dataset_dir: Path | str, predictions: Path | str, config: str | Non
     key = (str(dataset_dir.resolve()), None if chosen is None else tuple(chosen))
     index = indexes.get(key) if indexes is not None else None
     if index is None:
-        index = load_dataset_index(dataset_dir, chosen)
+        index = load_dataset_index(dataset_dir, chosen, check_shards=False)
         if indexes is not None:
             indexes[key] = index
     if meta is not None:

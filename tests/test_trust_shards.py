@@ -156,3 +156,21 @@ def test_leaderboard_build_refuses_an_edited_shard(
     assert rc == 1 and "changed after the build" in err and str(shard) in err, err
     one_line_error(err)
     assert not (tmp_path / "site").exists()
+
+
+def test_leaderboard_checks_each_dataset_once(tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    from vlmrobust.core import datadir
+    from vlmrobust.leaderboard.verify import load_verified_submissions
+
+    subs, datasets = real_submissions(tmp_path / "board", 3)
+    calls: list[Path] = []
+    real = datadir.verify_shards
+
+    def spy(dataset_dir: Path, manifest: dict[str, Any] | None = None) -> int:
+        calls.append(Path(dataset_dir))
+        return real(dataset_dir, manifest)
+
+    monkeypatch.setattr(datadir, "verify_shards", spy)
+    assert len(load_verified_submissions(subs, datasets=datasets)) == 3
+    assert sorted(p.name for p in calls) == sorted(d.name for d in datasets)  # 3 models, once each
