@@ -390,3 +390,24 @@ def test_a_fifo_or_link_in_place_of_a_lock_file_is_refused_not_followed(
            capsys, "is a symbolic link")
     assert victim.read_text() == "keep me\n" and not (tmp_path / "site").exists()
     assert lstat_kind(subs / ".x.lock") == "p" and not (subs / "x").exists()
+
+
+@pytest.mark.parametrize("command", ["convert", "predict"])
+def test_other_outputs_refuse_a_foreign_folder(world: dict[str, Path], tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str],
+                                               command: str) -> None:
+    from tests.test_convert import mmstar
+
+    out = hostile_folder(tmp_path / "out.parquet")
+    before = snapshot(out)
+    if command == "convert":
+        (tmp_path / "src").mkdir()
+        src, _ = mmstar(tmp_path / "src")
+        argv = ["convert", "vlmevalkit-tsv", str(src), "--out", str(out)]
+        needle = "is not a dataset built by vlmrobust"
+    else:
+        argv = ["predict", "--model", "classifier:efficientnet-lite0", "--dataset",
+                str(world["mcq"]), "--out", str(out)]
+        needle = "is a directory"
+    _fails(argv, capsys, needle)
+    assert snapshot(out) == before

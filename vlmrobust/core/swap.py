@@ -40,7 +40,7 @@ _STATE_ENV = "VLMROBUST_STATE_DIR"
 def _libc() -> ctypes.CDLL | None:
     try:
         lib = ctypes.CDLL(None, use_errno=True)
-    except OSError:  # pragma: no cover - no C library to load (not POSIX)
+    except (OSError, TypeError):  # pragma: no cover - no C library to load (not POSIX)
         return None
     return lib if hasattr(lib, "renameat2") else None
 
