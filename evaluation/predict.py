@@ -120,6 +120,7 @@ def predict_dataset(
             "model": spec.name,
             "prompt": prompt,
             "mode": mode_id,
+            "backend": _backend_of(spec),
             "read_options": _read_record(answer_reader),
             "dataset_fingerprint": info.fingerprint,
             "configs": configs,
@@ -245,6 +246,14 @@ def _mode_id(spec: AdapterSpec, reader: Reader | None, model: str | Adapter) -> 
     if reader is not None:
         return reader.mode
     return getattr(model, "mode", None) or FIXED_MODES.get(spec.family)
+
+
+def _backend_of(spec: AdapterSpec) -> str | None:
+    """The backend a vlm name runs on (``vlm:`` in process: hf; ``endpoint:``)."""
+    if spec.family != "vlm":
+        return None
+    prefix = spec.name.partition(":")[0]
+    return "hf" if prefix == "vlm" else prefix
 
 
 def _read_record(reader: Reader | None) -> dict[str, Any] | None:

@@ -127,7 +127,7 @@ def test_modes_differ_and_resume_key_holds_the_mode(model_dir: Path, dataset: Pa
         predict_dataset(f"vlm:{model_dir}", dataset, out, batch_size=2, device="cpu",
                         progress=False, mode="likelihood:sum", after_batch=stop)
     run = json.loads((tmp_path / ".p.parquet.partial" / "run.json").read_text())
-    assert run["mode"] == "likelihood:sum"
+    assert run["mode"] == "likelihood:sum" and run["backend"] == "hf"
     with pytest.raises(VlmrobustError, match="different mode"):
         predict_dataset(f"vlm:{model_dir}", dataset, out, batch_size=2, device="cpu",
                         progress=False, mode="letter")
