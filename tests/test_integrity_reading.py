@@ -12,7 +12,15 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from tests.score_fixtures import dataset_rows, write_bench_c, write_jsonl, write_mcq, write_meta
+import vlmrobust
+from tests.score_fixtures import (
+    dataset_rows,
+    random_logits,
+    write_bench_c,
+    write_jsonl,
+    write_mcq,
+    write_meta,
+)
 from tests.trust_fixtures import one_line_error, perfect_predictions, run_cli
 from vlmrobust.core.datadir import read_table, shard_paths
 from vlmrobust.core.errors import SubmissionError, VlmrobustError
@@ -220,7 +228,10 @@ def test_any_64_flipped_bytes_are_refused_or_harmless(mcq: Path, tmp_path: Path)
     """Flip 64 bytes at every 64th offset of a predictions file as the project
     writes it: each copy is refused in one SubmissionError, or (damage in unread
     statistics) validates to exactly the original logits. Never a changed logit."""
-    src = perfect_predictions(mcq, tmp_path / "p.parquet")
+    rows = dataset_rows(mcq)
+    # random float32 logits: zstd stores them as a raw block, where a flip decodes
+    src = vlmrobust.write_predictions(mcq, [r["id"] for r in rows], random_logits(rows),
+                                      model="m", family="other", out=tmp_path / "p.parquet")
     good = validate(mcq, src).aligned.logits
     data = src.read_bytes()
     refused = harmless = 0
