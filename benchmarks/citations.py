@@ -25,12 +25,14 @@ CITATIONS: tuple[Citation, ...] = (
         "vlm_robustness_language_2025",
         "Does Language Training Improve Vision-Language Model Robustness?",
         "https://leo1oel.github.io/blog/2025-07/vlm-robustness", ("imagenet-mcq",),
+        # The page names no author (only the site's handle), so the entry has
+        # none rather than a handle posing as a name.
         "@misc{vlm_robustness_language_2025,\n"
         "  title = {Does Language Training Improve Vision-Language Model Robustness?},\n"
-        "  author = {leo1oel},\n"
         "  year = {2025},\n"
+        "  month = jul,\n"
         "  howpublished = {\\url{https://leo1oel.github.io/blog/2025-07/vlm-robustness}},\n"
-        "  note = {Blog post}\n}"),
+        "  note = {Blog post; the page names no author}\n}"),
     Citation(
         "taori2020measuring",
         "Measuring Robustness to Natural Distribution Shifts in Image Classification",
@@ -88,6 +90,21 @@ CITATIONS: tuple[Citation, ...] = (
         "  booktitle = {Advances in Neural Information Processing Systems},\n"
         "  year = {2024}\n}"),
 )
+
+
+# vlmrobust itself (software). The organisation in the URL is the placeholder
+# the submissions README names until the project's hub organisation exists.
+VLMROBUST = Citation(
+    "vlmrobust",
+    "vlmrobust: robustness benchmarks, reference evaluator and leaderboard for VLMs and CLIP",
+    "https://github.com/vlmrobust/leaderboard", ("*",),
+    "@software{vlmrobust,\n"
+    "  title = {vlmrobust: Robustness Benchmarks, Reference Evaluator and Leaderboard for "
+    "Vision-Language Models and {CLIP}},\n"
+    "  author = {{The vlmrobust contributors}},\n"
+    "  year = {2026},\n"
+    "  version = {0.1.0},\n"
+    "  url = {https://github.com/vlmrobust/leaderboard}\n}")
 
 
 def for_family(family: str) -> tuple[Citation, ...]:

@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from vlmrobust.benchmarks.citations import for_family
+from vlmrobust.benchmarks.citations import VLMROBUST, for_family
 from vlmrobust.core.errors import VlmrobustError
 
 
@@ -129,8 +129,9 @@ def common_sections(family: str, *, licences: Sequence[tuple[str, str, str]] = (
     lines = [
         "## How to evaluate",
         "",
-        "Predict (the reference evaluator writes option logits and a `meta.yaml` with the "
-        "dataset fingerprint), score, then submit to the leaderboard:",
+        "Predict (the reference evaluator writes option logits with their metadata, the "
+        "dataset's fingerprint included, embedded in the parquet file), score, then submit "
+        "to the leaderboard:",
         "",
         "```bash",
         f"vlmrobust predict --model {fam.predict_example} --dataset DIR "
@@ -142,7 +143,11 @@ def common_sections(family: str, *, licences: Sequence[tuple[str, str, str]] = (
         "```",
         "",
         "Your own code may write the predictions instead: one row per dataset row with `id` "
-        "and `logits` (one float per option, in the dataset's option order).",
+        "and `logits` (one float per option, in the dataset's option order). Their metadata "
+        "must name this build's fingerprint (`fingerprint` in `manifest.json`): "
+        "`vlmrobust.write_predictions(DIR, ids, logits, model=..., family=..., out=...)` "
+        "embeds it; a JSONL file carries it in a `<file>.meta.yaml` sidecar. Predictions "
+        "without it are refused.",
         "",
     ]
     if licences:
@@ -150,7 +155,9 @@ def common_sections(family: str, *, licences: Sequence[tuple[str, str, str]] = (
         lines += [f"| {s} | {lic} | {note} |" for s, lic, note in licences]
         lines += ["", "The dataset's `license: other` means: each row keeps the terms of its "
                       "source, as listed here.", ""]
-    lines += ["## Citation", "", "Please cite the papers this benchmark builds on:", "",
+    lines += ["## Citation", "", "If you use this dataset, please cite vlmrobust:", "",
+              "```bibtex", VLMROBUST.bibtex, "```", "",
+              "and the papers this benchmark builds on:", "",
               "```bibtex", bib, "```", ""]
     return "\n".join(lines)
 

@@ -25,6 +25,7 @@ from vlmrobust import __version__
 from vlmrobust.core.cpus import default_threads
 from vlmrobust.core.errors import VlmrobustError
 from vlmrobust.core.output_guard import check_file_output
+from vlmrobust.core.public_names import looks_like_path, publishable_meta
 from vlmrobust.evaluation.distributed import DistContext, init_distributed, local_world_size
 from vlmrobust.evaluation.predictions_io import (
     JournalRow,
@@ -67,6 +68,7 @@ def predict_dataset(
     read_options: ReadOptions | None = None,
     device_map: str | None = None,
     endpoint: Mapping[str, Any] | None = None,
+    name: str | None = None,
 ) -> Path:
     """Predict option logits for every row of ``dataset`` (all configs, or ``config``)
     and write ``out`` (parquet: id, logits list<float32>, config; its metadata embedded, or
@@ -84,14 +86,18 @@ def predict_dataset(
     generating modes' limits, ``device_map`` shards a vlm over the visible
     devices (accelerate), ``endpoint`` holds an ``endpoint:`` model's connection
     options (``url``, ``api_key_env``, ``concurrency``, ``timeout_s``, ``retries``,
-    ``cache_dir``, ``use_cache``). The journal is created only once the model has
-    loaded. Returns ``out``.
+    ``cache_dir``, ``use_cache``); ``name`` is the model's public name (without
+    it, no local path of the model reaches the metadata:
+    :func:`vlmrobust.core.public_names.publishable_meta`). The journal is
+    created only once the model has loaded. Returns ``out``.
     """
     out = Path(out)
     if batch_size < 1:
         raise VlmrobustError(f"--batch-size must be >= 1, got {batch_size}")
     if threads is not None and threads < 1:
         raise VlmrobustError(f"--threads must be >= 1, got {threads}")
+    if name is not None and (not name.strip() or len(name) > 300):
+        raise VlmrobustError("--name must be 1-300 characters, not blank")
     if out.suffix not in (".parquet", ".jsonl"):
         raise VlmrobustError(f"--out {out}: use a .parquet (or .jsonl) file name")
     if device_map is not None and device is not None:
@@ -160,7 +166,7 @@ def predict_dataset(
                 meta["server"] = server()
             if answer_reader is not None and answer_reader.decides:
                 meta["read_options"] = _read_record(answer_reader)
-            _merge(out, plan, merged, pdir, meta)
+            _merge(out, plan, merged, pdir, publishable_meta(meta, name, _is_local_path))
         ctx.barrier()
         remove_partial(pdir)
     finally:
@@ -420,6 +426,11 @@ def _merge(out: Path, plan: Sequence[PlannedRow], done: dict[int, JournalRow],
         [r[1] or [] for r in rows] if all(with_logits) else None,
         text=column("text") if decided else None, prompt_text=column("prompt_text"),
         prediction=[r[2].get("prediction") for r in rows] if decided else None), meta)
+
+
+def _is_local_path(part: str) -> bool:
+    # "vlm:runs/tiny" loads a folder when one exists there, as transformers does
+    return looks_like_path(part) or ("/" in part and Path(part).expanduser().exists())
 
 
 def _meta(adapter: Adapter, spec: AdapterSpec, info: Any, configs: Sequence[str],

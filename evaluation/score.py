@@ -367,6 +367,8 @@ def score_report(report: ValidationReport, model_id: str | None = None, seed: in
         "configs": configs,
         "bench_c": bench_c_scores(report, seed),
     }
+    if report.partial is not None:
+        section["partial"] = dict(report.partial)
     if model_id is None and report.meta is not None:
         found = report.meta.get("model_id", report.meta.get("model"))
         model_id = str(found) if found is not None else None

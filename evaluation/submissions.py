@@ -44,6 +44,7 @@ from vlmrobust.core.output_guard import (
     open_lock_file,
     resolve,
 )
+from vlmrobust.core.public_names import publishable_meta
 from vlmrobust.core.swap import carry_over, recover
 from vlmrobust.core.text import check_text_fields, short_repr
 from vlmrobust.core.writer import WRITE_CHECKSUMS
@@ -52,7 +53,7 @@ from vlmrobust.evaluation.predictions_read import DEFAULT_MAX_BYTES, TEXT_COLUMN
 from vlmrobust.evaluation.row_results import ROWS_NAME, row_results, rows_jsonl
 from vlmrobust.evaluation.schemas import check_schema
 from vlmrobust.evaluation.score import SCHEMA_VERSION, dumps_scores, score_report
-from vlmrobust.evaluation.validate import ValidationReport, validate
+from vlmrobust.evaluation.validate import ValidationReport, partial_note, validate
 
 # Matched whole (re.fullmatch): "abc\n" must fail, which "^...$" with re.match lets through.
 MODEL_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
@@ -68,8 +69,10 @@ PREDICTIONS_NAME = "predictions.parquet"
 MAX_PARAMS = 10 ** 15
 # Text shown on pages and charts: no control characters (vlmrobust.core.text).
 TEXT_FIELDS = ("name", "vision_encoder", "prompt_id", "date", "tool_version", "adapter", "bibtex")
-# Folders of the submissions tree that are not models (the published JSON Schemas).
-RESERVED = frozenset({"schemas"})
+# Folders of the submissions tree that are not models: the published JSON
+# Schemas, and dataset directories shipped with the submissions (searched by
+# fingerprint when the leaderboard re-scores them).
+RESERVED = frozenset({"schemas", "datasets"})
 
 
 def is_model_id(model_id: object) -> bool:
@@ -138,9 +141,18 @@ class ModelMeta:
     bibtex: str | None = None
     # how a VLM was read (letter, likelihood:sum, generate, ...): its own leaderboard line
     mode: str | None = None
+    # The prompt of each dataset the model answers (a model may be run with a
+    # different prompt per dataset); prompt_id is their common value, if any.
+    prompts: dict[str, str | None] | None = None
 
     def __post_init__(self) -> None:
         validate_model_id(self.model_id)
+        if self.prompts is not None and (
+                not isinstance(self.prompts, dict)
+                or not all(isinstance(k, str) and (v is None or isinstance(v, str))
+                           for k, v in self.prompts.items())):
+            raise SubmissionError(f"model {self.model_id}: prompts must map dataset names to "
+                                  "prompt ids")
         for key in LINK_FIELDS:
             check_link(getattr(self, key), f"model {self.model_id}: {key}")
         if self.bibtex is not None and (not isinstance(self.bibtex, str) or len(self.bibtex) > MAX_BIBTEX):
@@ -187,8 +199,10 @@ def _params(v: Any, source: str) -> int | None:
 def model_meta_from(model_id: str, prediction_meta: Mapping[str, Any] | None,
                     overrides: Mapping[str, Any] | None = None) -> ModelMeta:
     """Model metadata from the predictions' metadata, overridden by non-None
-    ``overrides`` (e.g. command-line flags or a --meta file)."""
-    pm = dict(prediction_meta or {})
+    ``overrides`` (e.g. command-line flags or a --meta file). A local path in the
+    predictions' model name or vision encoder is replaced by its folder name and
+    a hash (:mod:`vlmrobust.core.public_names`); only an explicit name is kept as given."""
+    pm = publishable_meta(prediction_meta or {})
     merged: dict[str, Any] = {
         "name": pm.get("name") or pm.get("model"),
         "family": pm.get("family"),
@@ -213,8 +227,64 @@ def model_meta_from(model_id: str, prediction_meta: Mapping[str, Any] | None,
         tool_version=_str_or_none(merged["tool_version"]) or __version__,
         adapter=_str_or_none(merged["adapter"]),
         mode=_str_or_none(merged["mode"]),
-        **{k: _str_or_none(merged[k]) for k in (*LINK_FIELDS, "bibtex")},
+        paper_url=_str_or_none(merged["paper_url"]),
+        code_url=_str_or_none(merged["code_url"]),
+        weights_url=_str_or_none(merged["weights_url"]),
+        bibtex=_str_or_none(merged["bibtex"]),
     )
+
+
+def _old_meta(path: Path) -> dict[str, Any] | None:
+    if not (path.exists() or path.is_symlink()):
+        return None
+    from vlmrobust.core.bounded import MAX_META_BYTES, parse_yaml_bounded
+
+    data = parse_yaml_bounded(read_bytes_bounded(path, MAX_META_BYTES, "meta.yaml", SubmissionError),
+                              str(path), SubmissionError)
+    if not isinstance(data, dict):
+        raise SubmissionError(f"{path}: expected a mapping of model fields; fix or remove it")
+    return data
+
+
+def merge_model_meta(model_id: str, old: Mapping[str, Any] | None, dataset: str,
+                     prediction_meta: Mapping[str, Any] | None,
+                     overrides: Mapping[str, Any] | None = None, where: str = META_NAME,
+                     ) -> ModelMeta:
+    """The model's metadata after submitting ``dataset``. The first submit sets
+    every field; later ones keep them (the first name wins unless ``overrides``
+    gives one; an override replaces any field), fill fields still empty, and set
+    this dataset's prompt in ``prompts`` only. A family or adapter other than
+    the stored one is refused: those predictions come from another model."""
+    ov = {k: v for k, v in (overrides or {}).items() if v is not None and k != "model_id"}
+    new = model_meta_from(model_id, prediction_meta, ov)
+    pm = prediction_meta or {}
+    prompt = ov.get("prompt_id", pm.get("prompt_id"))
+    if old is None:
+        prompts = {dataset: _str_or_none(prompt)}
+        return ModelMeta(**{**new.to_dict(), "prompts": prompts})
+    stated_family = ov.get("family") or pm.get("family")
+    if stated_family is not None and old.get("family") is not None \
+            and str(stated_family) != str(old["family"]):
+        raise SubmissionError(
+            f"{where}: family is {old['family']!r}, these predictions are {stated_family!r}; "
+            "submit them under their own --model-id")
+    if new.adapter is not None and old.get("adapter") is not None and new.adapter != old["adapter"]:
+        raise SubmissionError(
+            f"{where}: adapter is {old['adapter']!r}, these predictions come from "
+            f"{new.adapter!r}; submit them under their own --model-id")
+    merged = new.to_dict()
+    for key, value in old.items():
+        if key in merged and key not in ("model_id", "prompts", "prompt_id") \
+                and key not in ov and value is not None:
+            merged[key] = value
+    old_prompts = old.get("prompts")
+    prompts = dict(old_prompts) if isinstance(old_prompts, dict) else {}
+    prompts[dataset] = _str_or_none(prompt)
+    merged["prompts"] = prompts
+    values = set(prompts.values())
+    merged["prompt_id"] = values.pop() if len(values) == 1 else None
+    merged["params"] = _params(merged["params"], str(where))
+    return ModelMeta(**merged)
 
 
 def read_scores(path: Path, model_id: str) -> dict[str, Any]:
@@ -341,12 +411,14 @@ def add_submission(submissions_dir: Path | str, model_id: str, dataset_dir: Path
     check_submission_target(submissions_dir, model_id, Path(dataset_dir), predictions)
     report = validate(dataset_dir, predictions)
     assert report.meta is not None
+    if report.partial is not None:
+        raise SubmissionError(f"{predictions}: {partial_note(report.partial)}; run predict "
+                              "again without --limit to submit")
     claimed = report.meta.get("model_id")
     if claimed is not None and claimed != model_id:
         raise SubmissionError(
             f"{predictions}: its metadata names model_id {claimed!r}, not {model_id!r}; "
             "submit under the id the predictions were made for")
-    model_meta = model_meta_from(model_id, report.meta, meta)
     dataset_name = report.index.name
     if not dataset_name or dataset_name.startswith(".") or "/" in dataset_name \
             or dataset_name in (SCORES_NAME, META_NAME):
@@ -365,6 +437,8 @@ def add_submission(submissions_dir: Path | str, model_id: str, dataset_dir: Path
         check_submission_target(submissions_dir, model_id, Path(dataset_dir), predictions)
         _check_same_model(root, report, dataset_name)
         scores = read_scores(root / SCORES_NAME, model_id)
+        model_meta = merge_model_meta(model_id, _old_meta(root / META_NAME), dataset_name,
+                                      report.meta, meta, str(root / META_NAME))
         scores["model_id"] = model_id
         scores["datasets"].update(new["datasets"])
         with atomic_directory(root) as tmp:

@@ -10,7 +10,9 @@ corrupted question, and the dataset fingerprint in the metadata that travels
 with the predictions file (vlmrobust.evaluation.predictions_meta; refused when
 absent). Every kind of problem is reported with its first offending rows
 in one :class:`SubmissionError`; on success the returned report holds the
-predictions aligned to dataset order, ready for scoring.
+predictions aligned to dataset order, ready for scoring. A ``predict --limit N``
+run (its metadata records the limit; it answers the first N rows of every
+config) is scored on those rows and marked partial (``ValidationReport.partial``).
 """
 
 from __future__ import annotations
@@ -110,6 +112,18 @@ class DatasetIndex:
     @property
     def n_rows(self) -> int:
         return int(self.ids.shape[0])
+
+    def subset(self, keep: NDArray[np.bool_]) -> DatasetIndex:
+        """The rows where ``keep`` is true (order kept)."""
+        return DatasetIndex(
+            manifest=self.manifest,
+            configs=tuple(c for c in self.configs if bool((self.config[keep] == c).any())),
+            ids=self.ids[keep], config=self.config[keep], n_options=self.n_options[keep],
+            answer=self.answer[keep], columns={k: v[keep] for k, v in self.columns.items()},
+            other_ids=self.other_ids,
+            options=None if self.options is None else self.options[keep],
+            option_class_ids=(None if self.option_class_ids is None
+                              else self.option_class_ids[keep]))
 
     @property
     def name(self) -> str:
@@ -526,6 +540,9 @@ class ValidationReport:
     file: PredictionsFile
     aligned: Alignment
     meta: Mapping[str, Any] | None = None
+    # A partial run (`predict --limit`): {"limit", "rows", "of"}; scored as such,
+    # never accepted as a submission.
+    partial: Mapping[str, int] | None = None
 
     @property
     def sha256(self) -> str | None:
@@ -538,8 +555,37 @@ class ValidationReport:
 
     def summary(self) -> str:
         kind = "logits" if self.has_logits else "text" if self.file.has_text else "predictions only"
-        return (f"{self.predictions}: valid — {self.index.n_rows} rows of "
+        text = (f"{self.predictions}: valid — {self.index.n_rows} rows of "
                 f"{self.index.name or 'dataset'} configs {', '.join(self.index.configs)} ({kind})")
+        return text + (f"; {partial_note(self.partial)}" if self.partial else "")
+
+
+def partial_note(partial: Mapping[str, int]) -> str:
+    """How a partial run is named wherever it is shown."""
+    return (f"PARTIAL run (predict --limit {partial['limit']}: {partial['rows']} of "
+            f"{partial['of']} rows); `submit` refuses partial runs")
+
+
+def limited_run(index: DatasetIndex, pf: PredictionsFile, meta: Mapping[str, Any] | None,
+                ) -> tuple[DatasetIndex, dict[str, int] | None]:
+    """The rows a ``predict --limit N`` run answered: when the metadata records
+    a limit and the predictions hold exactly the first N rows (or all, if fewer)
+    of every config, the index shrinks to them and the run is marked partial.
+    Anything else is left to the missing-id check."""
+    limit = meta.get("limit") if meta is not None else None
+    if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
+        return index, None
+    answered = set(pf.ids.tolist())
+    keep = np.fromiter((rid in answered for rid in index.ids.tolist()), dtype=bool,
+                       count=index.n_rows)
+    if keep.all():
+        return index, None
+    expected = np.zeros(index.n_rows, dtype=bool)
+    for config in index.configs:
+        expected[np.flatnonzero(index.config == config)[:limit]] = True
+    if not np.array_equal(keep, expected):
+        return index, None
+    return index.subset(keep), {"limit": limit, "rows": int(keep.sum()), "of": index.n_rows}
 
 
 def failure_message(pf_path: Path, problems: list[Problem], where: str) -> str:
@@ -550,14 +596,16 @@ def failure_message(pf_path: Path, problems: list[Problem], where: str) -> str:
 
 def validate_against(index: DatasetIndex, pf: PredictionsFile, *, dataset_dir: Path | None = None,
                      meta: Mapping[str, Any] | None = None,
-                     extra: list[Problem] | None = None) -> ValidationReport:
+                     extra: list[Problem] | None = None,
+                     partial: Mapping[str, int] | None = None) -> ValidationReport:
     """Check ``pf`` against an in-memory ``index``; raise SubmissionError listing
     every kind of problem, or return the aligned report."""
     found, matched = _check(index, pf, is_open_world(meta))
     problems = [*(extra or []), *found]
     if problems:
         raise SubmissionError(failure_message(pf.path, problems, str(dataset_dir or index.name)))
-    return ValidationReport(dataset_dir, pf.path, index, pf, align(index, pf, matched), meta)
+    return ValidationReport(dataset_dir, pf.path, index, pf, align(index, pf, matched), meta,
+                            partial)
 
 
 def validate(dataset_dir: Path | str, predictions: Path | str, config: str | None = None,
@@ -605,4 +653,6 @@ def validate(dataset_dir: Path | str, predictions: Path | str, config: str | Non
                  else str(sidecar_path(predictions)))
         extra = [Problem(kind, detail) for kind, detail in meta_problems(meta, index.manifest, where)]
         extra += _unknown_configs(meta, known, where)
-    return validate_against(index, pf, dataset_dir=dataset_dir, meta=meta, extra=extra)
+    index, partial = limited_run(index, pf, meta)
+    return validate_against(index, pf, dataset_dir=dataset_dir, meta=meta, extra=extra,
+                            partial=partial)

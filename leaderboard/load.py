@@ -72,8 +72,16 @@ def load_meta(folder: Path) -> ModelMeta:
 
 def _model_meta(m: Mapping[str, Any], w: Where, model_id: str, family: str,
                 params_raw: int | None) -> ModelMeta:
+    prompts_raw = m.get("prompts")
+    if prompts_raw is not None and (
+            not isinstance(prompts_raw, dict)
+            or not all(isinstance(k, str) and (v is None or isinstance(v, str))
+                       for k, v in prompts_raw.items())):
+        raise w.fail("prompts", "expected a mapping of dataset name to prompt id",
+                     "resubmit with `vlmrobust submit`")
     return ModelMeta(
         model_id=model_id,
+        prompts=None if prompts_raw is None else dict(prompts_raw),
         name=w.text(m, "name", "") or model_id,
         family=family,
         vision_encoder=w.text(m, "vision_encoder", ""),
@@ -85,6 +93,7 @@ def _model_meta(m: Mapping[str, Any], w: Where, model_id: str, family: str,
         mode=w.text(m, "mode", ""),
         **{k: w.text(m, k, "") for k in ("paper_url", "code_url", "weights_url", "bibtex")},
     )
+
 
 def load_submission(folder: Path) -> Submission:
     folder = Path(folder)

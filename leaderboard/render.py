@@ -21,7 +21,7 @@ from typing import Any
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 
-from vlmrobust.benchmarks.citations import CITATIONS
+from vlmrobust.benchmarks.citations import CITATIONS, VLMROBUST
 from vlmrobust.leaderboard import overview, svg
 from vlmrobust.leaderboard.bench_c_view import benchc_maps, mean_maps, per_corruption
 from vlmrobust.leaderboard.board import (
@@ -238,7 +238,7 @@ def render_site(lb: Leaderboard, *, releases: Sequence[Mapping[str, Any]] = (),
          quadrants=QUADRANTS, transitions=TRANSITIONS)
     page("releases.html", "releases.html.j2", releases=list(reversed(list(releases))))
     page("submit.html", "submit.html.j2")
-    page("about.html", "about.html.j2", citations=CITATIONS)
+    page("about.html", "about.html.j2", citations=(VLMROBUST, *CITATIONS))
     missing_by_id = {o["r"].model_id: o["missing"] for o in rows}
     binary: dict[str, bytes] = {}
     for s in lb.submissions:

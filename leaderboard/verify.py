@@ -24,7 +24,7 @@ from vlmrobust.core.errors import VlmrobustError
 from vlmrobust.evaluation.predictions_meta import read_prediction_meta
 from vlmrobust.evaluation.score import score_report
 from vlmrobust.evaluation.submissions import PREDICTIONS_NAME, SCORES_NAME, ModelMeta
-from vlmrobust.evaluation.validate import DatasetIndex, validate
+from vlmrobust.evaluation.validate import DatasetIndex, partial_note, validate
 from vlmrobust.leaderboard.evidence import DatasetEvidence, evidence_from_report
 from vlmrobust.leaderboard.load import _check_comparable, submission_folders
 from vlmrobust.leaderboard.scores_json import parse_scores
@@ -51,10 +51,13 @@ class DatasetStore:
     def default(cls, submissions: Path, dirs: Iterable[Path | str] = (),
                 roots: Iterable[Path | str] = ()) -> DatasetStore:
         """``dirs`` and ``roots``, then $VLMROBUST_DATASETS (os.pathsep-separated
-        stores), then a ``datasets/`` folder beside the submissions folder."""
+        stores), then a ``datasets/`` folder inside the submissions folder (the
+        builds its submissions answer, shipped with them) and one beside it (as
+        ``vlmrobust demo`` leaves them)."""
         env = [Path(p) for p in os.environ.get(STORE_ENV, "").split(os.pathsep) if p]
-        sibling = Path(submissions).resolve().parent / "datasets"
-        return cls(dirs, [*roots, *env, *([sibling] if sibling.is_dir() else [])])
+        here = Path(submissions).resolve()
+        found = [d for d in (here / "datasets", here.parent / "datasets") if d.is_dir()]
+        return cls(dirs, [*roots, *env, *found])
 
     def _index(self) -> dict[str, Path]:
         if self._by_fp is not None:
@@ -165,6 +168,9 @@ def rescore_folder(folder: Path, store: DatasetStore,
             raise
         except VlmrobustError as exc:
             raise LeaderboardInputError(f"{predictions}: refused ({exc})") from None
+        if report.partial is not None:
+            raise LeaderboardInputError(f"{predictions}: {partial_note(report.partial)}; "
+                                        "the leaderboard shows complete runs only")
         recomputed = score_report(report, model_id)["datasets"]
         if list(recomputed) != [key]:
             raise LeaderboardInputError(
@@ -241,7 +247,22 @@ def load_verified_submissions(root: Path, store: DatasetStore | None = None,
         raise LeaderboardInputError(f"{root}: not a directory; pass --submissions DIR")
     store = store or DatasetStore.default(root, datasets, stores)
     indexes: dict[Any, DatasetIndex] = {}
-    subs = tuple(load_verified_submission(p, store, indexes) for p in submission_folders(root))
+    loaded: list[Submission] = []
+    refused: list[str] = []
+    # every folder is checked: one run names every refused submission, not the first
+    for folder in submission_folders(root):
+        try:
+            loaded.append(load_verified_submission(folder, store, indexes))
+        except LeaderboardInputError as exc:
+            refused.append(str(exc))
+    if len(refused) == 1:
+        raise LeaderboardInputError(refused[0])
+    if refused:
+        # one line (the CLI prints errors on one line), every folder in it
+        raise LeaderboardInputError(
+            f"{len(refused)} submission folders refused (fix each, then build again): "
+            + " | ".join(f"({i}) {msg}" for i, msg in enumerate(refused, start=1)))
+    subs = tuple(loaded)
     if not subs:
         raise LeaderboardInputError(f"{root}: no submission folders; add one with "
                                     "`vlmrobust submit`")

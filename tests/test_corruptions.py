@@ -112,11 +112,15 @@ def test_seed_depends_on_every_part_of_the_key() -> None:
         a = corrupt(img, name, 3, item_id="a")
         b = corrupt(img, name, 3, item_id="b")
         assert not np.array_equal(a, b), name
-    # the global numpy state is neither read nor changed
-    np.random.seed(5)
-    before = np.random.get_state()[1].copy()
-    corrupt(img, "gaussian_noise", 2, item_id="a")
-    assert (np.random.get_state()[1] == before).all()
+    # the global numpy state is neither read nor changed (restored for the next test)
+    saved = np.random.get_state()
+    try:
+        np.random.seed(5)
+        before = np.random.get_state()[1].copy()
+        corrupt(img, "gaussian_noise", 2, item_id="a")
+        assert (np.random.get_state()[1] == before).all()
+    finally:
+        np.random.set_state(saved)
 
 
 def test_bad_names_and_severities_fail_clearly() -> None:

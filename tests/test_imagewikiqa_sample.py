@@ -118,3 +118,28 @@ def test_card_reports_filter_steps_and_blind_rate(
         rate = 100 * worst["correct"] / worst["n"]
         assert f"{rate:.1f}% ({worst['correct']}/{worst['n']}" in card
     assert "blind-answerable rate of the kept set" in card
+
+
+def test_card_carries_image_licences_and_warns_about_reference(
+    full_sample: tuple[Path, dict[str, Any]]
+) -> None:
+    """Issue 27.5: the licences are in the dataset directory (the card), not in a
+    file of the source tree; `reference` is flagged as giving the answer away."""
+    from vlmrobust.builders.sample import load_sample
+
+    out, _ = full_sample
+    card = (out / "README.md").read_text()
+    assert "builders/sample/sample.csv" not in card
+    assert "**Warning: `reference`, `label`, `wnid` and `article` give the answer away.**" in card
+    body = card.split("## Licences", 1)[1].split("##", 1)[0]
+    sample = {s.key: s for s in load_sample()}
+    listed = [line[2:] for line in body.splitlines() if line.startswith("- ")]
+    assert listed
+    seen = 0
+    for line in listed:
+        licence, keys = line.rsplit(": ", 1)
+        for key in keys.split(", "):
+            s = sample[key]
+            assert licence == f"{s.licence} [{s.origin_package}]"
+            seen += 1
+    assert seen == len({k for line in listed for k in line.rsplit(": ", 1)[1].split(", ")})

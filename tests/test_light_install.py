@@ -25,8 +25,9 @@ def test_core_closure_holds_no_heavy_distribution() -> None:
 
 
 @pytest.fixture(scope="module")
-def light_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return make_light_venv(tmp_path_factory.mktemp("light"), Path(__file__).resolve().parents[1])
+def light_python(tmp_path_factory: pytest.TempPathFactory, vlmrobust_wheel: Path) -> Path:
+    return make_light_venv(tmp_path_factory.mktemp("light"), Path(__file__).resolve().parents[1],
+                           vlmrobust_wheel)
 
 
 def _run(python: Path, args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:

@@ -4,6 +4,7 @@ dataset built with vlmrobust.core.writer: output layout, resume, errors before l
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from vlmrobust.evaluation.predict import predict_dataset
 from vlmrobust.evaluation.predictions_io import partial_dir
 from vlmrobust.evaluation.predictions_meta import read_prediction_meta
 from vlmrobust.models import load_adapter
+from vlmrobust.models.classifier import _LOGITS_CACHE, ClassifierAdapter, pixel_digest
 
 MODEL = "classifier:efficientnet-lite0"
 BUSY = 1e6  # a load average no machine has idle cores under
@@ -49,10 +51,43 @@ def dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory: pytest.TempPathFactory, dataset: Path, lite0: Any) -> Path:
     out = tmp_path_factory.mktemp("ref") / "predictions.parquet"
+    _LOGITS_CACHE.clear()  # computed here, not served by whatever ran before
     return predict_dataset(lite0, dataset, out, batch_size=3, progress=False)
 
 
-def test_predictions_layout_and_values(reference: Path, dataset: Path, lite0: Any) -> None:
+@pytest.fixture
+def forwards(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
+    """The process-wide logits cache emptied, and the images each forward of any
+    classifier adapter runs, counted: a test comparing runs compares logits the
+    network computed in each run, not one cached value with itself."""
+    original = ClassifierAdapter._class_logits
+
+    def counting(self: ClassifierAdapter, images: Any) -> Any:
+        seen.append(len(images))
+        return original(self, images)
+
+    seen: list[int] = []
+    _LOGITS_CACHE.clear()
+    monkeypatch.setattr(ClassifierAdapter, "_class_logits", counting)
+    yield seen
+    _LOGITS_CACHE.clear()
+
+
+def distinct_images(dataset: Path, ids: set[str]) -> int:
+    """How many different images (by pixels, as the cache keys them) ``ids`` show."""
+    from vlmrobust.core.datadir import config_names
+    from vlmrobust.models.runtime import to_pil
+
+    digests = set()
+    for config in config_names(dataset):
+        for row in read_table(dataset, config, ["id", "image"]).to_pylist():
+            if row["id"] in ids:
+                digests.add(pixel_digest(to_pil(row["image"])))
+    return len(digests)
+
+
+def test_predictions_layout_and_values(reference: Path, dataset: Path, lite0: Any,
+                                       forwards: list[int]) -> None:
     table = pq.read_table(reference)
     assert table.column_names == ["id", "logits", "config"]
     assert str(table.schema.field("logits").type) == "list<element: float>"
@@ -68,6 +103,7 @@ def test_predictions_layout_and_values(reference: Path, dataset: Path, lite0: An
     from vlmrobust.models.runtime import to_pil
 
     direct = lite0.option_logits([dict(src[3], image=to_pil(src[3]["image"]))])[0]
+    assert forwards == [1]  # the network ran on that image here (the cache was empty)
     np.testing.assert_allclose(table.column("logits")[3].as_py(), direct, rtol=1e-5, atol=1e-5)
     # real photos: the classifier answers every question right
     answers = [r["answer"] for r in src]
@@ -98,7 +134,7 @@ def test_meta_yaml(reference: Path, dataset: Path) -> None:
 
 
 def test_resume_after_crash_is_identical(tmp_path: Path, dataset: Path, reference: Path,
-                                         lite0: Any) -> None:
+                                         lite0: Any, forwards: list[int]) -> None:
     out = tmp_path / "predictions.parquet"
 
     class Crash(Exception):
@@ -117,17 +153,29 @@ def test_resume_after_crash_is_identical(tmp_path: Path, dataset: Path, referenc
     # simulate a kill in the middle of writing the third batch
     with journal[0].open("a") as f:
         f.write('{"rows": [[6, "photo-006", [1.0')
+    done = {r[1] for line in journal[0].read_text().splitlines()[:2]
+            for r in json.loads(line)["rows"]}
+    remaining = {r["id"] for r in pq.read_table(reference).to_pylist()} - done
+    assert len(remaining) == 6
+    _LOGITS_CACHE.clear()
+    forwards.clear()
     seen: list[int] = []
     predict_dataset(lite0, dataset, out, batch_size=3, progress=False, after_batch=seen.append)
     assert seen == [1, 2]  # only the 6 remaining rows were predicted
+    # ... and their images went through the network again (no cached logits)
+    assert sum(forwards) == distinct_images(dataset, remaining) > 0
     assert_same_predictions(out, reference)
     assert not partial_dir(out).exists()
 
 
 def test_limit_and_single_config_and_jsonl(tmp_path: Path, dataset: Path, lite0: Any,
-                                           reference: Path) -> None:
+                                           reference: Path, forwards: list[int]) -> None:
+    _LOGITS_CACHE.clear()
+    forwards.clear()
     out = predict_dataset(lite0, dataset, tmp_path / "p.jsonl", config="other", limit=3,
                           batch_size=2, progress=False)
+    wanted = {"other-000", "other-001", "other-002"}
+    assert sum(forwards) == distinct_images(dataset, wanted) > 0
     lines = [json.loads(x) for x in out.read_text().splitlines()]
     assert [x["id"] for x in lines] == ["other-000", "other-001", "other-002"]
     ref = {r["id"]: r["logits"] for r in pq.read_table(reference).to_pylist()}
@@ -206,7 +254,7 @@ def test_cli(tmp_path: Path, dataset: Path, capsys: pytest.CaptureFixture[str]) 
 
 
 def test_resume_after_sigkill(tmp_path: Path, dataset: Path, reference: Path,
-                              monkeypatch: pytest.MonkeyPatch) -> None:
+                              monkeypatch: pytest.MonkeyPatch, forwards: list[int]) -> None:
     """A process SIGKILLed after its second batch (no cleanup runs) resumes to the
     same bytes as an uninterrupted run, although the host got busy in between
     (a new run would now default to fewer threads: the resume keeps the
@@ -241,15 +289,20 @@ def test_resume_after_sigkill(tmp_path: Path, dataset: Path, reference: Path,
     assert first == cpus.available_cpus() == read_prediction_meta(reference)["threads"]
     monkeypatch.setattr(cpus, "other_load", lambda: BUSY)
     assert predict_mod.choose_threads(None, tmp_path / "no-journal") == 1 <= first
+    done = {r[1] for line in journal.read_text().splitlines() for r in json.loads(line)["rows"]}
+    _LOGITS_CACHE.clear()
+    forwards.clear()
     seen: list[int] = []
     predict_dataset(MODEL, dataset, out, batch_size=3, device="cpu", progress=False,
                     after_batch=seen.append)
     assert seen == [1, 2]
+    remaining = {r["id"] for r in pq.read_table(reference).to_pylist()} - done
+    assert sum(forwards) == distinct_images(dataset, remaining) > 0  # recomputed here
     assert_same_predictions(out, reference)  # threads in the metadata included
 
 
 def test_hub_dataset_path(tmp_path: Path, dataset: Path, reference: Path, lite0: Any,
-                          monkeypatch: pytest.MonkeyPatch) -> None:
+                          monkeypatch: pytest.MonkeyPatch, forwards: list[int]) -> None:
     """A hub id goes through datasets.load_dataset + the hub manifest; here both are
     served from the local copy (tests never touch the network)."""
     import datasets
@@ -269,6 +322,7 @@ def test_hub_dataset_path(tmp_path: Path, dataset: Path, reference: Path, lite0:
     out = predict_dataset(lite0, "someorg/tiny-mcq@v0.0.1", tmp_path / "predictions.parquet",
                           batch_size=3, progress=False)
     assert {c for _, c, _ in calls} == {"photo", "other"}
+    assert sum(forwards) == distinct_images(dataset, set(pq.read_table(reference)["id"].to_pylist()))
     assert {(r, v) for r, _, v in calls} == {("someorg/tiny-mcq", "v0.0.1")}
     a, b = pq.read_table(reference), pq.read_table(out)
     assert a.column("id").to_pylist() == b.column("id").to_pylist()

@@ -44,6 +44,18 @@ def render_card(spec: BenchCSpec, selection: SelectionSpec, *,
         "`source`, `category`, `corruption`, `severity`, `kappa` (and `option_class_ids` "
         "when every source has it).",
         "",
+        "`corruption` is a `ClassLabel`: rows hold its index (`none` is 0), so compare "
+        "with the feature's `str2int`, not with the name:",
+        "",
+        "```python",
+        "from datasets import load_dataset",
+        "ds = load_dataset(DIR, \"default\", split=\"test\")",
+        "none = ds.features[\"corruption\"].str2int(\"none\")",
+        "clean = ds.filter(lambda r: r[\"corruption\"] == none)",
+        "fog3 = ds.filter(lambda r: ds.features[\"corruption\"].int2str(r[\"corruption\"]) == "
+        "\"fog\" and r[\"severity\"] == 3)",
+        "```",
+        "",
         "## Corruptions",
         "",
         *[f"- {group}: " + ", ".join(f"`{c}`" for c in names if c in spec.corruptions)

@@ -53,7 +53,6 @@ from vlmrobust.core.writer import BuildInfo, mcq_features, write_dataset
 
 CONFIG = "default"
 FAMILY = "imagewikiqa"
-SAMPLE_LICENCE_NOTE = "embedded sample images, licences per image in builders/sample/sample.csv"
 
 
 def features() -> Any:
@@ -71,15 +70,27 @@ def features() -> Any:
     })
 
 
-def _sample_images() -> tuple[dict[int, list[ClassImage]], list[str]]:
+def _sample_images() -> tuple[dict[int, list[ClassImage]], dict[str, str]]:
+    """The embedded sample's images by class, and each image's licence by key."""
     from vlmrobust.builders.sample import load_sample
 
     images: dict[int, list[ClassImage]] = {}
-    licences: list[str] = []
+    licences: dict[str, str] = {}
     for s in load_sample():
         images.setdefault(s.class_index, []).append(ClassImage(s.key, s.path, s.class_index))
-        licences.append(s.licence)
+        licences[s.key] = f"{s.licence} [{s.origin_package}]"
     return images, licences
+
+
+def sample_licence_lines(assignments: Sequence[Assignment], licences: Mapping[str, str],
+                         ) -> list[str]:
+    """One line per licence of the sample images the rows use, with the image
+    keys under it: the card itself carries them (the sample's own table does not
+    travel with the dataset directory)."""
+    by_licence: dict[str, list[str]] = {}
+    for key in sorted({a.image.key for a in assignments}):
+        by_licence.setdefault(licences[key], []).append(key)
+    return [f"{lic}: {', '.join(keys)}" for lic, keys in sorted(by_licence.items())]
 
 
 def _source_images(spec: ImageWikiQASpec, root: Path) -> dict[int, list[ClassImage]]:
@@ -290,8 +301,10 @@ def _assign_capped(spec: ImageWikiQASpec, chosen: Mapping[str, Sequence[Candidat
 
 def build(raw_spec: dict[str, Any], spec_path: Path, options: BuildOptions) -> dict[str, Any]:
     spec = parse_spec(raw_spec, spec_path)
+    sample_licences: dict[str, str] = {}
     if options.sample:
-        images, licences = _sample_images()
+        images, sample_licences = _sample_images()
+        licences: list[str] = []
     elif options.source_root is not None:
         images, licences = _source_images(spec, options.source_root), [
             "ImageNet (terms of access: non-commercial research and education)"]
@@ -343,7 +356,8 @@ def build(raw_spec: dict[str, Any], spec_path: Path, options: BuildOptions) -> d
         blind=blind,
         blind_kept=blind_kept,
         text_note=_text_note(spec, found, classes),
-        image_licences=[SAMPLE_LICENCE_NOTE] if options.sample else licences,
+        image_licences=(sample_licence_lines(assignments, sample_licences) if options.sample
+                        else licences),
     )
     fingerprints = _knowledge_fingerprints()
     fingerprints["images"] = _images_fingerprint(assignments)

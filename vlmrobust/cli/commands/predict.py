@@ -24,7 +24,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", type=Path, required=True, help="predictions .parquet (or .jsonl)")
     p.add_argument("--batch-size", type=int, default=16)
     p.add_argument("--device", default=None, help="torch device (default: cuda if present)")
-    p.add_argument("--limit", type=int, default=None, help="first N rows of each config")
+    p.add_argument("--limit", type=int, default=None, help="first N rows of each config: a partial run, scored as partial and "
+                   "refused by `submit`")
     p.add_argument("--prompt", default=None,
                    help="a prompt id (`vlmrobust prompts`; the seed's five: photo-of, class-name, "
                    "what-type, select-label, identify, for every family) or, for clip, a "
@@ -33,6 +34,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="torch CPU threads (default: the CPUs this process may use, cgroup "
                         "quota included, less those other processes keep busy; chosen once per "
                         "run and reused on resume)")
+    p.add_argument("--name", default=None,
+                   help="the model's public name in the metadata (default: the model name, "
+                   "with any local path replaced by its folder name and a content hash)")
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     p.add_argument("--overwrite", action="store_true",
                    help="discard an unfinished run of --out instead of resuming it")
@@ -118,6 +122,10 @@ def run(args: argparse.Namespace) -> int:
         trust_remote_code=args.trust_remote_code, mode=args.mode,
         read_options=read_options(args), device_map=args.device_map,
         endpoint=endpoint_options(args),
+        name=args.name,
     )
     print(out)
+    if args.limit is not None:
+        print(f"note: --limit {args.limit}: a partial run if a config has more rows; `score` "
+              "marks it PARTIAL and `submit` refuses it")
     return 0

@@ -33,6 +33,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from vlmrobust.evaluation.row_results import rows_path
     from vlmrobust.evaluation.score import score
+    from vlmrobust.evaluation.validate import partial_note
 
     scores = score(args.dataset, args.predictions, args.out, args.config, args.model_id, args.seed,
                    imagenet_x=args.imagenet_x)
@@ -45,5 +46,7 @@ def run(args: argparse.Namespace) -> int:
         if section.get("no_answer"):
             line += f"; no answer in {section['no_answer']} rows (counted as wrong)"
         print(line)
+        if section.get("partial"):
+            print(f"{name}: {partial_note(section['partial'])}")
     print(f"wrote {args.out} and {rows_path(args.out)}")
     return 0
