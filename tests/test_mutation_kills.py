@@ -135,3 +135,28 @@ def test_cell_index_equal_to_the_cell_count_is_refused() -> None:
     with pytest.raises(ValueError, match=r"cells must be in \[0, 3\)"):
         kappa_weighted_cell_means([1.0, 2.0], [1.0, 1.0], [0, 3], 3)
     assert kappa_weighted_cell_means([1.0, 2.0], [1.0, 1.0], [0, 2], 3).shape == (3,)
+
+
+def test_one_option_rows_and_out_of_range_labels() -> None:
+    """uncertainty.py `arr.shape[1] < 1` -> `<= 1` (a one-option row is valid:
+    p = 1, S = 0) and `y >= p.shape[1]` -> `>` (label K names no option)."""
+    from vlmrobust.metrics.uncertainty import calibration_error, normalized_entropy, softmax
+
+    assert softmax([[0.3]]).tolist() == [[1.0]]
+    assert normalized_entropy(softmax([[0.3]])).tolist() == [0.0]
+    with pytest.raises(ValueError, match=r"labels must be in \[0, 2\), got 2"):
+        calibration_error([[0.9, 0.1]], [2])
+
+
+def test_logit_of_certainty_is_finite() -> None:
+    """transforms.py clip to `1.0 - EPS` -> `1.0 + EPS`: logit(1) would be inf."""
+    from vlmrobust.metrics.transforms import EPS, logit
+
+    assert np.isfinite(logit(1.0)) and float(logit(1.0)) == float(logit(1.0 - EPS))
+
+
+def test_no_cells_is_an_empty_result() -> None:
+    """aggregate.py `n_cells < 0` -> `<= 0`: zero cells (no rows) is valid."""
+    from vlmrobust.metrics.aggregate import kappa_weighted_cell_means
+
+    assert kappa_weighted_cell_means([], [], [], 0).shape == (0,)
