@@ -92,6 +92,8 @@ class _Group:
     absent_reason: str | None = None
     # representative id -> the other submissions of the same model (not counted)
     copies: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    # said when the group has too few models (e.g. runs missing from the record)
+    hint: str = ""
 
 
 def _fit_shift(g: _Group, strategy: str, ref: str, shift: str, accs: Accuracies,
@@ -109,7 +111,7 @@ def _fit_shift(g: _Group, strategy: str, ref: str, shift: str, accs: Accuracies,
         reason = (f"no line: {len(base)} {g.label} model(s) with accuracies on {ref} and "
                   f"{shift}; a line needs at least {spec.min_models}" + (
                       f" (another {n_copies} submission(s) repeat one of these models: same "
-                      "adapter, checkpoint and predictions)" if n_copies else ""))
+                      "adapter, checkpoint and predictions)" if n_copies else "") + g.hint)
     elif reason is None:
         line = fit.fit_line([accs.acc[m][(strategy, ref)] for m in base],
                             [accs.acc[m][(strategy, shift)] for m in base], kind)
@@ -199,8 +201,13 @@ def _groups(subs: Sequence[Submission], spec: BaselineSpec, strategy: str,
     # (recorded is None: in-memory records the caller vouches for, e.g. site tests).
     ref_ids = submitted if recorded is None else [m for m in submitted if m in recorded]
     unrecorded = [m for m in submitted if m not in ref_ids]
-    out = [group(REFERENCE, REFERENCE, "", ref_ids, REFERENCE,
-                 missing=tuple(m for m in listed if m not in family_of))]
+    ref = group(REFERENCE, REFERENCE, "", ref_ids, REFERENCE,
+                missing=tuple(m for m in listed if m not in family_of))
+    if unrecorded:
+        ref.hint = (f"; {len(unrecorded)} submission(s) of {spec.reference_label} are not in the "
+                    "maintainers' reference-run record, so they do not count (a maintainer "
+                    "records runs with `vlmrobust leaderboard record-reference`)")
+    out = [ref]
     if unrecorded:
         out.append(group(SELF_REPORTED, f"{spec.reference_label} · self-reported", "",
                          unrecorded, SELF_REPORTED))

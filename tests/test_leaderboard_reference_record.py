@@ -130,6 +130,10 @@ def test_self_declared_classifiers_do_not_move_the_reference_line(mcq: Path,
     own = _ref_fit(lb, SELF_REPORTED)
     assert own.baselines == ("fake0", "fake1", "fake2") and own.line is not None
     assert own.slope != after.slope
+    # With no run recorded there is no reference line, and the reason says why.
+    empty = _ref_fit(_board(subs, mcq, ReferenceRuns("1")))
+    assert empty.line is None and empty.reason is not None
+    assert "6 submission(s) of the classifier family are not in the maintainers'" in empty.reason
     # Without the record check (family membership alone) the fakes would move it.
     unchecked = _ref_fit(aggregate(load_verified_submissions(subs, datasets=[mcq]), SPEC))
     assert len(unchecked.baselines) == 6 and unchecked.slope != after.slope
