@@ -117,6 +117,10 @@ def predict_dataset(
     ctx = init_distributed(device)
     saved_threads = None
     try:
+        if device_map is not None and ctx.world_size > 1:
+            raise VlmrobustError("--device-map shards one process's model over every visible "
+                                 "GPU; run it without torchrun (torchrun is for models that "
+                                 "fit one GPU)")
         pdir = partial_dir(out)
         if ctx.is_main and overwrite:
             remove_partial(pdir)

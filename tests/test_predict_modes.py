@@ -208,3 +208,15 @@ def test_scorer_reads_open_world_text_by_seed_rule(model_dir: Path, dataset: Pat
     assert (report.aligned.predicted == report.index.answer).all()
     write_predictions(out, table, dict(meta, mode="generate"))
     assert (validate(dataset, out).aligned.predicted == -1).all()  # two options named
+
+
+def test_device_map_under_torchrun_is_refused(model_dir: Path, dataset: Path, tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    from vlmrobust.evaluation import predict as predict_mod
+    from vlmrobust.evaluation.distributed import DistContext
+
+    monkeypatch.setattr(predict_mod, "init_distributed", lambda device: DistContext(0, 2))
+    with pytest.raises(VlmrobustError, match="without torchrun") as exc:
+        predict_dataset(f"vlm:{model_dir}", dataset, tmp_path / "p.parquet", progress=False,
+                        device_map="auto")
+    assert "\n" not in str(exc.value) and not any(tmp_path.iterdir())
