@@ -140,3 +140,36 @@ def test_predict_refuses_logprob_modes_in_one_line(served: tuple[Path, str], tmp
     assert url in err and f"--mode {mode}" in err
     assert ("returns no logprobs" if mode == "letter" else "prompt_logprobs") in err
     assert not out.exists() and not (tmp_path / ".p.parquet.partial").exists()
+
+
+def test_predict_generate_through_the_server_equals_in_process(
+        served: tuple[Path, str], tmp_path: Path) -> None:
+    """`predict --mode generate` on endpoint:MODEL and on vlm:MODEL write the same
+    raw texts and matched predictions; the endpoint's file validates and scores."""
+    import pyarrow.parquet as pq
+
+    from tests.predict_fixtures import write_mcq
+    from vlmrobust.cli.main import main
+    from vlmrobust.evaluation.predictions_meta import read_prediction_meta
+
+    model_dir, url = served
+    dataset = write_mcq(tmp_path / "ds", {"default": 5}, with_class_ids=False)
+    common = ["--dataset", str(dataset), "--mode", "generate", "--max-new-tokens", "8",
+              "--stop", "e", "--batch-size", "3", "--no-progress"]
+    served_out, local_out = tmp_path / "served.parquet", tmp_path / "local.parquet"
+    assert main(["predict", "--model", f"endpoint:{model_dir}", "--endpoint-url", url,
+                 "--endpoint-cache", str(tmp_path / "cache"), "--endpoint-local-stop",
+                 "--out", str(served_out), *common]) == 0
+    assert main(["predict", "--model", f"vlm:{model_dir}", "--device", "cpu",
+                 "--out", str(local_out), *common]) == 0
+    served_rows, local_rows = pq.read_table(served_out).to_pylist(), \
+        pq.read_table(local_out).to_pylist()
+    assert [r["text"] for r in served_rows] == [r["text"] for r in local_rows]
+    assert [r["prediction"] for r in served_rows] == [r["prediction"] for r in local_rows]
+    assert all(r["prompt_text"].startswith('{"messages": ') for r in served_rows)
+    meta = read_prediction_meta(served_out)
+    assert meta["mode"] == "generate" and meta["backend"] == "endpoint"
+    assert meta["server"]["server_url"] == url
+    assert main(["validate", "--dataset", str(dataset), "--predictions", str(served_out)]) == 0
+    assert main(["score", "--dataset", str(dataset), "--predictions", str(served_out),
+                 "--out", str(tmp_path / "scores.json")]) == 0
