@@ -1,15 +1,20 @@
 """Build and publish the static site.
 
 Both commands render into a fresh temporary directory beside the target, check
-it, and only then swap it in with a rename (:func:`vlmrobust.core.atomic.atomic_directory`):
-an exception or a kill at any point leaves the previous site exactly as it was.
+it, and only then swap it in (:func:`vlmrobust.core.atomic.atomic_directory`: one
+atomic exchange): an exception or a kill at any point leaves the previous site
+exactly as it was, or, once the exchange is done, the new checked one; the site
+is never missing (where two renames are needed instead, the next command of any
+kind puts the previous site back: vlmrobust.core.swap).
 ``publish`` also appends a release (version, date, code version, baseline fits,
 model changes) to ``releases.json``, the changelog shown on the site.
 
 Submissions are re-scored from their predictions before anything is rendered
 (vlmrobust.leaderboard.verify); a disagreeing ``scores.json`` stops the build.
 Files in the site folder that the site did not create (``CNAME``,
-``.nojekyll``, a host's config) are carried over into every new version.
+``.nojekyll``, a host's config, links, FIFOs) are carried over into every new
+version as hard links; a --out/--site that is a link, a FIFO, a device node or
+someone else's folder, or that overlaps the submissions or datasets, is refused.
 
 Hosting is a separate, documented step: upload the folder as it is, e.g.
 ``huggingface_hub.upload_folder(repo_id=..., repo_type="space", folder_path=SITE)``
