@@ -39,7 +39,9 @@ def write_predictions(dataset_dir: str | Path, ids: Sequence[str], logits: Any =
     """
     import pyarrow as pa
 
+    from vlmrobust.core.output_guard import check_file_output
     from vlmrobust.evaluation.predictions_io import write_predictions_file
+    from vlmrobust.evaluation.predictions_meta import sidecar_path
     from vlmrobust.evaluation.predictions_read import predictions_from_table
     from vlmrobust.evaluation.schemas import check_schema
     from vlmrobust.evaluation.validate import load_dataset_index, validate_against
@@ -51,6 +53,9 @@ def write_predictions(dataset_dir: str | Path, ids: Sequence[str], logits: Any =
     if logits is not None and prediction is not None:
         raise SubmissionError("write_predictions: give logits or prediction, not both "
                               "(with logits the answer is their argmax)")
+    check_file_output(out, "out", input_dirs=[dataset_dir])
+    if out.suffix == ".jsonl":
+        check_file_output(sidecar_path(out), "out (its metadata sidecar)", input_dirs=[dataset_dir])
     index = load_dataset_index(dataset_dir, list(configs) if configs is not None else None)
     cols: dict[str, Any] = {"id": pa.array([str(i) for i in ids], pa.string())}
     if logits is not None:

@@ -411,3 +411,17 @@ def test_other_outputs_refuse_a_foreign_folder(world: dict[str, Path], tmp_path:
         needle = "is a directory"
     _fails(argv, capsys, needle)
     assert snapshot(out) == before
+
+
+def test_write_predictions_api_never_writes_inside_the_dataset(world: dict[str, Path],
+                                                               tmp_path: Path) -> None:
+    ds = tmp_path / "ds"
+    shutil.copytree(world["mcq"], ds)
+    before = snapshot(ds)
+    for out in (ds / "p.parquet", ds / "data" / "p.jsonl"):
+        with pytest.raises(VlmrobustError, match="inside the input folder"):
+            perfect_predictions(ds, out)
+    os.mkfifo(tmp_path / "p.parquet")
+    with pytest.raises(VlmrobustError, match="is a FIFO"):
+        perfect_predictions(ds, tmp_path / "p.parquet")
+    assert snapshot(ds) == before and lstat_kind(tmp_path / "p.parquet") == "p"
