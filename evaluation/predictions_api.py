@@ -22,7 +22,8 @@ def write_predictions(dataset_dir: str | Path, ids: Sequence[str], logits: Any =
                       vision_encoder: str | None = None, params: int | None = None,
                       model_id: str | None = None, configs: Sequence[str] | None = None,
                       text: Sequence[str | None] | None = None,
-                      prompt_text: Sequence[str | None] | None = None) -> Path:
+                      prompt_text: Sequence[str | None] | None = None,
+                      harness: dict[str, str] | None = None) -> Path:
     """Validate ``ids`` + ``logits`` (one list of K floats per id, in the
     dataset's option order; or ``prediction``, option indices, for text-only
     models; or ``text``, each row's raw model output, from which the scorer
@@ -35,7 +36,9 @@ def write_predictions(dataset_dir: str | Path, ids: Sequence[str], logits: Any =
 
     ``configs`` limits the check to some configs (default: every config).
     ``prompt_text`` (optional, any mode) is the exact text each row sent to the
-    model, kept as the audit trail a model page links.
+    model, kept as the audit trail a model page links. ``harness`` names the
+    harness whose per-sample output these predictions were imported from
+    (``vlmrobust import``): name, version, result file and its sha256.
     """
     import pyarrow as pa
 
@@ -81,6 +84,8 @@ def write_predictions(dataset_dir: str | Path, ids: Sequence[str], logits: Any =
     }
     if model_id is not None:
         meta["model_id"] = model_id
+    if harness is not None:
+        meta["harness"] = dict(harness)
     check_schema(meta, "predictions-meta", "write_predictions metadata")
     check_text_fields(meta, "write_predictions metadata", SubmissionError)
     validate_against(index, predictions_from_table(table, out), dataset_dir=dataset_dir, meta=meta)

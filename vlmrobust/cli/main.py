@@ -16,7 +16,7 @@ from vlmrobust.core.extras import missing_extra_message
 
 # Order is the order shown in --help.
 COMMAND_MODULES = ("build", "convert", "predict", "validate", "score", "submit", "leaderboard",
-                   "demo", "models", "prompts")
+                   "demo", "models", "prompts", "export", "import_results")
 
 
 def make_parser() -> argparse.ArgumentParser:

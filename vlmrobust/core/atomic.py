@@ -9,6 +9,7 @@ import stat
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from vlmrobust.core.errors import VlmrobustError
 from vlmrobust.core.output_guard import kind_of, lstat_or_none, refuse_non_folder
@@ -70,4 +71,29 @@ def atomic_directory(target: Path) -> Iterator[Path]:
         swap_in(tmp, target)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+@contextlib.contextmanager
+def atomic_text_file(path: Path) -> Iterator[Any]:
+    """A text file (utf-8, no newline translation) written in a temporary file
+    beside ``path`` and renamed over it on success; for outputs too large to
+    build in memory. ``path`` must be absent or a regular file."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    st = lstat_or_none(path, "output")
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        raise VlmrobustError(f"{path} is {kind_of(st.st_mode)}; vlmrobust replaces only a "
+                             "regular file: give a new file name")
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        os.fchmod(fd, 0o666 & ~_umask())
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
+            yield f
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
         raise

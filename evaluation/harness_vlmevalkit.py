@@ -1,0 +1,206 @@
+"""VLMEvalKit bridge: a built dataset as the TSV VLMEvalKit loads as a custom
+MCQ dataset, and VLMEvalKit's per-sample result file back as a predictions file.
+
+Export writes VLMEvalKit's MCQ columns (``index``, base64 ``image``,
+``question``, ``A``..., ``answer`` as a letter, ``category`` = our config) plus
+four columns of ours that VLMEvalKit carries through to its result file
+untouched: ``vlmrobust_id``, ``vlmrobust_config``, ``vlmrobust_fingerprint``
+(the dataset build) and ``vlmrobust_tsv`` (the TSV's stem, which VLMEvalKit
+uses as the dataset name in its result file name ``<model>_<dataset>.xlsx``).
+
+Import reads the result file's ``prediction`` column (VLMEvalKit's raw model
+output) into the predictions' ``text``; the answer is then read by
+vlmrobust.core.matcher, never taken from VLMEvalKit's own extraction.
+"""
+
+from __future__ import annotations
+
+import base64
+import csv
+import hashlib
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from vlmrobust.core.errors import VlmrobustError
+
+LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+OUR_COLUMNS = ("vlmrobust_id", "vlmrobust_config", "vlmrobust_fingerprint", "vlmrobust_tsv")
+# a result file holds no images: 256 MiB is far above any real one
+MAX_RESULT_BYTES = 256 << 20
+MAX_FIELD = 4 << 20
+
+
+def export_vlmevalkit(dataset: str | Path, out: str | Path, config: str | None = None,
+                      prompt: str | None = None) -> tuple[Path, str, int]:
+    """Write ``out`` (.tsv) for the configs of ``dataset`` (all, or ``config``);
+    return (path, md5, rows). ``prompt`` rewrites the question and option texts
+    as the project's prompt of that id does for VLMs (e.g. ``photo-of``), so a
+    prompt id means the same in both tools."""
+    from vlmrobust.core.atomic import atomic_text_file
+    from vlmrobust.core.output_guard import check_file_output
+    from vlmrobust.evaluation.rows import DatasetReader
+    from vlmrobust.models.prompts import SEED_PROMPTS, resolve_vlm_prompt
+
+    out = Path(out)
+    if out.suffix != ".tsv":
+        raise VlmrobustError(f"--out {out}: VLMEvalKit loads a .tsv file; name it NAME.tsv")
+    prompt_id = resolve_vlm_prompt(prompt)
+    reader = DatasetReader(dataset)
+    check_file_output(out, "--out", input_dirs=[reader.local])
+    configs = reader.configs(config)
+    fingerprint = reader.info.fingerprint
+    rows = list(_export_rows(reader, configs))
+    if not rows:
+        raise VlmrobustError(f"{dataset}: no rows to export")
+    k_max = max(len(r["options"]) for _, r in rows)
+    if k_max > len(LETTERS):
+        raise VlmrobustError(f"{dataset}: {k_max} options; VLMEvalKit letters at most 26")
+    header = ["index", "image", "question", *LETTERS[:k_max], "answer", "category", *OUR_COLUMNS]
+    md5 = hashlib.md5(usedforsecurity=False)
+    with atomic_text_file(out) as f:
+        writer = csv.writer(f, delimiter="\t", lineterminator="\n")
+        writer.writerow(header)
+        for index, (cfg, row) in enumerate(rows):
+            question, options = str(row["question"]), [str(o) for o in row["options"]]
+            if prompt_id in SEED_PROMPTS:
+                question, options = SEED_PROMPTS[prompt_id].vlm_texts(question, options)
+            cells = [str(index), _image_b64(row["image"], row["id"]), question,
+                     *(options + [""] * (k_max - len(options))),
+                     LETTERS[int(row["answer"])], cfg,
+                     str(row["id"]), cfg, fingerprint, out.stem]
+            writer.writerow(cells)
+    with out.open("rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            md5.update(chunk)
+    return out, md5.hexdigest(), len(rows)
+
+
+def _export_rows(reader: Any, configs: Sequence[str]) -> Iterator[tuple[str, dict[str, Any]]]:
+    for cfg in configs:
+        n = len(reader.read_columns(cfg, ["id"])["id"])
+        for _, row in reader.iter_rows(cfg, set(range(n))):
+            yield cfg, row
+
+
+def _image_b64(image: Any, rid: Any) -> str:
+    data = image.get("bytes") if isinstance(image, Mapping) else image
+    if not isinstance(data, (bytes, bytearray)) or not data:
+        raise VlmrobustError(f"row {rid!r}: the image has no embedded bytes; rebuild the dataset")
+    return base64.b64encode(bytes(data)).decode("ascii")
+
+
+def read_result_rows(path: str | Path) -> list[dict[str, Any]]:
+    """The rows of a VLMEvalKit result file (.xlsx, .tsv or .jsonl), size-bounded."""
+    path = Path(path)
+    if not path.is_file():
+        raise VlmrobustError(f"{path}: no such file (give VLMEvalKit's <model>_<dataset>.xlsx)")
+    size = path.stat().st_size
+    if size > MAX_RESULT_BYTES:
+        raise VlmrobustError(f"{path}: {size} bytes, over the {MAX_RESULT_BYTES} byte bound "
+                             "for a result file (which holds no images)")
+    if path.suffix == ".tsv":
+        csv.field_size_limit(MAX_FIELD)
+        with path.open(encoding="utf-8", newline="") as f:
+            try:
+                return [dict(r) for r in csv.DictReader(f, delimiter="\t")]
+            except csv.Error as exc:
+                raise VlmrobustError(f"{path}: not a well-formed TSV ({exc})") from None
+    if path.suffix == ".jsonl":
+        rows = []
+        with path.open(encoding="utf-8") as f:
+            for n, line in enumerate(f, start=1):
+                if line.strip():
+                    try:
+                        obj = json.loads(line)
+                    except json.JSONDecodeError as exc:
+                        raise VlmrobustError(f"{path} line {n}: not JSON ({exc.msg})") from None
+                    if not isinstance(obj, dict):
+                        raise VlmrobustError(f"{path} line {n}: expected a JSON object")
+                    rows.append(obj)
+        return rows
+    if path.suffix == ".xlsx":
+        return _xlsx_rows(path)
+    raise VlmrobustError(f"{path}: VLMEvalKit results are .xlsx, .tsv or .jsonl")
+
+
+def _xlsx_rows(path: Path) -> list[dict[str, Any]]:
+    try:
+        import openpyxl
+    except ModuleNotFoundError:
+        raise VlmrobustError(f"{path}: reading .xlsx needs openpyxl (pip install "
+                             "'vlmrobust[harness]'), or export the sheet as .tsv") from None
+    try:
+        book = openpyxl.load_workbook(path, read_only=True, data_only=True)
+    except Exception as exc:  # openpyxl raises many kinds on a damaged file
+        raise VlmrobustError(f"{path}: not a readable .xlsx ({type(exc).__name__})") from None
+    try:
+        sheet = book.worksheets[0]
+        it = sheet.iter_rows(values_only=True)
+        header = [str(h) if h is not None else "" for h in next(it, ())]
+        return [dict(zip(header, r, strict=False)) for r in it if any(v is not None for v in r)]
+    finally:
+        book.close()
+
+
+def model_from_filename(path: Path, tsv_stem: str) -> str | None:
+    """VLMEvalKit names a result ``<model>_<dataset>.<ext>``; the dataset is the TSV stem.
+
+    >>> model_from_filename(Path("Qwen2-VL-7B_vlmrobust-mcq.xlsx"), "vlmrobust-mcq")
+    'Qwen2-VL-7B'
+    >>> model_from_filename(Path("results.xlsx"), "vlmrobust-mcq") is None
+    True
+    """
+    suffix = f"_{tsv_stem}"
+    return path.stem[: -len(suffix)] if path.stem.endswith(suffix) and path.stem != suffix else None
+
+
+def import_vlmevalkit(result: str | Path, dataset: str | Path, out: str | Path,
+                      model: str | None = None, family: str = "vlm",
+                      harness_version: str | None = None, prompt: str | None = None) -> Path:
+    """Turn a VLMEvalKit result file into a predictions file for ``dataset``.
+    Rows of another dataset build, unknown ids and missing rows are refused
+    (as ``validate`` refuses them); nothing is written then."""
+    from vlmrobust.evaluation.predictions_api import write_predictions
+
+    result = Path(result)
+    rows = read_result_rows(result)
+    if not rows:
+        raise VlmrobustError(f"{result}: no rows")
+    missing = [c for c in ("vlmrobust_id", "vlmrobust_fingerprint", "prediction") if c not in rows[0]]
+    if missing:
+        raise VlmrobustError(
+            f"{result}: no {', '.join(missing)} column; import results of a TSV written by "
+            "'vlmrobust export vlmevalkit' (VLMEvalKit keeps its columns)")
+    from vlmrobust.evaluation.rows import DatasetReader
+
+    fingerprint = DatasetReader(dataset).info.fingerprint
+    ids, texts, configs = [], [], []
+    for n, r in enumerate(rows, start=1):
+        if str(r.get("vlmrobust_fingerprint")) != fingerprint:
+            raise VlmrobustError(
+                f"{result} record {n} (id {r.get('vlmrobust_id')!r}): answers dataset build "
+                f"{str(r.get('vlmrobust_fingerprint'))[:12]}..., not {dataset} "
+                f"({fingerprint[:12]}...); export that dataset again and rerun VLMEvalKit")
+        ids.append(str(r["vlmrobust_id"]))
+        pred = r.get("prediction")
+        texts.append(None if pred is None else str(pred))
+        configs.append(str(r.get("vlmrobust_config") or ""))
+    name = model or model_from_filename(result, str(rows[0].get("vlmrobust_tsv") or ""))
+    if not name:
+        raise VlmrobustError(f"{result}: cannot tell the model from the file name "
+                             "(VLMEvalKit writes <model>_<dataset>.xlsx); pass --model NAME")
+    harness = {"name": "vlmevalkit", "version": harness_version or "unrecorded",
+               "result_file": result.name, "result_sha256": _sha256(result)}
+    return write_predictions(dataset, ids, text=texts, model=name, family=family, out=out,
+                             prompt_id=prompt, configs=sorted(set(configs)) or None,
+                             harness=harness)
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
