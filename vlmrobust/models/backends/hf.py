@@ -42,6 +42,7 @@ from vlmrobust.models.runtime import to_pil
 # 1,000 class names over a 150k vocabulary would otherwise need gigabytes at once.
 MAX_CHUNK_LOGITS = 1 << 26
 MAX_CHUNK = 256
+MAX_IDS_CACHE = 64
 
 
 def answer_separator(rendered: str) -> str:
@@ -133,6 +134,9 @@ class HfBackend:
         Only the text after the user turn decides them, so they are kept per tail."""
         tail = self.generation_prompt(prompt.image is not None) + prompt.assistant_prefix
         key = (tail, tuple(candidates))
+        if prompt.assistant_prefix and len(self._ids_cache) >= MAX_IDS_CACHE:
+            # a reasoning model's output makes every tail distinct: keep the cache bounded
+            self._ids_cache.clear()
         if key not in self._ids_cache:
             ids = answer_token_ids(self.tokenizer, tail, candidates)
             firsts = [t[0] for t in ids]
