@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from markupsafe import Markup
 
 from vlmrobust.core.errors import SubmissionError
+from vlmrobust.core.text import control_char
 from vlmrobust.leaderboard import render, svg
 from vlmrobust.leaderboard.aggregate import aggregate
 from vlmrobust.leaderboard.baselines import BaselineSpec
@@ -130,9 +131,12 @@ FRAGMENTS = ['<script>alert(1)</script>', '<meta http-equiv="refresh" content="0
              "<img src=x onerror=alert(1)>", "\"'><svg onload=alert(1)>", "</title><a href=x>",
              "]]>", "<!--", "-->", "&amp;", "&#60;", "javascript:", "{{ 7*7 }}", "{% raw %}",
              "<", ">", "\"", "'", "&", "`", "=", "/", " ", "\u2028", "\u00e9", "\U0001f600"]
+# Text the loader refuses by design (control characters, bidirectional overrides:
+# vlmrobust.core.text, tested on its own) never reaches a page, so it is left out.
 hostile = st.lists(st.sampled_from(FRAGMENTS) | st.text(
     alphabet=st.characters(blacklist_categories=("Cs", "Cc")), max_size=6),
-    min_size=1, max_size=6).map("".join).filter(lambda s: s.strip() != "")
+    min_size=1, max_size=6).map("".join).filter(
+        lambda s: s.strip() != "" and control_char(s) is None)
 
 
 def _hostile_submissions(root: Path, words: list[str]) -> None:
