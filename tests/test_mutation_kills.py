@@ -160,3 +160,25 @@ def test_no_cells_is_an_empty_result() -> None:
     from vlmrobust.metrics.aggregate import kappa_weighted_cell_means
 
     assert kappa_weighted_cell_means([], [], [], 0).shape == (0,)
+
+
+def test_imagenet_val_without_imagenet_x_installed_has_no_factors(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """score.py `annotations is None or …` -> `and`: without the imagenet-x
+    package (a light install) an imagenet-val config is scored without factors,
+    not with a crash."""
+    import pyarrow as pa
+
+    import vlmrobust.evaluation.imagenet_x as imagenet_x
+    from vlmrobust.evaluation.score import score_tables
+
+    monkeypatch.setattr(imagenet_x, "packaged_annotations", lambda: None)
+    ids = [f"v{i}" for i in range(4)]
+    dataset = pa.table({"id": ids, "options": [["a", "b"]] * 4, "answer": [0, 1, 0, 1],
+                        "variant": ["imagenet-val"] * 4, "distractors": ["wordnet"] * 4,
+                        "source_file": [f"ILSVRC2012_val_{i:08d}.JPEG" for i in range(4)]})
+    manifest = {"spec": {"name": "imagenet-mcq", "version": "1"}, "fingerprint": "f",
+                "reference_variant": "imagenet-val", "configs": {"imagenet-val-wordnet": 4}}
+    scores = score_tables(dataset, manifest, pa.table({"id": ids, "logits": [[1.0, 0.0]] * 4}))
+    cfg = scores["datasets"]["imagenet-mcq"]["configs"]["imagenet-val-wordnet"]
+    assert cfg["accuracy"] == 0.5 and "factors" not in cfg
