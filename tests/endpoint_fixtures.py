@@ -100,6 +100,9 @@ def completion(body: dict[str, Any], top: list[tuple[str, float]] | None = None
 Action = Callable[[int, dict[str, Any]], tuple[int, dict[str, str], bytes]]
 
 
+DROP = 0  # an action's status that closes the connection without answering
+
+
 def ok(n: int, body: dict[str, Any]) -> tuple[int, dict[str, str], bytes]:
     return 200, {}, json.dumps(completion(body)).encode()
 
@@ -140,6 +143,9 @@ class FakeServer:
                 status, extra, payload = fake.action(n, body)
                 if fake.delay_s:
                     time.sleep(fake.delay_s)
+                if status == DROP:  # the server goes away mid-request: no answer at all
+                    self.close_connection = True
+                    return
                 self._send(status, extra, payload)
 
             def _send(self, status: int, extra: dict[str, str], payload: bytes) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from tests.endpoint_fixtures import FakeServer, completion
+from tests.endpoint_fixtures import DROP, FakeServer, completion
 from tests.predict_fixtures import write_mcq
 from vlmrobust.cli.main import main
 from vlmrobust.evaluation.predictions_meta import read_prediction_meta
@@ -34,12 +35,24 @@ def letter_logprobs(body: dict[str, Any]) -> list[tuple[str, float]]:
                   key=lambda t: -t[1])
 
 
-class Flaky:
-    """Answers like a server with logprobs; from request ``fail_from`` on, 503 for
-    good until ``healed``."""
+# how the server fails, and what the one line then says
+FAILURES: dict[str, tuple[tuple[int, dict[str, str], bytes], str]] = {
+    "5xx": ((503, {}, b'{"error": {"message": "overloaded"}}'), "HTTP 503: overloaded"),
+    "429 storm": ((429, {"Retry-After": "0"}, b'{"error": {"message": "Rate limit"}}'),
+                  "HTTP 429: Rate limit"),
+    "malformed JSON": ((200, {}, b'{"choices": [{"message": '), "not valid JSON"),
+    "server gone": ((DROP, {}, b""), "connection lost"),
+    "timeout": ((-1, {}, b""), "no response within 0.5 s"),
+}
 
-    def __init__(self, fail_from: int | None = None) -> None:
+
+class Flaky:
+    """Answers like a server with logprobs; from request ``fail_from`` on, fails
+    (``kind``, see FAILURES) for good until ``healed``."""
+
+    def __init__(self, fail_from: int | None = None, kind: str = "5xx") -> None:
         self.fail_from = fail_from
+        self.kind = kind
         self.healed = False
         self.answered: list[str] = []
 
@@ -47,7 +60,11 @@ class Flaky:
         if "prompt_logprobs" in body:
             return 400, {}, b'{"error": {"message": "prompt_logprobs is not supported"}}'
         if self.fail_from is not None and n >= self.fail_from and not self.healed:
-            return 503, {}, b'{"error": {"message": "overloaded"}}'
+            failure = FAILURES[self.kind][0]
+            if failure[0] == -1:  # silent past --endpoint-timeout; the client has gone
+                time.sleep(1.2)
+                return DROP, {}, b""
+            return failure
         self.answered.append(json.dumps(body, sort_keys=True))
         return 200, {}, json.dumps(completion(body, top=letter_logprobs(body))).encode()
 
@@ -57,20 +74,23 @@ def predict(url: str, dataset: Path, out: Path, cache: Path | None, *extra: str)
     return main(["predict", "--model", "endpoint:tiny-served", "--dataset", str(dataset),
                  "--out", str(out), "--endpoint-url", url, "--api-key-env", KEY_ENV,
                  "--endpoint-retries", "1", "--endpoint-concurrency", "2", "--batch-size", "3",
+                 "--endpoint-timeout", "0.5",
                  "--no-progress", "--mode", "letter", *cache_flags, *extra])
 
 
+@pytest.mark.parametrize("kind", list(FAILURES))
 def test_predict_resumes_after_a_lasting_failure(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+                                                 monkeypatch: pytest.MonkeyPatch,
+                                                 kind: str) -> None:
     monkeypatch.setenv(KEY_ENV, SECRET)
     dataset = write_mcq(tmp_path / "ds", {"default": 10}, with_class_ids=False)
     out, cache = tmp_path / "run" / "p.parquet", tmp_path / "cache"
-    flaky = Flaky(fail_from=1 + 5)  # the logprob probe, five rows, then 503s
+    flaky = Flaky(fail_from=1 + 5, kind=kind)  # the logprob probe, five rows, then failures
     with FakeServer(flaky) as fake:
         assert predict(fake.url, dataset, out, cache) == 1
         err = capsys.readouterr().err.strip()
         assert err.count("\n") == 0 and err.startswith("error: ")
-        assert "HTTP 503: overloaded" in err and fake.url in err
+        assert FAILURES[kind][1] in err and fake.url in err
         assert not out.exists()
         first = list(flaky.answered)
 
