@@ -229,3 +229,27 @@ def test_record_cli_and_malformed_records(mcq: Path, tmp_path: Path,
         assert rc == 1 and str(rec) in err
         one_line_error(err)
     assert not (tmp_path / "site2").exists()
+
+
+def test_folder_model_check_each_rule(tmp_path: Path) -> None:
+    from vlmrobust.evaluation.submissions import ModelMeta
+    from vlmrobust.leaderboard.evidence import DatasetEvidence
+    from vlmrobust.leaderboard.verify import check_folder_model
+
+    def ev(model: str, **meta: object) -> DatasetEvidence:
+        return DatasetEvidence("a" * 64, "b" * 64, model, None, None, dict(meta))
+
+    folder = tmp_path / "lite0"
+    meta = ModelMeta(model_id="lite0", name="Lite0", adapter="lite0-adapter")
+    check_folder_model(folder, meta, {"imagenet-mcq": ev("lite0-adapter"),
+                                      "bench-c": ev("lite0-adapter", model_id="lite0")})
+    for evidence, needle in (
+            ({"bench-c": ev("lite0-adapter", model_id="lite1")}, "names model_id 'lite1'"),
+            ({"bench-c": ev("lite1-adapter")}, "holds 'lite0-adapter'"),
+    ):
+        with pytest.raises(LeaderboardInputError, match=needle):
+            check_folder_model(folder, meta, evidence)
+    # Without an adapter in meta.yaml the datasets must still agree with each other.
+    bare = ModelMeta(model_id="lite0", name="Lite0")
+    with pytest.raises(LeaderboardInputError, match="bench-c in the folder 'lite0' names 'x'"):
+        check_folder_model(folder, bare, {"bench-c": ev("x"), "imagenet-mcq": ev("y")})
