@@ -46,7 +46,7 @@ def _ci(rep: NDArray[np.float64]) -> list[float] | None:
 def question_clusters(index: Any) -> NDArray[np.int64] | None:
     """The source question (cluster) of every row of a Bench-C index, None for
     other datasets."""
-    from vlmrobust.evaluation.validate import question_keys
+    from vlmrobust.evaluation.dataset_index import question_keys
 
     if not {"source_id", "corruption"} <= set(index.columns):
         return None
@@ -172,7 +172,7 @@ class Pairing:
     scorer pairs (evaluation/score.py), computed once per dataset index."""
 
     def __init__(self, index: Any) -> None:
-        from vlmrobust.evaluation.validate import CLEAN, clean_rows_of, question_keys
+        from vlmrobust.evaluation.dataset_index import CLEAN, clean_rows_of, question_keys
 
         cols = index.columns
         keys = question_keys(index)

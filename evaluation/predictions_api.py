@@ -43,11 +43,12 @@ def write_predictions(dataset_dir: str | Path, ids: Sequence[str], logits: Any =
     import pyarrow as pa
 
     from vlmrobust.core.output_guard import check_file_output
+    from vlmrobust.evaluation.dataset_index import load_dataset_index
     from vlmrobust.evaluation.predictions_io import write_predictions_file
     from vlmrobust.evaluation.predictions_meta import sidecar_path
     from vlmrobust.evaluation.predictions_read import predictions_from_table
     from vlmrobust.evaluation.schemas import check_schema
-    from vlmrobust.evaluation.validate import load_dataset_index, validate_against
+    from vlmrobust.evaluation.validate import validate_against
 
     dataset_dir = Path(dataset_dir)
     out = Path(out) if out is not None else Path("predictions.parquet")

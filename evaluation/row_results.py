@@ -25,7 +25,8 @@ from typing import Any
 
 import numpy as np
 
-from vlmrobust.evaluation.validate import CLEAN, ValidationReport, clean_rows_of, question_keys
+from vlmrobust.evaluation.dataset_index import CLEAN, clean_rows_of, question_keys
+from vlmrobust.evaluation.validate import ValidationReport
 from vlmrobust.metrics.ras import pair_metrics
 from vlmrobust.metrics.uncertainty import softmax
 

@@ -24,16 +24,9 @@ from numpy.typing import NDArray
 
 from vlmrobust.evaluation import bench_c_stats
 from vlmrobust.evaluation.bench_c_stats import clustered_mean_ci, question_clusters
+from vlmrobust.evaluation.dataset_index import CLEAN, DatasetIndex, clean_rows_of, question_keys
 from vlmrobust.evaluation.predictions_read import PredictionsFile, predictions_from_table
-from vlmrobust.evaluation.validate import (
-    CLEAN,
-    DatasetIndex,
-    ValidationReport,
-    clean_rows_of,
-    question_keys,
-    validate,
-    validate_against,
-)
+from vlmrobust.evaluation.validate import ValidationReport, validate, validate_against
 from vlmrobust.metrics import aggregate as aggregate_metrics
 from vlmrobust.metrics.accuracy import accuracy, accuracy_ci
 from vlmrobust.metrics.aggregate import (

@@ -17,17 +17,27 @@ config) is scored on those rows and marked partial (``ValidationReport.partial``
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from vlmrobust.core.classes import N_CLASSES
-from vlmrobust.core.errors import SubmissionError, VlmrobustError
-from vlmrobust.core.matcher import class_synonyms, match_option, names_in_text
+from vlmrobust.core.errors import SubmissionError
+from vlmrobust.evaluation.dataset_index import (
+    BYTES_BASE,
+    BYTES_PER_ROW,
+    CLEAN,
+    DatasetIndex,
+    clean_rows_of,
+    load_dataset_index,
+    manifest_configs,
+    max_options,
+    max_prediction_rows,
+    question_keys,
+)
 from vlmrobust.evaluation.predictions_meta import load_meta, meta_problems, sidecar_path
 from vlmrobust.evaluation.predictions_read import (
     MAX_ABS_LOGIT,
@@ -37,225 +47,7 @@ from vlmrobust.evaluation.predictions_read import (
     read_predictions,
     row_problem,
 )
-
-# A predictions file may hold at most this many times the dataset's rows (a
-# duplicate of every row is still reported as such; 10M rows for a 100-row
-# dataset is refused before it is decoded).
-ROWS_FACTOR = 2
-# Per allowed row: room for logits over a 1000-class label space or for a
-# generated answer with its prompt (text / prompt_text); one value is capped
-# separately (predictions_jsonl.MAX_TEXT_CHARS).
-BYTES_PER_ROW = 64 * 1024
-BYTES_BASE = 16 * 1024 * 1024
-# Columns scoring may use besides id/options/answer (read when the dataset has them).
-FAMILY_COLUMNS = ("variant", "distractors", "source", "source_id", "corruption", "severity",
-                  "kappa", "category", "source_file")
-CLEAN = "none"
-# Read when the dataset has it: per-option ImageNet-1k ids, whose WordNet lemmas
-# the matcher accepts as synonyms of the options.
-CLASS_IDS = "option_class_ids"
-NO_ANSWER = -1
-OPEN_WORLD = "open-world"
-
-
-def question_keys(index: DatasetIndex) -> list[tuple[str, str]]:
-    """Bench-C: the source question of every row, ``(source, source_id)``.
-
-    A ``source_id`` is only unique within its source (converted benchmarks number
-    their rows from 0), so pairing a corrupted copy with its clean copy, and
-    clustering copies by question, must key on both; a dataset without a
-    ``source`` column has one unnamed source."""
-    ids = index.columns["source_id"].tolist()
-    src = index.columns["source"].tolist() if "source" in index.columns else [""] * len(ids)
-    return [(str(s), str(i)) for s, i in zip(src, ids, strict=True)]
-
-
-def clean_rows_of(index: DatasetIndex) -> dict[tuple[str, str], int]:
-    """(source, source_id) -> the row of its clean copy (corruption 'none'); the
-    first one when a broken dataset repeats it (``_clean_copy_problems`` refuses that)."""
-    keys = question_keys(index)
-    out: dict[tuple[str, str], int] = {}
-    for i in np.flatnonzero(index.columns["corruption"] == CLEAN).tolist():
-        out.setdefault(keys[i], i)
-    return out
-
-
-@dataclass(frozen=True)
-class DatasetIndex:
-    """What scoring needs of a dataset: one entry per row of the chosen configs,
-    in dataset order, as numpy arrays (``columns`` holds the family columns)."""
-
-    manifest: Mapping[str, Any]
-    configs: tuple[str, ...]
-    ids: NDArray[np.object_]
-    config: NDArray[np.object_]
-    n_options: NDArray[np.int64]
-    answer: NDArray[np.int64]
-    columns: Mapping[str, NDArray[Any]] = field(default_factory=dict)
-    other_ids: Mapping[str, str] = field(default_factory=dict)  # id -> unselected config
-    options: NDArray[np.object_] | None = None  # per row: tuple of option texts
-    option_class_ids: NDArray[np.object_] | None = None  # per row: tuple of class ids
-
-    def __post_init__(self) -> None:
-        n = self.ids.shape
-        for name in ("config", "n_options", "answer"):
-            if getattr(self, name).shape != n:
-                raise ValueError(f"{name} has shape {getattr(self, name).shape}, expected {n}")
-        for name, arr in self.columns.items():
-            if arr.shape != n:
-                raise ValueError(f"column {name} has shape {arr.shape}, expected {n}")
-        for name in ("options", "option_class_ids"):
-            arr = getattr(self, name)
-            if arr is not None and arr.shape != n:
-                raise ValueError(f"{name} has shape {arr.shape}, expected {n}")
-
-    @property
-    def n_rows(self) -> int:
-        return int(self.ids.shape[0])
-
-    def subset(self, keep: NDArray[np.bool_]) -> DatasetIndex:
-        """The rows where ``keep`` is true (order kept)."""
-        return DatasetIndex(
-            manifest=self.manifest,
-            configs=tuple(c for c in self.configs if bool((self.config[keep] == c).any())),
-            ids=self.ids[keep], config=self.config[keep], n_options=self.n_options[keep],
-            answer=self.answer[keep], columns={k: v[keep] for k, v in self.columns.items()},
-            other_ids=self.other_ids,
-            options=None if self.options is None else self.options[keep],
-            option_class_ids=(None if self.option_class_ids is None
-                              else self.option_class_ids[keep]))
-
-    @property
-    def name(self) -> str:
-        return str(self.manifest.get("spec", {}).get("name", ""))
-
-    @classmethod
-    def from_table(cls, table: Any, manifest: Mapping[str, Any], config_column: str | None = None,
-                   other_ids: Mapping[str, str] | None = None) -> DatasetIndex:
-        """From a pyarrow Table with id, options (or n_options), answer and any
-        family columns; ``config_column`` names a column with each row's config
-        (else every row belongs to the manifest's single/first config)."""
-        import pyarrow.compute as pc
-
-        names = table.column_names
-        if "n_options" in names:
-            k = np.asarray(table.column("n_options").to_numpy(), dtype=np.int64)
-        else:
-            k = np.asarray(pc.list_value_length(table.column("options")).to_numpy(), dtype=np.int64)
-        if config_column is not None:
-            config = np.asarray(table.column(config_column).to_pylist(), dtype=object)
-        else:
-            first = next(iter(manifest.get("configs", {"default": 0})))
-            config = np.full(table.num_rows, first, dtype=object)
-        cols: dict[str, NDArray[Any]] = {}
-        for name in FAMILY_COLUMNS:
-            if name in names:
-                col = table.column(name)
-                if name == "severity":
-                    cols[name] = np.asarray(col.to_numpy(), dtype=np.int64)
-                elif name == "kappa":
-                    cols[name] = np.asarray(col.to_numpy(), dtype=np.float64)
-                else:
-                    cols[name] = np.asarray(_class_names(col, manifest, name), dtype=object)
-        return cls(
-            manifest=manifest,
-            configs=tuple(dict.fromkeys(config.tolist())),
-            ids=np.asarray(table.column("id").to_pylist(), dtype=object),
-            config=config,
-            n_options=k,
-            answer=np.asarray(table.column("answer").to_numpy(), dtype=np.int64),
-            columns=cols,
-            other_ids=dict(other_ids or {}),
-            options=_tuples(table, "options"),
-            option_class_ids=_tuples(table, CLASS_IDS),
-        )
-
-
-def _tuples(table: Any, name: str) -> NDArray[np.object_] | None:
-    """A list column as an object array of tuples (None when absent)."""
-    if name not in table.column_names:
-        return None
-    out = np.empty(table.num_rows, dtype=object)
-    out[:] = [tuple(v) if v is not None else () for v in table.column(name).to_pylist()]
-    return out
-
-
-def _class_names(col: Any, manifest: Mapping[str, Any], name: str) -> list[Any]:
-    """A column's values; a ``ClassLabel`` column (stored as indices) by its names."""
-    feature = (manifest.get("features") or {}).get(name)
-    values = col.to_pylist()
-    if isinstance(feature, Mapping) and feature.get("_type") == "ClassLabel":
-        names = feature.get("names") or []
-        bad = next((v for v in values if not (isinstance(v, int) and 0 <= v < len(names))), None)
-        if bad is not None:
-            raise VlmrobustError(f"manifest.json: column {name!r} holds {bad!r}, not an index "
-                                 f"into its {len(names)} ClassLabel names; rebuild the dataset")
-        return [names[v] for v in values]
-    return values
-
-
-def load_dataset_index(dataset_dir: Path, config: str | Sequence[str] | None = None,
-                       check_shards: bool = True) -> DatasetIndex:
-    """Read ids/options/answers (+ family columns) of ``config`` (a name or a
-    list of names; all configs when None), after checking every data shard
-    against the sha256 the manifest records (``verify_shards``)."""
-    import pyarrow as pa
-
-    from vlmrobust.core.datadir import read_manifest, read_table, verify_shards
-
-    manifest = read_manifest(dataset_dir)
-    if check_shards:  # validate() checks them itself, before reading any column
-        verify_shards(dataset_dir, manifest)
-    all_configs = manifest_configs(manifest, dataset_dir)
-    chosen = all_configs if config is None else [config] if isinstance(config, str) else list(config)
-    features = set(manifest.get("features", {}))
-    wanted = ["id", "options", "answer",
-              *[c for c in (*FAMILY_COLUMNS, CLASS_IDS) if c in features]]
-    if features and not {"id", "options", "answer"} <= features:
-        raise VlmrobustError(f"{dataset_dir}: the dataset lacks id/options/answer columns; rebuild it")
-    tables = []
-    for name in chosen:
-        t = read_table(dataset_dir, name, columns=wanted)
-        tables.append(t.append_column("__config", pa.array([name] * t.num_rows, pa.string())))
-    other: dict[str, str] = {}
-    for name in all_configs:
-        if name not in chosen:
-            other.update(dict.fromkeys(read_table(dataset_dir, name, columns=["id"]).column("id").to_pylist(), name))
-    return DatasetIndex.from_table(pa.concat_tables(tables), manifest, "__config", other)
-
-
-def manifest_configs(manifest: Mapping[str, Any], dataset_dir: Path) -> list[str]:
-    """The config names of a manifest, refusing one without a ``configs`` mapping."""
-    configs = manifest.get("configs")
-    if (not isinstance(configs, Mapping) or not configs
-            or not all(isinstance(k, str) and k for k in configs)):
-        raise VlmrobustError(f"{dataset_dir}/manifest.json lists no configs (a mapping of config "
-                             "name to row count); rebuild the dataset")
-    return list(configs)
-
-
-def max_prediction_rows(manifest: Mapping[str, Any], dataset_dir: Path) -> int:
-    """The row cap of a predictions file for this dataset (a multiple of its rows)."""
-    counts = manifest.get("configs") or {}
-    n = sum(int(v) for v in counts.values() if isinstance(v, int) and not isinstance(v, bool))
-    return max(ROWS_FACTOR * n, 100)
-
-
-def max_options(dataset_dir: Path, manifest: Mapping[str, Any], configs: Sequence[str]) -> int | None:
-    """The most options any question of ``configs`` has (None: no options column).
-    Read before the predictions, so that a row of a million logits is refused when
-    it is met (issue 28.10); only the ``options`` column is decoded."""
-    import pyarrow.compute as pc
-
-    from vlmrobust.core.datadir import read_table
-
-    if "options" not in (manifest.get("features") or {}):
-        return None
-    most = 0
-    for name in configs:
-        lengths = pc.list_value_length(read_table(dataset_dir, name, columns=["options"]).column("options"))
-        most = max(most, int(pc.max(lengths).as_py() or 0))
-    return most or None
+from vlmrobust.evaluation.text_answers import NO_ANSWER, is_open_world, text_answers
 
 
 def _meta_configs(meta: Mapping[str, Any] | None, known: list[str]) -> list[str] | None:
@@ -303,54 +95,6 @@ def check_predictions(index: DatasetIndex, pf: PredictionsFile,
                       open_world: bool = False) -> list[Problem]:
     """Every problem of ``pf`` against ``index`` (empty when it is valid)."""
     return _check(index, pf, open_world)[0]
-
-
-def text_answers(index: DatasetIndex, pf: PredictionsFile, pos: NDArray[np.int64],
-                 open_world: bool = False) -> NDArray[np.float64]:
-    """Per predictions row: the option index the matcher reads in its ``text``
-    against the options of dataset row ``pos[r]`` (``NO_ANSWER`` when none),
-    NaN where the row has no text or no dataset row. Synonyms are the WordNet
-    lemmas of the options' classes where the dataset has ImageNet-1k
-    ``option_class_ids``.
-
-    ``open_world`` (seed 002: the model was asked without options): a row is
-    answered with the right option when its text names the right option or one
-    of its synonyms anywhere (names_in_text), else ``NO_ANSWER``; naming other
-    classes as well does not count against it."""
-    out = np.full(pf.n_rows, np.nan)
-    if pf.text is None or index.options is None:
-        return out
-    cache: dict[int, tuple[str, ...]] = {}
-    all_options = index.options
-    class_ids = index.option_class_ids
-
-    def synonyms(i: int) -> list[tuple[str, ...]] | None:
-        ids = class_ids[i] if class_ids is not None else None
-        if ids is None or len(ids) != len(all_options[i]) \
-                or not all(0 <= c < N_CLASSES for c in ids):
-            return None
-        return [cache[c] if c in cache else cache.setdefault(c, class_synonyms(c)) for c in ids]
-
-    for r, text in enumerate(pf.text.tolist()):
-        i = int(pos[r])
-        if text is None or i < 0:
-            continue
-        options = all_options[i]
-        syn = synonyms(i)
-        if open_world:
-            right = int(index.answer[i])
-            names = [options[right], *(syn[right] if syn is not None else ())]
-            out[r] = right if names_in_text(text, names) else NO_ANSWER
-            continue
-        found = match_option(text, options, syn)
-        out[r] = NO_ANSWER if found is None else found
-    return out
-
-
-def is_open_world(meta: Mapping[str, Any] | None) -> bool:
-    """Whether the predictions were made in seed 002's open world (metadata
-    ``mode: open-world``, as ``vlmrobust predict --mode open-world`` records)."""
-    return meta is not None and meta.get("mode") == OPEN_WORLD
 
 
 def _check(index: DatasetIndex, pf: PredictionsFile,

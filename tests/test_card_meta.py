@@ -22,7 +22,7 @@ from vlmrobust.builders.card_meta import CardError, validate_card
 from vlmrobust.builders.imagenet_mcq.build import features as mcq_features
 from vlmrobust.builders.imagewikiqa.build import features as iwqa_features
 from vlmrobust.core.writer import BuildInfo, write_dataset
-from vlmrobust.evaluation.validate import load_dataset_index
+from vlmrobust.evaluation.dataset_index import load_dataset_index
 
 
 def _png(seed: int) -> bytes:

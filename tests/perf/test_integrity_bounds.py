@@ -120,7 +120,7 @@ def test_validate_jsonl_at_the_byte_cap(rows: str, dataset: Path, tmp_path: Path
     """A JSONL of the largest size allowed: rows of thousands of one-character
     logits (refused at the first row: more logits than any question's options),
     or rows of five logits and a long ``text`` (read to the row cap, ~1x the file)."""
-    from vlmrobust.evaluation.validate import BYTES_BASE, BYTES_PER_ROW, ROWS_FACTOR
+    from vlmrobust.evaluation.dataset_index import BYTES_BASE, BYTES_PER_ROW, ROWS_FACTOR
 
     max_rows = ROWS_FACTOR * N_ROWS
     cap = BYTES_BASE + BYTES_PER_ROW * max_rows

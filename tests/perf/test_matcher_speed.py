@@ -17,10 +17,11 @@ import pyarrow as pa
 
 from vlmrobust.core.classes import load_imagenet_classes
 from vlmrobust.core.matcher import class_synonyms, match_option
+from vlmrobust.evaluation.dataset_index import DatasetIndex
 from vlmrobust.evaluation.predictions_read import predictions_from_table
 from vlmrobust.evaluation.row_results import row_results
 from vlmrobust.evaluation.score import score_report
-from vlmrobust.evaluation.validate import DatasetIndex, validate_against
+from vlmrobust.evaluation.validate import validate_against
 
 N_ROWS = 849 * 96
 K = 4

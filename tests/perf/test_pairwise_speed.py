@@ -18,7 +18,7 @@ import pyarrow as pa
 
 from tests.perf.test_score_speed import MANIFEST, N_ROWS, _dataset_columns
 from vlmrobust.evaluation.bench_c_stats import Pairing, pairing_for
-from vlmrobust.evaluation.validate import DatasetIndex
+from vlmrobust.evaluation.dataset_index import DatasetIndex
 from vlmrobust.leaderboard.aggregate import aggregate
 from vlmrobust.leaderboard.baselines import BaselineSpec
 from vlmrobust.leaderboard.evidence import DatasetEvidence

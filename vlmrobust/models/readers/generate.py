@@ -76,7 +76,7 @@ class GenerateReader:
 
 def open_world_prediction(text: str, row: Mapping[str, Any], where: str) -> int | None:
     """The row's answer when the output names it (or a synonym), else None
-    (the scorer's reading: vlmrobust.evaluation.validate.text_answers)."""
+    (the scorer's reading: vlmrobust.evaluation.text_answers.text_answers)."""
     options = options_of(row, where)
     answer = row.get("answer")
     if isinstance(answer, bool) or not isinstance(answer, numbers.Integral) \

@@ -1,0 +1,69 @@
+"""Answers read from the text of a predictions file: the project's matcher
+(vlmrobust.core.matcher) applied to each row's raw model output against the
+options of the dataset row it answers, so a submitter's own extraction is never
+trusted; seed 002's open-world rule where the metadata says so."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from vlmrobust.core.classes import N_CLASSES
+from vlmrobust.core.matcher import class_synonyms, match_option, names_in_text
+from vlmrobust.evaluation.dataset_index import DatasetIndex
+from vlmrobust.evaluation.predictions_read import PredictionsFile
+
+# the option index of a row whose text answers no option: wrong, and counted
+NO_ANSWER = -1
+OPEN_WORLD = "open-world"
+
+
+def text_answers(index: DatasetIndex, pf: PredictionsFile, pos: NDArray[np.int64],
+                 open_world: bool = False) -> NDArray[np.float64]:
+    """Per predictions row: the option index the matcher reads in its ``text``
+    against the options of dataset row ``pos[r]`` (``NO_ANSWER`` when none),
+    NaN where the row has no text or no dataset row. Synonyms are the WordNet
+    lemmas of the options' classes where the dataset has ImageNet-1k
+    ``option_class_ids``.
+
+    ``open_world`` (seed 002: the model was asked without options): a row is
+    answered with the right option when its text names the right option or one
+    of its synonyms anywhere (names_in_text), else ``NO_ANSWER``; naming other
+    classes as well does not count against it."""
+    out = np.full(pf.n_rows, np.nan)
+    if pf.text is None or index.options is None:
+        return out
+    cache: dict[int, tuple[str, ...]] = {}
+    all_options = index.options
+    class_ids = index.option_class_ids
+
+    def synonyms(i: int) -> list[tuple[str, ...]] | None:
+        ids = class_ids[i] if class_ids is not None else None
+        if ids is None or len(ids) != len(all_options[i]) \
+                or not all(0 <= c < N_CLASSES for c in ids):
+            return None
+        return [cache[c] if c in cache else cache.setdefault(c, class_synonyms(c)) for c in ids]
+
+    for r, text in enumerate(pf.text.tolist()):
+        i = int(pos[r])
+        if text is None or i < 0:
+            continue
+        options = all_options[i]
+        syn = synonyms(i)
+        if open_world:
+            right = int(index.answer[i])
+            names = [options[right], *(syn[right] if syn is not None else ())]
+            out[r] = right if names_in_text(text, names) else NO_ANSWER
+            continue
+        found = match_option(text, options, syn)
+        out[r] = NO_ANSWER if found is None else found
+    return out
+
+
+def is_open_world(meta: Mapping[str, Any] | None) -> bool:
+    """Whether the predictions were made in seed 002's open world (metadata
+    ``mode: open-world``, as ``vlmrobust predict --mode open-world`` records)."""
+    return meta is not None and meta.get("mode") == OPEN_WORLD
