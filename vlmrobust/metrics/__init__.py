@@ -5,5 +5,8 @@ One module per topic: :mod:`accuracy` (accuracy + bootstrap CI), :mod:`transform
 :mod:`uncertainty` (softmax, normalised entropy S, calibration error C),
 :mod:`ras` (ΔS, ΔC, ΔAcc, RAS, quadrants, transitions), :mod:`aggregate`
 (κ-weighted cell means), :mod:`calibration` (ECE, NLL, temperature scaling).
+Seed 004 failure discovery: :mod:`discovery` (question parsing, QVR, FDR,
+Vendi score, prefix entropy, skills) and :mod:`discovery_reward` (Eq. 5 and
+its memory banks).
 κ itself lives in :mod:`vlmrobust.metrics.kappa` (Bench-C selection).
 """
