@@ -4,7 +4,10 @@ One module per topic: :mod:`accuracy` (accuracy + bootstrap CI), :mod:`transform
 (probit / logit), :mod:`effective_robustness` (baseline line fit, ER + CI),
 :mod:`uncertainty` (softmax, normalised entropy S, calibration error C),
 :mod:`ras` (ΔS, ΔC, ΔAcc, RAS, quadrants, transitions), :mod:`aggregate`
-(κ-weighted cell means), :mod:`calibration` (ECE, NLL, temperature scaling).
+(κ-weighted cell means), :mod:`calibration` (ECE, NLL, temperature scaling),
+:mod:`classification` (top-1 / per-class accuracy, ECE, NLL and seed 001's
+half-fitted temperature over a whole label space, chunked), :mod:`subsets`
+(seeded per-item halves and K-class label sets).
 Seed 004 failure discovery: :mod:`discovery` (question parsing, QVR, FDR,
 Vendi score, prefix entropy, skills) and :mod:`discovery_reward` (Eq. 5 and
 its memory banks).
