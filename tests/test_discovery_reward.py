@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -159,3 +161,66 @@ def test_bad_group_shapes() -> None:
     score_one(r, "a", "How many dogs?", E1, True, False)
     with pytest.raises(ValueError, match="dimensions"):
         r.delta_emb("a", np.ones(3))
+
+
+def test_bank_state_round_trip_gives_the_same_rewards(tmp_path: Path) -> None:
+    rng = np.random.default_rng(3)
+    r = DiscoveryReward()
+    for step in range(3):
+        imgs = [f"img{(step + i) % 4}" for i in range(4)]
+        qs = [[f"Q{step} {i} a?", f"What {i} b?"] for i in range(4)]
+        r.score_group(imgs, qs, rng.normal(size=(4, 2, 6)), rng.random((4, 2)) < 0.8,
+                      rng.random((4, 2)) < 0.4)
+    path = tmp_path / "banks.npz"
+    np.savez(path, **r.state())
+    with np.load(path) as z:
+        back = DiscoveryReward.from_state(dict(z))
+    assert back.prefixes == r.prefixes
+    imgs = ["img0", "img1", "img2", "img9"]
+    qs = [["What 1 b?", "Q0 2 a?"]] * 4
+    emb, v, c = rng.normal(size=(4, 2, 6)), np.ones((4, 2), bool), np.zeros((4, 2), bool)
+    a = r.score_group(imgs, qs, emb, v, c)
+    b = back.score_group(imgs, qs, emb, v, c)
+    np.testing.assert_allclose(a.question, b.question)
+    assert (a.delta_emb < 1).any() and (a.delta_ifreq < 1).all()  # the banks did matter
+    assert len(DiscoveryReward.from_state(DiscoveryReward().state()).prefixes) == 0
+
+
+@pytest.mark.parametrize("damage", ["drop", "offsets", "counts"])
+def test_damaged_bank_state_is_refused(damage: str) -> None:
+    r = DiscoveryReward()
+    score_one(r, "a", "How many dogs?", E1, True, False, "Is it red?", E2, True, False)
+    state: dict[str, Any] = dict(r.state())
+    if damage == "drop":
+        del state["prefixes"]
+    elif damage == "offsets":
+        state["offsets"] = np.array([0, 5])
+    else:
+        state["prefix_counts"] = np.array([1, 0])
+    with pytest.raises(ValueError, match="reward bank state"):
+        DiscoveryReward.from_state(state)
+
+
+def test_verdict_shapes_are_checked() -> None:
+    r = DiscoveryReward()
+    with pytest.raises(ValueError, match=r"valid must be \(n, k\)"):
+        r.score_group(["a"], [["q?", "r?"]], np.ones((1, 2, 2)), [1, 1], [[0, 0]])
+    with pytest.raises(ValueError, match="correct must hold"):
+        r.score_group(["a"], [["q?", "r?"]], np.ones((1, 2, 2)), [[1, 1]], [[0, 3]])
+
+
+@pytest.mark.slow
+def test_reward_with_real_minilm_embeddings() -> None:
+    from vlmrobust.models.minilm import TextEmbedder, load_minilm
+
+    embed = TextEmbedder(load_minilm())
+    banked = "How many dogs are in the picture?"
+    r = DiscoveryReward()
+    r.score_group(["img"], [[banked, None]], embed([banked, banked])[None],
+                  [[True, False]], [[False, False]])
+    same = r.delta_emb("img", embed([banked])[0])
+    paraphrase = r.delta_emb("img", embed(["How many dogs can you see in the image?"])[0])
+    unrelated = r.delta_emb("img", embed(["What does the red sign on the wall say?"])[0])
+    assert same == pytest.approx(0.0, abs=1e-5)
+    assert 0.0 < paraphrase < unrelated < 1.5
+    assert r.delta_emb("other-image", embed([banked])[0]) == 1.0

@@ -12,6 +12,8 @@ from scipy.stats import entropy as scipy_entropy
 
 from vlmrobust.metrics.discovery import (
     fdr,
+    fdr_by_group,
+    fdr_curve,
     fdr_spread,
     n_skills,
     parse_questions,
@@ -203,3 +205,39 @@ def test_vendi_on_real_minilm_embeddings() -> None:
 
     assert vendi_score(varied) == pytest.approx(float(vendi.score_X(varied.astype(np.float64))),
                                                 rel=1e-6)
+
+
+# ---------------------------------------------------------------- FDR per group / curve
+
+
+def test_fdr_by_group_against_per_group_fdr() -> None:
+    rng = np.random.default_rng(25)
+    v = rng.random(300) < 0.7
+    c = rng.random(300) < 0.4
+    groups = [str(x) for x in rng.choice(["counting", "colour", "spatial"], size=300)]
+    got = fdr_by_group(v, c, groups)
+    assert list(got) == ["colour", "counting", "spatial"]
+    for name, (rate, n_valid) in got.items():
+        idx = [i for i, g in enumerate(groups) if g == name]
+        assert n_valid == sum(1 for i in idx if v[i])
+        assert rate == pytest.approx(sum(1 for i in idx if v[i] and not c[i]) / n_valid)
+    only_invalid = fdr_by_group([0, 1], [0, 0], ["a", "b"])
+    assert math.isnan(only_invalid["a"][0]) and only_invalid["b"] == (1.0, 1)
+    with pytest.raises(ValueError, match="differ in length"):
+        fdr_by_group([1, 1], [0, 0], ["a"])
+
+
+def test_fdr_curve_is_fdr_of_each_prefix() -> None:
+    rng = np.random.default_rng(8)
+    v = rng.random(60) < 0.6
+    v[0] = False
+    c = rng.random(60) < 0.5
+    curve = fdr_curve(v, c)
+    assert curve.shape == (60,)
+    for m in range(1, 61):
+        expected = fdr(v[:m], c[:m])
+        if math.isnan(expected):
+            assert math.isnan(curve[m - 1])
+        else:
+            assert curve[m - 1] == pytest.approx(expected)
+    assert curve[-1] == pytest.approx(fdr(v, c))

@@ -125,6 +125,44 @@ def fdr(valid: ArrayLike, correct: ArrayLike) -> float:
     return float((v & ~c).sum() / n_valid)
 
 
+def fdr_by_group(valid: ArrayLike, correct: ArrayLike,
+                 groups: Sequence[str]) -> dict[str, tuple[float, int]]:
+    """FDR within each group (e.g. meta-skill, seed 004 Fig. 5), with the
+    group's number of valid questions: {group: (FDR, n_valid)}; NaN where a
+    group has no valid question. Groups come out sorted by name.
+
+    >>> fdr_by_group([1, 1, 1, 0], [0, 1, 0, 0], ["count", "count", "ocr", "ocr"])
+    {'count': (0.5, 2), 'ocr': (1.0, 1)}
+    """
+    v = _flags(valid, "valid")
+    c = _flags(correct, "correct")
+    if not (v.size == c.size == len(groups)):
+        raise ValueError(f"valid, correct and groups differ in length: "
+                         f"{v.size}, {c.size}, {len(groups)}")
+    g = np.asarray(groups, dtype=np.str_)
+    return {str(name): (fdr(v[g == name], c[g == name]), int(v[g == name].sum()))
+            for name in np.unique(g)}
+
+
+def fdr_curve(valid: ArrayLike, correct: ArrayLike) -> NDArray[np.float64]:
+    """FDR over the first m questions, for m = 1..n, in the order given
+    (seed 004 Fig. 8: FDR against the number of questions asked):
+    Σ_{i≤m} V_i(1 − C_i) / Σ_{i≤m} V_i, NaN until the first valid question.
+
+    >>> fdr_curve([0, 1, 1, 1], [0, 0, 1, 0]).round(4).tolist()
+    [nan, 1.0, 0.5, 0.6667]
+    """
+    v = _flags(valid, "valid")
+    c = _flags(correct, "correct")
+    if v.shape != c.shape:
+        raise ValueError(f"valid and correct differ in length: {v.size} vs {c.size}")
+    n_valid = np.cumsum(v)
+    n_fail = np.cumsum(v & ~c)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = np.where(n_valid > 0, n_fail / np.maximum(n_valid, 1), np.nan)
+    return np.asarray(out, dtype=np.float64)
+
+
 def fdr_spread(fdrs: ArrayLike) -> tuple[float, float, float]:
     """(mean, min, σ) of per-answerer FDRs, σ the sample standard deviation
     (ddof = 1) as seed 004's Tables 8–9 report it.

@@ -30,9 +30,9 @@ Choices where the seed is silent (each a :class:`RewardConfig` field):
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -97,6 +97,17 @@ class GroupRewards:
     valid: NDArray[np.bool_]
 
 
+def _verdicts(values: ArrayLike, name: str, n: int, k: int) -> NDArray[np.bool_]:
+    arr = np.asarray(values)
+    if n == 0:
+        return np.zeros((0, k), dtype=bool)
+    if arr.shape != (n, k):
+        raise ValueError(f"{name} must be (n, k) = ({n}, {k}), got shape {arr.shape}")
+    if arr.dtype != np.bool_ and not np.isin(arr, (0, 1)).all():
+        raise ValueError(f"{name} must hold booleans or 0/1")
+    return arr.astype(bool)
+
+
 class DiscoveryReward:
     """Eq. 5 with its memory banks: per-image failure embeddings and a global
     prefix count. :meth:`score_group` scores a group against the banks as they
@@ -140,8 +151,8 @@ class DiscoveryReward:
         n = len(image_ids)
         if len(questions) != n or any(len(qs) != cfg.k for qs in questions):
             raise ValueError(f"questions must be {n} rows of k = {cfg.k} slots")
-        v = np.asarray(valid, dtype=bool).reshape(n, cfg.k) if n else np.zeros((0, cfg.k), bool)
-        c = np.asarray(correct, dtype=bool).reshape(n, cfg.k) if n else np.zeros((0, cfg.k), bool)
+        v = _verdicts(valid, "valid", n, cfg.k)
+        c = _verdicts(correct, "correct", n, cfg.k)
         present = np.array([[q is not None for q in qs] for qs in questions],
                            dtype=bool).reshape(n, cfg.k)
         v = v & present
@@ -162,6 +173,45 @@ class DiscoveryReward:
             self._update(image_ids, questions, emb, v, c)
         return GroupRewards(completion=per_c, question=per_q, delta_emb=de,
                             delta_ifreq=di, valid=v)
+
+    def state(self) -> dict[str, NDArray[Any]]:
+        """The banks as plain arrays (for ``np.savez`` in a run's checkpoint):
+        ``images`` (m,) ids, ``offsets`` (m + 1,) row ranges into ``embeddings``
+        (Σ rows, d), ``prefixes`` (p,) and ``prefix_counts`` (p,)."""
+        ids = sorted(self._images)
+        rows = [self._images[i] for i in ids]
+        offsets = np.cumsum([0, *(r.shape[0] for r in rows)])
+        d = rows[0].shape[1] if rows else 0
+        return {"images": np.array(ids, dtype=np.str_),
+                "offsets": offsets.astype(np.int64),
+                "embeddings": np.concatenate(rows) if rows else np.zeros((0, d)),
+                "prefixes": np.array(sorted(self.prefixes), dtype=np.str_),
+                "prefix_counts": np.array([self.prefixes[p] for p in sorted(self.prefixes)],
+                                          dtype=np.int64)}
+
+    @classmethod
+    def from_state(cls, state: Mapping[str, ArrayLike],
+                   config: RewardConfig | None = None) -> DiscoveryReward:
+        """Banks back from :meth:`state`; a damaged state is refused, not guessed at."""
+        try:
+            ids = [str(i) for i in np.asarray(state["images"]).tolist()]
+            offsets = np.asarray(state["offsets"], dtype=np.int64)
+            emb = np.asarray(state["embeddings"], dtype=np.float64)
+            prefixes = [str(p) for p in np.asarray(state["prefixes"]).tolist()]
+            counts = np.asarray(state["prefix_counts"], dtype=np.int64)
+        except KeyError as exc:
+            raise ValueError(f"reward bank state lacks {exc.args[0]!r}") from None
+        if (offsets.shape != (len(ids) + 1,) or offsets[0] != 0 or np.any(np.diff(offsets) < 1)
+                or emb.ndim != 2 or offsets[-1] != emb.shape[0] or len(set(ids)) != len(ids)):
+            raise ValueError("reward bank state: image offsets do not match the embeddings")
+        if counts.shape != (len(prefixes),) or (counts < 1).any() \
+                or len(set(prefixes)) != len(prefixes):
+            raise ValueError("reward bank state: prefixes and counts do not match")
+        out = cls(config)
+        for i, img in enumerate(ids):
+            out._images[img] = unit_rows(emb[offsets[i]:offsets[i + 1]])
+        out.prefixes = Counter(dict(zip(prefixes, counts.tolist(), strict=True)))
+        return out
 
     def _update(self, image_ids: Sequence[str], questions: Sequence[Sequence[str | None]],
                 emb: NDArray[np.float64], v: NDArray[np.bool_], c: NDArray[np.bool_]) -> None:
