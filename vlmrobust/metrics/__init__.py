@@ -11,5 +11,8 @@ half-fitted temperature over a whole label space, chunked), :mod:`subsets`
 Seed 004 failure discovery: :mod:`discovery` (question parsing, QVR, FDR,
 Vendi score, prefix entropy, skills) and :mod:`discovery_reward` (Eq. 5 and
 its memory banks).
+Seed 001's other axes (issue #24): :mod:`ood_scores` (MSP, MCM, max-logit,
+energy), :mod:`ood` (AUROC, FPR@95, class-mean AUROC, bootstrap CI),
+:mod:`shape_bias` (cue-conflict shape bias) and :mod:`retrieval` (Recall@K).
 κ itself lives in :mod:`vlmrobust.metrics.kappa` (Bench-C selection).
 """
