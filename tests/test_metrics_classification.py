@@ -20,9 +20,11 @@ from vlmrobust.metrics.classification import (
     per_class_accuracy,
     row_scores,
     score_logits,
+    subset_accuracy,
+    subset_predictions,
     top1_accuracy,
 )
-from vlmrobust.metrics.subsets import label_subset, split_half
+from vlmrobust.metrics.subsets import label_subset, label_subsets, split_half
 
 C = 1000
 
@@ -197,6 +199,26 @@ def test_label_subset_is_deterministic_per_item() -> None:
     assert label_subset(3, 10, 1, 0, "a").tolist() == [3]
 
 
+def test_subset_scoring_reads_the_top_class_of_each_rows_label_set() -> None:
+    z, y = _logits(600, c=100, seed=8)
+    keys = [f"img{i}" for i in range(600)]
+    for k in (2, 5, 20):
+        sets = label_subsets(y, 100, k, seed=4, keys=keys)
+        assert all((sets[i] == label_subset(int(y[i]), 100, k, 4, keys[i])).all() for i in (0, 599))
+        loop = [int(sets[i][int(np.argmax(z[i, sets[i]]))]) for i in range(600)]
+        pred = subset_predictions(z, sets, chunk_rows=13)
+        assert pred.tolist() == loop
+        acc = subset_accuracy(z, y, sets)
+        assert acc == float(np.mean(np.array(loop) == y))
+        # a set that holds the truth can only turn wrong answers right
+        full_right = z.argmax(axis=1) == y
+        assert (pred[full_right] == y[full_right]).all() and acc >= top1_accuracy(z, y)
+    every = np.tile(np.arange(100), (600, 1))
+    assert subset_accuracy(z, y, every) == top1_accuracy(z, y)
+    assert subset_accuracy(z, y, label_subsets(y, 100, 2, 4, keys)) > subset_accuracy(
+        z, y, label_subsets(y, 100, 20, 4, keys)) > top1_accuracy(z, y)
+
+
 @pytest.mark.parametrize(("call", "message"), [
     (lambda: score_logits([[0.0, np.nan], [1.0, 2.0]], [0, 0]), "row 0 holds NaN"),
     (lambda: score_logits([[0.0, 1.0], [1.0, np.inf]], [0, 0], chunk_rows=1), "row 1 holds NaN or inf"),
@@ -210,6 +232,9 @@ def test_label_subset_is_deterministic_per_item() -> None:
     (lambda: label_subset(0, 10, 2, 0, ""), "item_key"),
     (lambda: split_half(2, 0, ["a", "a"]), "distinct"),
     (lambda: per_class_accuracy([0, 1], [0, 5], 3), "row 1 holds 5"),
+    (lambda: subset_accuracy([[0.0, 1.0, 2.0]] * 2, [0, 1], [[0, 2], [0, 2]]), "row 1 lacks 1"),
+    (lambda: subset_predictions([[0.0, 1.0]], [[0, 3]]), "row 0 holds 3"),
+    (lambda: subset_predictions([[0.0, 1.0]], [0, 1]), "got int64 of shape (2,)"),
 ])
 def test_bad_input_names_the_value(call: object, message: str) -> None:
     with pytest.raises(ValueError, match=re.escape(message)):

@@ -133,6 +133,48 @@ def top1_accuracy(logits: ArrayLike, labels: ArrayLike, *, chunk_rows: int | Non
     return hits / n
 
 
+def subset_predictions(logits: ArrayLike, subsets: ArrayLike, *,
+                       chunk_rows: int | None = None) -> NDArray[np.int64]:
+    """ŷ_i = S_i[argmax_j z_i,S_ij]: the top class among row i's own label set
+    S_i (seed 002's label-set-size setting: the model sees K classes, here read
+    off its full-label-space logits). Ties go to the first class of S_i.
+
+    >>> subset_predictions([[0.0, 5.0, 1.0, 2.0]], [[0, 2, 3]]).tolist()
+    [3]
+    """
+    z = _as_logits(logits)
+    n, c = z.shape
+    sets = np.asarray(subsets)
+    if sets.ndim != 2 or sets.shape[0] != n or sets.shape[1] < 1 or not np.issubdtype(sets.dtype, np.integer):
+        raise ValueError(f"subsets must be ({n}, K) integer class ids with K >= 1, got {sets.dtype} of shape {sets.shape}")
+    bad = np.argwhere((sets < 0) | (sets >= c))
+    if bad.size:
+        raise ValueError(f"subsets must hold class ids in [0, {c}); row {bad[0][0]} holds {sets[tuple(bad[0])]}")
+    pred = np.empty(n, dtype=np.int64)
+    for s in _chunks(n, c, chunk_rows):
+        picked = np.take_along_axis(_widened(z, s), sets[s], axis=1)
+        pred[s] = np.take_along_axis(sets[s], picked.argmax(axis=1)[:, None], axis=1)[:, 0]
+    return pred
+
+
+def subset_accuracy(logits: ArrayLike, labels: ArrayLike, subsets: ArrayLike, *,
+                    chunk_rows: int | None = None) -> float:
+    """acc_K = (1/N) Σ_i 1[ŷ_i = y_i] with ŷ from :func:`subset_predictions`;
+    each S_i must hold its y_i (:func:`~vlmrobust.metrics.subsets.label_subset`
+    builds such sets). NaN for N = 0.
+
+    >>> subset_accuracy([[0.0, 5.0, 1.0], [0.0, 5.0, 1.0]], [2, 0], [[0, 2], [0, 1]])
+    0.5
+    """
+    pred = subset_predictions(logits, subsets, chunk_rows=chunk_rows)
+    sets = np.asarray(subsets)
+    y = _as_labels(labels, sets.shape[0], int(np.asarray(logits).shape[1]))
+    missing = np.flatnonzero(~(sets == y[:, None]).any(axis=1))
+    if missing.size:
+        raise ValueError(f"every label set must hold its row's label; row {missing[0]} lacks {y[missing[0]]}")
+    return float((pred == y).mean()) if y.size else float("nan")
+
+
 def per_class_accuracy(predictions: ArrayLike, labels: ArrayLike, n_classes: int) -> NDArray[np.float64]:
     """acc_c = Σ_i 1[y_i = c]·1[ŷ_i = c] / Σ_i 1[y_i = c] for each class c.
 

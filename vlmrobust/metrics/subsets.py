@@ -84,3 +84,21 @@ def label_subset(label: int, n_classes: int, k: int, seed: int, item_key: str) -
     others = rng.choice(n_classes - 1, size=k - 1, replace=False).astype(np.int64)
     others += others >= label  # skip the ground truth: ids 0..C−2 map onto the C − 1 others
     return np.sort(np.append(others, np.int64(label)))
+
+
+def label_subsets(labels: Sequence[int] | NDArray[np.integer], n_classes: int, k: int, seed: int,
+                  keys: Sequence[str]) -> NDArray[np.int64]:
+    """(N, k) array: row i is label_subset(labels[i], n_classes, k, seed, keys[i]).
+
+    >>> label_subsets([0, 3], 5, 2, seed=0, keys=["a", "b"]).shape
+    (2, 2)
+    """
+    y = np.asarray(labels)
+    if y.ndim != 1 or len(keys) != y.shape[0]:
+        raise ValueError(f"labels and keys must name the same rows, got {y.shape} labels and {len(keys)} keys")
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+        raise ValueError(f"k must be an int >= 1, got {k!r}")
+    out = np.empty((y.shape[0], int(k)), dtype=np.int64)
+    for i, (label, key) in enumerate(zip(y.tolist(), keys, strict=True)):
+        out[i] = label_subset(label, n_classes, k, seed, key)
+    return out
