@@ -43,8 +43,8 @@ CHILD = textwrap.dedent("""
     for s in range(0, n, 2000):
         block = z[s:s + 2000]
         rng.standard_normal(out=block, dtype=np.float32)
-        block *= 3
-        block[np.arange(block.shape[0]), y[s:s + 2000]] += 9
+        block *= 6  # twice the scale of a calibrated model: overconfident, T ≈ 2
+        block[np.arange(block.shape[0]), y[s:s + 2000]] += 18
     input_mb = hwm_mb()
     t0 = time.perf_counter()
     fit = half_temperature(z, y, seed=0)

@@ -320,7 +320,13 @@ def fit_temperature(logits: ArrayLike, labels: ArrayLike, *, chunk_rows: int | N
             hi = beta
         else:
             lo = beta
-        nxt = beta - g / h if h > 0 else np.inf
+        step = g / h if h > 0 else np.inf
+        # Converged: without this, a last Newton step that lands on the bracket's
+        # edge falls back to bisection, which creeps the remaining 1e-9 for a dozen passes.
+        if abs(step) <= 1e-10 * beta:
+            beta -= step
+            break
+        nxt = beta - step
         if not lo < nxt < hi:
             nxt = float(np.sqrt(lo * hi))  # bisection in log space
         if abs(nxt - beta) <= 1e-10 * beta or hi - lo <= 1e-10 * hi:
