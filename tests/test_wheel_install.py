@@ -187,7 +187,22 @@ def _light_paths(tmp: Path) -> dict[str, list[list[str]]]:
                                           str(tmp / "reference_runs.yaml")]],
         "models": [["models"]],
         "prompts": [["prompts"]],
+        "export": [["export", "vlmevalkit", str(ds), "--out", str(tmp / "vr.tsv")]],
+        "import": [["import", "vlmevalkit", str(_vlmevalkit_result(ds, tmp / "M_vr.jsonl")),
+                    "--dataset", str(ds), "--out", str(tmp / "imported.parquet")]],
     }
+
+
+def _vlmevalkit_result(ds: Path, out: Path) -> Path:
+    """A VLMEvalKit result file for an export of ``ds``: our carried columns plus
+    the model's raw output (the right letter) in ``prediction``."""
+    fingerprint = json.loads((ds / "manifest.json").read_text())["fingerprint"]
+    lines = [json.dumps({"index": i, "vlmrobust_id": r["id"], "vlmrobust_config": r["config"],
+                         "vlmrobust_fingerprint": fingerprint, "vlmrobust_tsv": "vr",
+                         "prediction": "ABCDE"[r["answer"]]})
+             for i, r in enumerate(dataset_rows(ds))]
+    out.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return out
 
 
 def _check_light_outputs(tmp: Path) -> None:
@@ -198,6 +213,8 @@ def _check_light_outputs(tmp: Path) -> None:
     assert (tmp / "site" / "index.html").is_file()
     assert (tmp / "published" / "index.html").is_file()
     assert "model_id: toy" in (tmp / "reference_runs.yaml").read_text()
+    assert (tmp / "vr.tsv").read_text(encoding="utf-8").startswith("index\timage\tquestion\tA")
+    assert (tmp / "imported.parquet").is_file()
 
 
 @pytest.fixture(scope="module")
