@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 
 from vlmrobust.metrics.shape_bias import (
     ShapeBias,
+    category_decisions,
     cue_conflict_classes,
     shape_bias,
     shape_bias_per_category,
@@ -101,3 +103,32 @@ def test_stimulus_names() -> None:
 def test_bad_input_names_the_value(call: object, match: str) -> None:
     with pytest.raises(ValueError, match=match):
         call()  # type: ignore[operator]
+
+
+def test_category_decisions_average_each_categorys_classes() -> None:
+    rng = np.random.default_rng(0)
+    p = rng.dirichlet(np.ones(12), size=50)
+    cats = {"knife": [0, 5], "bear": [1, 2, 3], "oven": [11]}
+    want = []
+    for row in p:  # hand loop: mean per category, first maximum in sorted name order
+        best, best_v = "", -1.0
+        for name in sorted(cats):
+            v = sum(row[k] for k in cats[name]) / len(cats[name])
+            if v > best_v:
+                best, best_v = name, v
+        want.append(best)
+    assert category_decisions(p, cats).tolist() == want
+    # averaging, not summing: 3 small classes lose to 1 larger one
+    assert category_decisions([[0.2, 0.2, 0.2, 0.4]], {"a": [0, 1, 2], "b": [3]}).tolist() == ["b"]
+    # a tie goes to the first name in sorted order
+    assert category_decisions([[0.5, 0.5]], {"z": [0], "y": [1]}).tolist() == ["y"]
+
+
+@pytest.mark.parametrize("cats, match", [
+    ({}, "categories is empty"),
+    ({"cat": []}, "category 'cat' needs a non-empty list"),
+    ({"cat": [0, 4]}, "category 'cat' has class index 4 outside"),
+])
+def test_category_decisions_bad_input(cats: dict[str, list[int]], match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        category_decisions([[0.5, 0.5]], cats)

@@ -13,13 +13,17 @@ model-vs-human's ``fraction-correct-shape`` / ``-texture`` count decisions on
 the conflict stimuli only but divide by ALL stimuli, equal-class ones included;
 :class:`ShapeBias` reports those two fractions with the same denominators so
 the numbers compare with theirs (the ratio is unaffected).
+
+A classifier's 16-class decision (:func:`category_decisions`) averages the
+probabilities of each category's fine classes; the category → class-index
+lists themselves belong to the cue-conflict builder, not here.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -132,3 +136,32 @@ def shape_bias_per_category(decisions: Sequence[str] | ArrayLike,
     """
     d, s, t = _columns(decisions, shape_classes, texture_classes)
     return {str(c): shape_bias(d[s == c], s[s == c], t[s == c]) for c in np.unique(s)}
+
+
+def category_decisions(probs: ArrayLike, categories: Mapping[str, Sequence[int]]) -> NDArray[np.str_]:
+    """16-class decisions from classifier probabilities over the fine label space:
+    ŷ = argmax_c mean_{k ∈ I_c} p_k, where I_c are category c's class indices
+    (model-vs-human averages each category's ImageNet-class probabilities).
+    Categories are taken in sorted name order, so a tie goes to the first name.
+
+    >>> category_decisions([[0.5, 0.1, 0.2, 0.2], [0.1, 0.1, 0.4, 0.4]],
+    ...                    {"dog": [2, 3], "cat": [0, 1]}).tolist()  # means 0.3/0.2, 0.1/0.4
+    ['cat', 'dog']
+    """
+    p = np.asarray(probs, dtype=np.float64)
+    if p.ndim != 2:
+        raise ValueError(f"probs must be (N, K), got shape {p.shape}")
+    if not categories:
+        raise ValueError("categories is empty: give each category its class indices")
+    names = sorted(categories)
+    means = np.empty((p.shape[0], len(names)), dtype=np.float64)
+    for j, name in enumerate(names):
+        idx = np.asarray(categories[name])
+        if idx.ndim != 1 or idx.size == 0 or not np.issubdtype(idx.dtype, np.integer):
+            raise ValueError(f"category {name!r} needs a non-empty list of class indices, got "
+                             f"{categories[name]!r}")
+        if (idx < 0).any() or (idx >= p.shape[1]).any():
+            raise ValueError(f"category {name!r} has class index {int(idx[(idx < 0) | (idx >= p.shape[1])][0])} "
+                             f"outside [0, {p.shape[1]})")
+        means[:, j] = p[:, idx].mean(axis=1)
+    return np.asarray(names)[means.argmax(axis=1)]
