@@ -237,13 +237,19 @@ def test_ctrl_c_does_not_wait_for_requests_in_flight(tmp_path: Path) -> None:
         time.sleep(4.0)
         return ok(n, body)
 
-    with FakeServer(slow) as fake:
-        b = backend(fake.url, tmp_path, concurrency=3, timeout_s=30.0)
-        timer = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT))
-        start = time.monotonic()
-        timer.start()
-        with pytest.raises(KeyboardInterrupt):
-            b.generate(prompts(6), GEN)
-        waited = time.monotonic() - start
-        timer.join()
+    # a process started in the background (nohup, `cmd &` without job control)
+    # inherits SIGINT ignored; this test is about Ctrl-C reaching Python
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with FakeServer(slow) as fake:
+            b = backend(fake.url, tmp_path, concurrency=3, timeout_s=30.0)
+            timer = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT))
+            start = time.monotonic()
+            timer.start()
+            with pytest.raises(KeyboardInterrupt):
+                b.generate(prompts(6), GEN)
+            waited = time.monotonic() - start
+            timer.join()
+    finally:
+        signal.signal(signal.SIGINT, previous)
     assert waited < 3.0  # not the 4 s the requests in flight still need
