@@ -9,7 +9,8 @@ in-distribution", the convention :mod:`vlmrobust.metrics.ood` expects.
 - energy (Liu et al.): E(z) = −T · log Σ_k exp(z_k / T); the score is −E.
 
 Logits are (N, K_max) with −inf padding for rows of fewer options
-(see :mod:`vlmrobust.metrics.uncertainty`).
+(see :mod:`vlmrobust.metrics.uncertainty`); adapters' ``option_logits`` pad with
+NaN, which the scorer turns into −inf before any metric sees it.
 """
 
 from __future__ import annotations
