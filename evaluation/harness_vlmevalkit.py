@@ -38,7 +38,7 @@ def export_vlmevalkit(dataset: str | Path, out: str | Path, config: str | None =
     return (path, md5, rows). ``prompt`` rewrites the question and option texts
     as the project's prompt of that id does for VLMs (e.g. ``photo-of``), so a
     prompt id means the same in both tools."""
-    from vlmrobust.core.atomic import atomic_text_file
+    from vlmrobust.core.atomic import atomic_file
     from vlmrobust.core.output_guard import check_file_output
     from vlmrobust.evaluation.rows import DatasetReader
     from vlmrobust.models.prompts import SEED_PROMPTS, resolve_vlm_prompt
@@ -59,7 +59,7 @@ def export_vlmevalkit(dataset: str | Path, out: str | Path, config: str | None =
         raise VlmrobustError(f"{dataset}: {k_max} options; VLMEvalKit letters at most 26")
     header = ["index", "image", "question", *LETTERS[:k_max], "answer", "category", *OUR_COLUMNS]
     md5 = hashlib.md5(usedforsecurity=False)
-    with atomic_text_file(out) as f:
+    with atomic_file(out, "w") as f:
         writer = csv.writer(f, delimiter="\t", lineterminator="\n")
         writer.writerow(header)
         for index, (cfg, row) in enumerate(rows):

@@ -26,25 +26,8 @@ def write_bytes_atomic(path: Path, data: bytes) -> None:
     """Write ``data`` to a temporary file beside ``path`` and rename it over
     ``path``, which must be absent or a regular file (a link, FIFO or device
     node is never replaced)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    st = lstat_or_none(path, "output")
-    if st is not None and not stat.S_ISREG(st.st_mode):
-        raise VlmrobustError(f"{path} is {kind_of(st.st_mode)}; vlmrobust replaces only a "
-                             "regular file: give a new file name")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        # mkstemp creates 0600; published files should get the usual permissions
-        os.fchmod(fd, 0o666 & ~_umask())
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
+    with atomic_file(path, "wb") as f:
+        f.write(data)
 
 
 def write_text_atomic(path: Path, text: str) -> None:
@@ -75,10 +58,14 @@ def atomic_directory(target: Path) -> Iterator[Path]:
 
 
 @contextlib.contextmanager
-def atomic_text_file(path: Path) -> Iterator[Any]:
-    """A text file (utf-8, no newline translation) written in a temporary file
-    beside ``path`` and renamed over it on success; for outputs too large to
-    build in memory. ``path`` must be absent or a regular file."""
+def atomic_file(path: Path, mode: str = "wb") -> Iterator[Any]:
+    """An open file (``mode`` "wb", or "w" for utf-8 text with no newline
+    translation) written in a temporary file beside ``path`` and renamed over
+    it when the block ends without an exception; for outputs built piece by
+    piece. ``path`` must be absent or a regular file (a link, FIFO or device
+    node is never replaced)."""
+    if mode not in ("wb", "w"):
+        raise ValueError(f"atomic_file mode must be 'wb' or 'w', got {mode!r}")
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     st = lstat_or_none(path, "output")
@@ -87,8 +74,11 @@ def atomic_text_file(path: Path) -> Iterator[Any]:
                              "regular file: give a new file name")
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        # mkstemp creates 0600; published files should get the usual permissions
         os.fchmod(fd, 0o666 & ~_umask())
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
+        f: Any = (os.fdopen(fd, "w", encoding="utf-8", newline="") if mode == "w"
+                  else os.fdopen(fd, "wb"))
+        with f:
             yield f
             f.flush()
             os.fsync(f.fileno())
