@@ -15,11 +15,9 @@ from __future__ import annotations
 import dataclasses
 import datetime as _dt
 import hashlib
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 from vlmrobust import __version__
 from vlmrobust.core.cpus import default_threads
@@ -27,9 +25,9 @@ from vlmrobust.core.errors import VlmrobustError
 from vlmrobust.core.output_guard import check_file_output
 from vlmrobust.core.public_names import looks_like_path, publishable_meta
 from vlmrobust.evaluation.distributed import DistContext, init_distributed, local_world_size
+from vlmrobust.evaluation.predict_batches import run_batches
 from vlmrobust.evaluation.predictions_io import (
     JournalRow,
-    JournalWriter,
     check_journal,
     journal_path,
     partial_dir,
@@ -47,7 +45,6 @@ from vlmrobust.models import load_adapter, parse_adapter_name
 from vlmrobust.models.base import FAMILIES, Adapter, AdapterSpec
 from vlmrobust.models.readers import Reader, ReadOptions, parse_mode
 from vlmrobust.models.readers.base import CLASS_LOGITS, EMBEDDING
-from vlmrobust.models.runtime import to_pil
 
 
 def predict_dataset(
@@ -153,7 +150,7 @@ def predict_dataset(
         mine = [p for p in plan if ctx.owns(p.index)]
         todo = [p for p in mine if p.index not in done]
         if todo:
-            _run_batches(adapter, reader, todo, batch_size, journal_path(pdir, ctx.rank,
+            run_batches(adapter, reader, todo, batch_size, journal_path(pdir, ctx.rank,
                          ctx.world_size), progress and ctx.is_main, len(mine), after_batch,
                          desc=f"predict {spec.name}")
         ctx.barrier()
@@ -304,106 +301,6 @@ def _check_done(done: dict[int, JournalRow], plan: Sequence[PlannedRow],
                 "delete that folder to start over"
             )
     return done
-
-
-def _batches(reader: DatasetReader, todo: Sequence[PlannedRow],
-             batch_size: int) -> Iterator[list[tuple[PlannedRow, dict[str, Any]]]]:
-    batch: list[tuple[PlannedRow, dict[str, Any]]] = []
-    by_config: dict[str, dict[int, PlannedRow]] = {}
-    for p in todo:
-        by_config.setdefault(p.config, {})[p.row] = p
-    # plan order is config-major, so streaming config by config keeps it
-    for config, rows in by_config.items():
-        for r, row in reader.iter_rows(config, set(rows)):
-            batch.append((rows[r], row))
-            if len(batch) == batch_size:
-                yield batch
-                batch = []
-    if batch:
-        yield batch
-
-
-def _decoded(reader: DatasetReader, todo: Sequence[PlannedRow], batch_size: int
-             ) -> Iterator[list[tuple[PlannedRow, dict[str, Any]]]]:
-    """Batches with their images decoded (PIL, pixels loaded)."""
-    for batch in _batches(reader, todo, batch_size):
-        for p, row in batch:
-            image = to_pil(row["image"], f"{reader.where(p.config)} row {p.row}")
-            image.load()
-            row["image"] = image
-        yield batch
-
-
-def _prefetched(batches: Iterator[Any]) -> Iterator[Any]:
-    """``batches`` produced one ahead in a thread: reading parquet and decoding
-    images (which release the GIL) overlap the adapter's forward pass. Errors
-    surface at the batch that raised them, in order."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    done = object()
-    with ThreadPoolExecutor(1, thread_name_prefix="vlmrobust-prefetch") as pool:
-        pending = pool.submit(next, batches, done)
-        while True:
-            batch = pending.result()
-            if batch is done:
-                return
-            pending = pool.submit(next, batches, done)
-            yield batch
-
-
-def _run_batches(adapter: Adapter, reader: DatasetReader, todo: Sequence[PlannedRow],
-                 batch_size: int, journal: Path, progress: bool, total: int,
-                 after_batch: Callable[[int], None] | None, desc: str) -> None:
-    from tqdm.auto import tqdm
-
-    writer = JournalWriter(journal)
-    bar = tqdm(total=total, initial=total - len(todo), disable=not progress, desc=desc,
-               unit="row", dynamic_ncols=True)
-    try:
-        for n, batch in enumerate(_prefetched(_decoded(reader, todo, batch_size)), start=1):
-            out = [(p.index, p.id, logits, extras)
-                   for (p, _), (logits, extras) in zip(batch, _read_batch(adapter, batch),
-                                                       strict=True)]
-            writer.append(out)
-            bar.update(len(batch))
-            if after_batch is not None:
-                after_batch(n)
-    finally:
-        bar.close()
-        writer.close()
-
-
-def _read_batch(adapter: Adapter, batch: Sequence[tuple[PlannedRow, dict[str, Any]]]
-                ) -> list[tuple[np.ndarray | None, dict[str, Any]]]:
-    """Per row: its K logits (None: a generating reader without an answer cue)
-    and its audit trail (the prompt text, the raw output, the matched answer)."""
-    rows = [row for _, row in batch]
-    read = getattr(adapter, "read", None)
-    if read is None:
-        logits = np.asarray(adapter.option_logits(rows), dtype=np.float32)
-        if logits.ndim != 2 or logits.shape[0] != len(rows):
-            raise VlmrobustError(
-                f"adapter {adapter.name} returned shape {logits.shape} for {len(rows)} rows"
-            )
-        per_row: list[np.ndarray | None] = list(logits)
-        extras: list[dict[str, Any]] = [{} for _ in rows]
-    else:
-        readings = read(rows)
-        per_row = [None if r.logits is None else np.asarray(r.logits, np.float32)
-                   for r in readings]
-        extras = [{k: v for k, v in (("prompt_text", r.prompt_text), ("text", r.text),
-                                     ("prediction", r.prediction)) if v is not None}
-                  for r in readings]
-    out: list[tuple[np.ndarray | None, dict[str, Any]]] = []
-    for (p, row), vec, extra in zip(batch, per_row, extras, strict=True):
-        k = len(row["options"])
-        if vec is not None and vec.shape[0] < k:
-            raise VlmrobustError(
-                f"adapter {adapter.name} gave {vec.shape[0]} logits for row {p.id!r} "
-                f"with {k} options"
-            )
-        out.append((None if vec is None else vec[:k], extra))
-    return out
 
 
 def _merge(out: Path, plan: Sequence[PlannedRow], done: dict[int, JournalRow],

@@ -1,0 +1,118 @@
+"""The reference evaluator's inner loop: planned rows streamed config by config
+from the dataset, images decoded one batch ahead in a thread, each batch read
+by the adapter (option logits, or a reader's logits + audit trail) and
+appended to the resume journal."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from vlmrobust.core.errors import VlmrobustError
+from vlmrobust.evaluation.predictions_io import JournalWriter
+from vlmrobust.evaluation.rows import DatasetReader, PlannedRow
+from vlmrobust.models.base import Adapter
+from vlmrobust.models.runtime import to_pil
+
+
+def _batches(reader: DatasetReader, todo: Sequence[PlannedRow],
+             batch_size: int) -> Iterator[list[tuple[PlannedRow, dict[str, Any]]]]:
+    batch: list[tuple[PlannedRow, dict[str, Any]]] = []
+    by_config: dict[str, dict[int, PlannedRow]] = {}
+    for p in todo:
+        by_config.setdefault(p.config, {})[p.row] = p
+    # plan order is config-major, so streaming config by config keeps it
+    for config, rows in by_config.items():
+        for r, row in reader.iter_rows(config, set(rows)):
+            batch.append((rows[r], row))
+            if len(batch) == batch_size:
+                yield batch
+                batch = []
+    if batch:
+        yield batch
+
+
+def _decoded(reader: DatasetReader, todo: Sequence[PlannedRow], batch_size: int
+             ) -> Iterator[list[tuple[PlannedRow, dict[str, Any]]]]:
+    """Batches with their images decoded (PIL, pixels loaded)."""
+    for batch in _batches(reader, todo, batch_size):
+        for p, row in batch:
+            image = to_pil(row["image"], f"{reader.where(p.config)} row {p.row}")
+            image.load()
+            row["image"] = image
+        yield batch
+
+
+def _prefetched(batches: Iterator[Any]) -> Iterator[Any]:
+    """``batches`` produced one ahead in a thread: reading parquet and decoding
+    images (which release the GIL) overlap the adapter's forward pass. Errors
+    surface at the batch that raised them, in order."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    done = object()
+    with ThreadPoolExecutor(1, thread_name_prefix="vlmrobust-prefetch") as pool:
+        pending = pool.submit(next, batches, done)
+        while True:
+            batch = pending.result()
+            if batch is done:
+                return
+            pending = pool.submit(next, batches, done)
+            yield batch
+
+
+def run_batches(adapter: Adapter, reader: DatasetReader, todo: Sequence[PlannedRow],
+                 batch_size: int, journal: Path, progress: bool, total: int,
+                 after_batch: Callable[[int], None] | None, desc: str) -> None:
+    from tqdm.auto import tqdm
+
+    writer = JournalWriter(journal)
+    bar = tqdm(total=total, initial=total - len(todo), disable=not progress, desc=desc,
+               unit="row", dynamic_ncols=True)
+    try:
+        for n, batch in enumerate(_prefetched(_decoded(reader, todo, batch_size)), start=1):
+            out = [(p.index, p.id, logits, extras)
+                   for (p, _), (logits, extras) in zip(batch, read_batch(adapter, batch),
+                                                       strict=True)]
+            writer.append(out)
+            bar.update(len(batch))
+            if after_batch is not None:
+                after_batch(n)
+    finally:
+        bar.close()
+        writer.close()
+
+
+def read_batch(adapter: Adapter, batch: Sequence[tuple[PlannedRow, dict[str, Any]]]
+                ) -> list[tuple[np.ndarray | None, dict[str, Any]]]:
+    """Per row: its K logits (None: a generating reader without an answer cue)
+    and its audit trail (the prompt text, the raw output, the matched answer)."""
+    rows = [row for _, row in batch]
+    read = getattr(adapter, "read", None)
+    if read is None:
+        logits = np.asarray(adapter.option_logits(rows), dtype=np.float32)
+        if logits.ndim != 2 or logits.shape[0] != len(rows):
+            raise VlmrobustError(
+                f"adapter {adapter.name} returned shape {logits.shape} for {len(rows)} rows"
+            )
+        per_row: list[np.ndarray | None] = list(logits)
+        extras: list[dict[str, Any]] = [{} for _ in rows]
+    else:
+        readings = read(rows)
+        per_row = [None if r.logits is None else np.asarray(r.logits, np.float32)
+                   for r in readings]
+        extras = [{k: v for k, v in (("prompt_text", r.prompt_text), ("text", r.text),
+                                     ("prediction", r.prediction)) if v is not None}
+                  for r in readings]
+    out: list[tuple[np.ndarray | None, dict[str, Any]]] = []
+    for (p, row), vec, extra in zip(batch, per_row, extras, strict=True):
+        k = len(row["options"])
+        if vec is not None and vec.shape[0] < k:
+            raise VlmrobustError(
+                f"adapter {adapter.name} gave {vec.shape[0]} logits for row {p.id!r} "
+                f"with {k} options"
+            )
+        out.append((None if vec is None else vec[:k], extra))
+    return out
