@@ -9,8 +9,8 @@ from typing import Any
 import yaml
 
 from vlmrobust.core.errors import VlmrobustError
-from vlmrobust.evaluation.submissions import MODEL_FAMILIES as FAMILIES
-from vlmrobust.evaluation.submissions import MODEL_ID_RE
+from vlmrobust.evaluation.model_meta import MODEL_FAMILIES as FAMILIES
+from vlmrobust.evaluation.model_meta import MODEL_ID_RE
 
 DEFAULT_BASELINES = Path(__file__).with_name("baselines.yaml")
 TRANSFORMS = ("probit", "logit")

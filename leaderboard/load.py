@@ -21,14 +21,14 @@ from vlmrobust.core.bounded import (
 from vlmrobust.core.errors import SubmissionError
 from vlmrobust.core.swap import recover_children
 from vlmrobust.core.text import check_text_fields, short_repr
-from vlmrobust.evaluation.submissions import (
+from vlmrobust.evaluation.model_meta import (
     MAX_PARAMS,
     MODEL_ID_RE,
     RESERVED,
     ModelMeta,
     is_model_id,
 )
-from vlmrobust.evaluation.submissions import MODEL_FAMILIES as FAMILIES
+from vlmrobust.evaluation.model_meta import MODEL_FAMILIES as FAMILIES
 from vlmrobust.leaderboard.fields import Where
 from vlmrobust.leaderboard.scores_json import load_scores
 from vlmrobust.leaderboard.submission import LeaderboardInputError, Submission

@@ -33,7 +33,8 @@ import yaml
 from vlmrobust.core.atomic import write_text_atomic
 from vlmrobust.core.bounded import parse_yaml_bounded, read_bytes_bounded
 from vlmrobust.core.errors import VlmrobustError
-from vlmrobust.evaluation.submissions import PREDICTIONS_NAME, SCORES_NAME, is_model_id
+from vlmrobust.evaluation.model_meta import is_model_id
+from vlmrobust.evaluation.submissions import PREDICTIONS_NAME, SCORES_NAME
 
 DEFAULT_REFERENCE_RUNS = Path(__file__).with_name("reference_runs.yaml")
 RECORD_VERSION = "1"

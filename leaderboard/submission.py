@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from vlmrobust.core.errors import SubmissionError
-from vlmrobust.evaluation.submissions import ModelMeta
+from vlmrobust.evaluation.model_meta import ModelMeta
 from vlmrobust.leaderboard.evidence import DatasetEvidence
 
 if TYPE_CHECKING:

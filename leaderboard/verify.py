@@ -22,9 +22,10 @@ from vlmrobust.core.bounded import MAX_SCORES_BYTES, inside_tree, read_json_boun
 from vlmrobust.core.datadir import read_manifest
 from vlmrobust.core.errors import VlmrobustError
 from vlmrobust.evaluation.dataset_index import DatasetIndex
+from vlmrobust.evaluation.model_meta import ModelMeta
 from vlmrobust.evaluation.predictions_meta import read_prediction_meta
 from vlmrobust.evaluation.score import score_report
-from vlmrobust.evaluation.submissions import PREDICTIONS_NAME, SCORES_NAME, ModelMeta
+from vlmrobust.evaluation.submissions import PREDICTIONS_NAME, SCORES_NAME
 from vlmrobust.evaluation.validate import partial_note, validate
 from vlmrobust.leaderboard.evidence import DatasetEvidence, evidence_from_report
 from vlmrobust.leaderboard.load import _check_comparable, submission_folders

@@ -19,9 +19,9 @@ from tests.score_fixtures import write_mcq
 from tests.submission_fixtures import real_submissions
 from tests.trust_fixtures import one_line_error, perfect_predictions, run_cli
 from vlmrobust.core.errors import SubmissionError, VlmrobustError, printable
+from vlmrobust.evaluation.model_meta import ModelMeta
 from vlmrobust.evaluation.predictions_meta import PARQUET_META_KEY
 from vlmrobust.evaluation.rows import DatasetReader
-from vlmrobust.evaluation.submissions import ModelMeta
 from vlmrobust.evaluation.validate import validate
 from vlmrobust.leaderboard.formatting import num as fmt_num
 from vlmrobust.leaderboard.formatting import params as fmt_params

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from scipy.special import ndtr, ndtri
 
-from vlmrobust.evaluation.submissions import model_meta_from
+from vlmrobust.evaluation.model_meta import model_meta_from
 from vlmrobust.leaderboard.aggregate import aggregate
 from vlmrobust.leaderboard.baselines import BaselineSpec
 from vlmrobust.leaderboard.load import load_submissions

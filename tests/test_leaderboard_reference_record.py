@@ -232,7 +232,7 @@ def test_record_cli_and_malformed_records(mcq: Path, tmp_path: Path,
 
 
 def test_folder_model_check_each_rule(tmp_path: Path) -> None:
-    from vlmrobust.evaluation.submissions import ModelMeta
+    from vlmrobust.evaluation.model_meta import ModelMeta
     from vlmrobust.leaderboard.evidence import DatasetEvidence
     from vlmrobust.leaderboard.verify import check_folder_model
 

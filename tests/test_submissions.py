@@ -21,7 +21,8 @@ from tests.score_fixtures import (
 )
 from vlmrobust.cli import main
 from vlmrobust.core.errors import SubmissionError
-from vlmrobust.evaluation.submissions import add_submission, model_meta_from, validate_model_id
+from vlmrobust.evaluation.model_meta import model_meta_from, validate_model_id
+from vlmrobust.evaluation.submissions import add_submission
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ import vlmrobust
 from tests.score_fixtures import dataset_rows, random_logits, write_bench_c, write_mcq
 from vlmrobust.cli.main import main
 from vlmrobust.core.errors import SubmissionError
-from vlmrobust.evaluation.submissions import merge_model_meta
+from vlmrobust.evaluation.model_meta import merge_model_meta
 from vlmrobust.leaderboard.load import load_meta
 
 

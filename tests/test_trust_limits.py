@@ -19,8 +19,8 @@ from tests.score_fixtures import (
 )
 from tests.trust_fixtures import one_line_error, perfect_predictions, run_cli
 from vlmrobust.core.errors import SubmissionError
+from vlmrobust.evaluation.model_meta import validate_model_id
 from vlmrobust.evaluation.predictions_meta import PARQUET_META_KEY, read_prediction_meta
-from vlmrobust.evaluation.submissions import validate_model_id
 from vlmrobust.evaluation.validate import validate
 
 
@@ -40,7 +40,7 @@ def test_model_ids_are_matched_whole(bad: str, tmp_path: Path) -> None:
 
 
 def test_ids_and_links_elsewhere_are_matched_whole() -> None:
-    from vlmrobust.evaluation.submissions import check_link
+    from vlmrobust.evaluation.model_meta import check_link
     from vlmrobust.leaderboard.baselines import BaselineSpec
 
     with pytest.raises(SubmissionError, match="not an http"):
