@@ -85,8 +85,13 @@ class ContentHasher:
     def update(self, config: str, row: Mapping[str, Any]) -> None:
         question = row.get("question")
         prompt = row.get("prompt")
+        # rows of kinds without options (classification, ood, ...) hash None there;
+        # an MCQ row's head is unchanged, so MCQ fingerprints are too
+        answer = row.get("answer")
+        options = row.get("options")
         head = json.dumps(
-            [config, row["id"], int(row["answer"]), [str(o) for o in row["options"]],
+            [config, row["id"], None if answer is None else int(answer),
+             None if options is None else [str(o) for o in options],
              None if question is None else str(question),
              None if prompt is None else str(prompt),
              sorted([str(k), _canonical(v)] for k, v in row.items() if k not in _HEAD_COLUMNS)],
@@ -97,6 +102,13 @@ class ContentHasher:
         self._h.update(head)
         img = hashlib.sha256(_image_bytes(row.get("image"))).digest()
         self._h.update(img)
+
+    def update_blob(self, name: str, data: bytes) -> None:
+        """Cover a named file of the build (a config's label space) by its sha256."""
+        head = json.dumps(["blob", name, hashlib.sha256(data).hexdigest()],
+                          ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        self._h.update(len(head).to_bytes(8, "big"))
+        self._h.update(head)
 
     def hexdigest(self) -> str:
         return self._h.hexdigest()

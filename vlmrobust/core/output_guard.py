@@ -23,7 +23,9 @@ from vlmrobust.core.errors import VlmrobustError
 MANIFEST = "manifest.json"
 # What a dataset build writes at the top of its folder (bench-c adds its
 # selection table); data/ holds only folders and parquet shards.
-DATASET_ENTRIES = frozenset({"README.md", MANIFEST, "data", "selection.parquet"})
+DATASET_ENTRIES = frozenset({"README.md", MANIFEST, "data", "selection.parquet", "label_spaces"})
+# folders a build writes (the rest of DATASET_ENTRIES are files)
+_DATASET_DIRS = frozenset({"data", "label_spaces"})
 _MAX_MANIFEST_PEEK = 64 << 20
 
 
@@ -188,7 +190,9 @@ def _dataset_owned(rel: str, e: os.DirEntry[str]) -> bool:
         return False
     top, _, rest = rel.partition("/")
     if not rest:
-        return top in DATASET_ENTRIES and (e.is_dir() if top == "data" else e.is_file())
+        return top in DATASET_ENTRIES and (e.is_dir() if top in _DATASET_DIRS else e.is_file())
+    if top == "label_spaces":
+        return e.is_file() and e.name.endswith(".json")
     return top == "data" and (e.is_dir() or (e.is_file() and e.name.endswith(".parquet")))
 
 

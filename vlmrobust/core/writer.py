@@ -15,6 +15,7 @@ the previous output untouched.
 from __future__ import annotations
 
 import json
+import operator
 import platform
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -27,6 +28,14 @@ import yaml
 from vlmrobust import __version__
 from vlmrobust.core.atomic import atomic_directory, write_bytes_atomic, write_text_atomic
 from vlmrobust.core.fingerprint import FINGERPRINT_VERSION, ContentHasher, file_sha256
+from vlmrobust.core.kinds import (
+    CLASSIFICATION,
+    LABEL_SPACE_KINDS,
+    MCQ,
+    REQUIRED_COLUMNS,
+    check_kind,
+)
+from vlmrobust.core.label_space import LabelSpace, label_space_file, manifest_records
 from vlmrobust.core.output_guard import DATASET_ENTRIES, check_dataset_output
 
 SPLIT = "test"
@@ -168,7 +177,7 @@ def parquet_options(features: Any) -> dict[str, Any]:
 def _write_config(
     target: Path, config: str, rows: Iterable[Mapping[str, Any]], features: Any,
     hasher: ContentHasher, rows_per_shard: int | None, shard_bytes: int,
-    row_group_bytes: int,
+    row_group_bytes: int, required: tuple[str, ...] = CORE_COLUMNS,
 ) -> int:
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -205,7 +214,7 @@ def _write_config(
 
     try:
         for row in rows:
-            missing = [c for c in CORE_COLUMNS if c not in row]
+            missing = [c for c in required if c not in row]
             if missing:
                 raise ValueError(f"config {config!r} row {count}: missing columns {missing}")
             rid = str(row["id"])
@@ -236,6 +245,23 @@ def _write_config(
     return count
 
 
+def _labels_checked(config: str, rows: Iterable[Mapping[str, Any]], n_classes: int,
+                    ood: bool) -> Iterable[Mapping[str, Any]]:
+    """``rows``, refusing a label outside the config's label space (-1 is the
+    label of an OOD row, and only of one)."""
+    for i, row in enumerate(rows):
+        label = row.get("label")
+        is_ood = bool(row.get("is_ood", False))
+        index = None
+        if label is not None and hasattr(label, "__index__") and not isinstance(label, bool):
+            index = operator.index(label)
+        ok = (index == -1) if (ood and is_ood) else (index is not None and 0 <= index < n_classes)
+        if not ok:
+            want = "-1 (an OOD row has no label)" if ood and is_ood else f"an index in 0..{n_classes - 1}"
+            raise ValueError(f"config {config!r} row {i}: label {label!r} is not {want}")
+        yield row
+
+
 def shard_records(root: Path, configs: Iterable[str]) -> dict[str, dict[str, Any]]:
     """``{"data/<config>/<file>": {"sha256", "bytes"}}`` of every data shard, the
     manifest's ``shards``: what ``vlmrobust.core.datadir.verify_shards`` checks
@@ -260,6 +286,8 @@ def write_dataset(
     row_group_bytes: int = ROW_GROUP_BYTES,
     card_header: Callable[[Mapping[str, int]], Mapping[str, Any]] | None = None,
     extra_files: Mapping[str, bytes] | None = None,
+    kind: str = MCQ,
+    label_spaces: Mapping[str, LabelSpace] | None = None,
 ) -> dict[str, Any]:
     """Write ``configs`` (name -> rows, in order) to ``out`` atomically and return
     the manifest. Rows hold ``image`` as ``{"bytes": ..., "path": None}`` (or raw
@@ -272,9 +300,23 @@ def write_dataset(
 
     A shard closes at ``shard_bytes`` of encoded rows (or ``rows_per_shard``
     rows, when given); rows reach disk in row groups of ``row_group_bytes``, so
-    memory stays bounded by about twice that, whatever the image size."""
+    memory stays bounded by about twice that, whatever the image size.
+
+    ``kind`` (vlmrobust.core.kinds) is recorded in the manifest and decides the
+    columns every row must have; a kind whose rows index a label space needs
+    ``label_spaces`` (config -> LabelSpace) for every config: each is written
+    to ``label_spaces/<config>.json``, recorded with its sha256 in the
+    manifest and covered by the fingerprint."""
     if not configs:
         raise ValueError("write_dataset needs at least one config")
+    check_kind(kind)
+    spaces = dict(label_spaces or {})
+    if kind in LABEL_SPACE_KINDS:
+        missing_ls = [c for c in configs if c not in spaces]
+        if missing_ls:
+            raise ValueError(f"kind {kind!r} needs a label space for configs {missing_ls}")
+    if set(spaces) - set(configs):
+        raise ValueError(f"label spaces for unknown configs {sorted(set(spaces) - set(configs))}")
     if rows_per_shard is not None and rows_per_shard < 1:
         raise ValueError(f"rows_per_shard must be >= 1, got {rows_per_shard}")
     if shard_bytes < 1 or row_group_bytes < 1:
@@ -283,14 +325,22 @@ def write_dataset(
     # what a model sees, so a change to it must change the fingerprint
     prompt = info.extra.get("question_prompt", info.extra.get("prompt"))
     hasher = ContentHasher(None if prompt is None else str(prompt))
+    for name in configs:  # before the rows: a label space is what every row's label means
+        if name in spaces:
+            hasher.update_blob(label_space_file(name), spaces[name].to_json_bytes())
     counts: dict[str, int] = {}
     check_dataset_output(Path(out))  # before any row is written
     with atomic_directory(Path(out)) as tmp:
         for name, rows in configs.items():
             if not name or "/" in name or name.startswith("."):
                 raise ValueError(f"invalid config name {name!r}")
+            if name in spaces:
+                rows = _labels_checked(name, rows, len(spaces[name]), ood=kind != CLASSIFICATION)
             counts[name] = _write_config(tmp, name, rows, features, hasher, rows_per_shard,
-                                         shard_bytes, row_group_bytes)
+                                         shard_bytes, row_group_bytes, REQUIRED_COLUMNS[kind])
+            if name in spaces:
+                (tmp / label_space_file(name)).parent.mkdir(exist_ok=True)
+                write_bytes_atomic(tmp / label_space_file(name), spaces[name].to_json_bytes())
         manifest: dict[str, Any] = {
             "manifest_version": 1,
             "spec": {"name": info.spec_name, "version": info.spec_version},
@@ -306,6 +356,8 @@ def write_dataset(
             "fingerprint": hasher.hexdigest(),
             "fingerprint_version": FINGERPRINT_VERSION,
             **dict(info.extra),
+            **({"kind": kind} if kind != MCQ else {}),
+            **({"label_spaces": manifest_records(spaces)} if spaces else {}),
             "shards": shard_records(tmp, counts),
         }
         write_text_atomic(tmp / MANIFEST, json.dumps(manifest, indent=2, sort_keys=False) + "\n")
