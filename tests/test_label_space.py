@@ -133,6 +133,14 @@ def test_label_space_refuses_ambiguous_or_tiny_spaces(classes: tuple[ClassEntry,
         LabelSpace("bad", classes)
 
 
+def test_group_rule_round_trips_and_is_checked() -> None:
+    ls = LabelSpace("cue", SPACE.classes, "mean-prob")
+    assert LabelSpace.from_json_bytes(ls.to_json_bytes(), "x").group_rule == "mean-prob"
+    assert ls.sha256() != SPACE.sha256()
+    with pytest.raises(ValueError, match="group_rule"):
+        LabelSpace("cue", SPACE.classes, "mean")
+
+
 def test_class_entry_checks() -> None:
     with pytest.raises(ValueError, match="not n########"):
         ClassEntry("cat", wnid="cat")

@@ -13,7 +13,9 @@ class makes old predictions stale. ``imagenet_ids`` are the ImageNet-1k
 indices a class stands for (one for ImageNet val/V2/Sketch, one each for the
 200 classes of IN-R / IN-A, a group for an ObjectNet class; empty for
 Flowers102, Cars, ...): a 1000-way classifier's logit for the class is the
-max over them, and a label space whose classes have none cannot be read by one.
+max over them (``group_rule`` "max"), or the log of the mean of their softmax
+probabilities (``group_rule`` "mean-prob": model-vs-human's 16-class decision
+for cue-conflict); a label space whose classes have none cannot be read by one.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ SCHEMA = 1
 LABEL_SPACE_DIR = "label_spaces"
 MAX_CLASSES = 100_000
 MAX_LABEL_SPACE_BYTES = 64 * 2**20
+GROUP_RULES = ("max", "mean-prob")
 _WNID = re.compile(r"^n\d{8}$")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
@@ -89,10 +92,13 @@ class LabelSpace:
 
     name: str
     classes: tuple[ClassEntry, ...]
+    group_rule: str = "max"  # how a 1000-way classifier's logits become one per class
 
     def __post_init__(self) -> None:
         if not self.name or _CONTROL.search(self.name):
             raise ValueError(f"label space name {self.name!r} must be non-empty")
+        if self.group_rule not in GROUP_RULES:
+            raise ValueError(f"group_rule {self.group_rule!r} is not one of {GROUP_RULES}")
         if not 2 <= len(self.classes) <= MAX_CLASSES:
             raise ValueError(f"label space {self.name!r} has {len(self.classes)} classes; "
                              f"expected 2..{MAX_CLASSES}")
@@ -118,7 +124,8 @@ class LabelSpace:
 
     def to_json_bytes(self) -> bytes:
         """Canonical bytes (what the manifest's sha256 and the fingerprint cover)."""
-        doc = {"schema": SCHEMA, "name": self.name, "classes": [c.to_json() for c in self.classes]}
+        doc = {"schema": SCHEMA, "name": self.name, "group_rule": self.group_rule,
+               "classes": [c.to_json() for c in self.classes]}
         return (json.dumps(doc, ensure_ascii=False, indent=1, sort_keys=True) + "\n").encode("utf-8")
 
     def sha256(self) -> str:
@@ -134,7 +141,7 @@ class LabelSpace:
             raise VlmrobustError(f"{where}: 'classes' must be a list; rebuild the dataset")
         try:
             classes = tuple(_entry(c) for c in raw)
-            return cls(str(doc.get("name", "")), classes)
+            return cls(str(doc.get("name", "")), classes, str(doc.get("group_rule", "max")))
         except (ValueError, TypeError, KeyError) as exc:
             raise VlmrobustError(f"{where}: {exc}; rebuild the dataset") from None
 
