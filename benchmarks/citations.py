@@ -89,6 +89,28 @@ CITATIONS: tuple[Citation, ...] = (
         "Su, Yuchang and Schmidt, Ludwig and Yeung-Levy, Serena},\n"
         "  booktitle = {Advances in Neural Information Processing Systems},\n"
         "  year = {2024}\n}"),
+    Citation(
+        "geirhos2019imagenettrained",
+        "ImageNet-trained CNNs are biased towards texture; increasing shape bias improves "
+        "accuracy and robustness",
+        "https://openreview.net/forum?id=Bygh9j09KX", ("cue-conflict",),
+        "@inproceedings{geirhos2019imagenettrained,\n"
+        "  title = {{ImageNet}-trained {CNNs} are biased towards texture; increasing shape bias "
+        "improves accuracy and robustness},\n"
+        "  author = {Geirhos, Robert and Rubisch, Patricia and Michaelis, Claudio and Bethge, "
+        "Matthias and Wichmann, Felix A. and Brendel, Wieland},\n"
+        "  booktitle = {International Conference on Learning Representations},\n"
+        "  year = {2019}\n}"),
+    Citation(
+        "geirhos2021partial",
+        "Partial success in closing the gap between human and machine vision",
+        "https://arxiv.org/abs/2106.07411", ("cue-conflict",),
+        "@inproceedings{geirhos2021partial,\n"
+        "  title = {Partial success in closing the gap between human and machine vision},\n"
+        "  author = {Geirhos, Robert and Narayanappa, Kantharaju and Mitzkus, Benjamin and "
+        "Thieringer, Tizian and Bethge, Matthias and Wichmann, Felix A. and Brendel, Wieland},\n"
+        "  booktitle = {Advances in Neural Information Processing Systems},\n"
+        "  year = {2021}\n}"),
 )
 
 

@@ -57,6 +57,11 @@ FAMILIES: Mapping[str, FamilyCard] = {
         ("visual-question-answering", "multiple-choice"), ("multiple-choice-qa",),
         ("extended|ILSVRC/imagenet-1k", "extended|wordnet"),
         "pipeline:efficientnet-lite0+minilm"),
+    "cue-conflict": FamilyCard(
+        "Cue-conflict: shape vs texture bias over 16 categories",
+        ("image-classification",), ("multi-class-image-classification",),
+        ("extended|ILSVRC/imagenet-1k",),
+        "clip:ViT-B-32:openai"),
 }
 # The hub's licence identifiers (https://huggingface.co/docs/hub/repositories-licenses)
 # that sources of these datasets use; "other" needs license_name and license_link.

@@ -43,6 +43,7 @@ FAMILIES: Registry[str] = Registry("benchmark family")
 FAMILIES.add("imagenet-mcq", "vlmrobust.builders.imagenet_mcq.build:build")
 FAMILIES.add("bench-c", "vlmrobust.builders.bench_c.build:build")
 FAMILIES.add("imagewikiqa", "vlmrobust.builders.imagewikiqa.build:build")
+FAMILIES.add("cue-conflict", "vlmrobust.builders.cue_conflict.build:build")
 
 
 def get_builder(family: str) -> Builder:

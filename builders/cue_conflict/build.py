@@ -1,0 +1,164 @@
+"""``build(raw_spec, spec_path, options) -> manifest`` for the cue-conflict family:
+the published stimuli (layout.py) -> one classification config per variant over
+the 16-category label space (categories.py) -> dataset directory (atomic).
+
+Rows: ``id`` (``<config>/<source_file>``), ``image`` (the published PNG bytes,
+unchanged), ``label`` (the shape category's index), ``variant``,
+``source_file``, ``shape_category``, ``texture_category`` (None where the
+image has no texture cue of a category) and ``texture_label`` (its index, -1
+where none). Shape bias is scored from these columns
+(vlmrobust.evaluation.shape_bias_scores)."""
+
+from __future__ import annotations
+
+import io
+import sys
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from vlmrobust.builders import card_meta
+from vlmrobust.builders.cue_conflict.card import render_card
+from vlmrobust.builders.cue_conflict.categories import CATEGORIES, label_space
+from vlmrobust.builders.cue_conflict.layout import (
+    READERS,
+    STYLIZED,
+    VARIANTS,
+    Stimulus,
+)
+from vlmrobust.builders.families import BuildOptions
+from vlmrobust.core.bounded import read_bytes_bounded
+from vlmrobust.core.errors import SpecError, VlmrobustError
+from vlmrobust.core.kinds import CLASSIFICATION
+from vlmrobust.core.writer import BuildInfo, write_dataset
+
+FAMILY = "cue-conflict"
+MAX_IMAGE_BYTES = 64 << 20  # the published stimuli are 224x224 PNGs of ~100 KB
+
+
+@dataclass(frozen=True)
+class CueConflictSpec:
+    name: str
+    version: str
+    seed: int
+    variants: Mapping[str, str]  # config (= variant) -> folder under --source-root
+
+    def __post_init__(self) -> None:
+        unknown = [v for v in self.variants if v not in VARIANTS]
+        if unknown:
+            raise ValueError(f"variants: {unknown[0]!r} is not one of {list(VARIANTS)}")
+        if not self.variants:
+            raise ValueError("variants: name at least one of " + ", ".join(VARIANTS))
+        for v, folder in self.variants.items():
+            if not folder or Path(folder).is_absolute() or ".." in Path(folder).parts:
+                raise ValueError(f"variants.{v}: {folder!r} must be a folder relative to "
+                                 "--source-root")
+
+
+def parse_spec(raw: Mapping[str, Any], spec_path: Path) -> CueConflictSpec:
+    """The YAML mapping, checked; any problem is one SpecError naming the file."""
+    try:
+        variants = raw.get("variants", {v: v for v in VARIANTS})
+        if not isinstance(variants, Mapping) or not all(
+                isinstance(k, str) and isinstance(f, str) for k, f in variants.items()):
+            raise ValueError("variants must map a variant name to a folder name")
+        seed = raw.get("seed", 0)
+        if isinstance(seed, bool) or not isinstance(seed, int):
+            raise ValueError(f"seed must be an integer, got {seed!r}")
+        return CueConflictSpec(str(raw["name"]), str(raw["version"]), seed, dict(variants))
+    except ValueError as exc:
+        raise SpecError(f"{spec_path}: {exc}") from None
+
+
+def features() -> Any:
+    from datasets import ClassLabel, Features, Value
+    from datasets import Image as HFImage
+
+    return Features({
+        "id": Value("string"), "image": HFImage(),
+        "label": ClassLabel(names=list(CATEGORIES)),
+        "variant": Value("string"), "source_file": Value("string"),
+        "shape_category": Value("string"), "texture_category": Value("string"),
+        "texture_label": Value("int32"),
+    })
+
+
+def image_bytes(path: Path) -> bytes:
+    """The file's bytes once PIL has checked that they are a PNG it can decode."""
+    from PIL import Image, UnidentifiedImageError
+
+    data = read_bytes_bounded(path, MAX_IMAGE_BYTES, "cue-conflict image")
+    try:
+        with Image.open(io.BytesIO(data)) as im:
+            fmt = im.format
+            im.load()
+    except (UnidentifiedImageError, OSError, ValueError) as exc:
+        raise VlmrobustError(f"{path}: not a readable image ({exc}); fix: restore the file from "
+                             "the published stimuli") from None
+    if fmt != "PNG":
+        raise VlmrobustError(f"{path}: a {fmt} image under a .png name; fix: restore the file "
+                             "from the published stimuli")
+    return data
+
+
+def rows(config: str, stimuli: Sequence[Stimulus]) -> Iterator[dict[str, Any]]:
+    index = {c: i for i, c in enumerate(CATEGORIES)}
+    for s in stimuli:
+        yield {
+            "id": f"{config}/{s.source_file}",
+            "image": {"bytes": image_bytes(s.path), "path": None},
+            "label": index[s.shape],
+            "variant": s.variant,
+            "source_file": s.source_file,
+            "shape_category": s.shape,
+            "texture_category": s.texture,
+            "texture_label": -1 if s.texture is None else index[s.texture],
+        }
+
+
+def read_sources(spec: CueConflictSpec, root: Path,
+                 limit: int | None = None) -> tuple[dict[str, list[Stimulus]], list[str]]:
+    """Stimuli per config, and the optional variants whose folder is absent.
+    A missing cue-conflict folder is an error: it is what the family measures."""
+    found: dict[str, list[Stimulus]] = {}
+    absent: list[str] = []
+    for variant, folder in spec.variants.items():
+        path = root / folder
+        if not path.exists() and variant == STYLIZED:
+            absent.append(variant)
+            continue
+        if not path.exists():
+            raise VlmrobustError(f"{path}: missing; fix: put Geirhos's cue-conflict stimuli "
+                                 f"there or set variants.{variant} in the spec")
+        stimuli = READERS[variant](path)
+        found[variant] = stimuli[:limit] if limit is not None else stimuli
+    return found, absent
+
+
+def build(raw_spec: dict[str, Any], spec_path: Path, options: BuildOptions) -> dict[str, Any]:
+    spec = parse_spec(raw_spec, spec_path)
+    if options.sample:
+        raise VlmrobustError("cue-conflict has no embedded sample yet; fix: build from "
+                             "--source-root DIR holding cue-conflict/<category>/<shape><i>-"
+                             "<texture><j>.png")
+    if options.source_root is None:
+        raise VlmrobustError("cue-conflict builds from the published stimuli; fix: pass "
+                             "--source-root DIR (DIR/cue-conflict/<category>/...)")
+    found, absent = read_sources(spec, Path(options.source_root), options.limit)
+    if not found:
+        raise VlmrobustError(f"{options.source_root}: none of the spec's variants is there; fix: "
+                             "put the stimuli under the folders the spec names")
+    for variant in absent:
+        print(f"cue-conflict: {variant}: folder {spec.variants[variant]!r} absent under "
+              f"{options.source_root}; that config is not built", file=sys.stderr)
+    space = label_space()
+    feats = features()
+    counts = {v: len(s) for v, s in found.items()}
+    card = render_card(found, absent, space, limit=options.limit)
+    info = BuildInfo(spec.name, spec.version, spec.seed,
+                     extra={"family": FAMILY, "variant_counts": counts, "absent_variants": absent})
+    return write_dataset(options.out, configs={v: rows(v, s) for v, s in found.items()},
+                         features=feats, card=card, info=info, kind=CLASSIFICATION,
+                         label_spaces={v: space for v in found},
+                         card_header=card_meta.header(FAMILY, sample=False, features=feats))

@@ -1,0 +1,97 @@
+"""The cue-conflict dataset card: what the stimuli are, how many were built per
+variant and category, the 16-class decision and the shape-bias definition."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+
+from vlmrobust.builders import card_meta
+from vlmrobust.builders.cue_conflict.categories import CATEGORIES
+from vlmrobust.builders.cue_conflict.layout import (
+    CUE_CONFLICT,
+    CUE_CONFLICT_LAYOUT,
+    PUBLISHED_COUNTS,
+    STYLIZED,
+    STYLIZED_LAYOUT,
+    Stimulus,
+)
+from vlmrobust.core.label_space import LabelSpace
+
+LICENCES = (
+    ("cue-conflict stimuli (Geirhos et al. 2019, github.com/rgeirhos/texture-vs-shape)",
+     "other", "style-transferred ImageNet images; ImageNet's research-only terms apply"),
+    ("Stylized-ImageNet images (model-vs-human's datasets/stylized)", "other",
+     "ImageNet val images stylised with AdaIN; ImageNet's research-only terms apply"),
+)
+
+
+def _count_line(variant: str, stimuli: Sequence[Stimulus], limit: int | None) -> str:
+    n = len(stimuli)
+    published = PUBLISHED_COUNTS[variant]
+    note = "" if n == published else (
+        f" (the published set has {published:,}; "
+        + (f"cut to {limit} by --limit)" if limit is not None else "this build read what "
+           "its source folder holds)"))
+    conflict = sum(1 for s in stimuli if s.texture is not None and s.texture != s.shape)
+    extra = (f"; {conflict:,} with shape ≠ texture (the ones shape bias counts)"
+             if variant == CUE_CONFLICT else "; no texture cue of a category (accuracy only)")
+    return f"| `{variant}` | {n:,}{note} | {extra.lstrip('; ')} |"
+
+
+def render_card(found: Mapping[str, Sequence[Stimulus]], absent: Sequence[str],
+                space: LabelSpace, *, limit: int | None) -> str:
+    per_cat = {v: Counter(s.shape for s in st) for v, st in found.items()}
+    cat_rows = "\n".join(
+        f"| {c} | {len(space.classes[i].imagenet_ids)} | "
+        + " | ".join(str(per_cat[v].get(c, 0)) for v in found) + " |"
+        for i, c in enumerate(CATEGORIES))
+    absent_line = (f"\n\nNot built: {', '.join(f'`{a}`' for a in absent)} (its folder was "
+                   "absent under the source root)." if absent else "")
+    parts = [
+        "# Cue-conflict: shape vs texture bias (Geirhos et al. 2019)",
+        "",
+        "Images whose object **shape** belongs to one of 16 entry-level categories and whose "
+        "**texture** (by style transfer) to another, as published by Geirhos et al. "
+        "(\"ImageNet-trained CNNs are biased towards texture\", ICLR 2019) and used by "
+        "model-vs-human and seed 001 (\"Toward a Holistic Evaluation of Robustness in CLIP "
+        "Models\", Table I). Question kind: `classification` over the 16 categories.",
+        "",
+        "| config | images | note |",
+        "|---|---|---|",
+        *[_count_line(v, st, limit) for v, st in found.items()],
+        absent_line.strip() and absent_line,
+        "",
+        "Layouts read: `cue-conflict`: " + CUE_CONFLICT_LAYOUT + "; `stylized-imagenet`: "
+        + STYLIZED_LAYOUT + f" (the {STYLIZED} config: 16-class accuracy on Stylized-ImageNet).",
+        "",
+        "## Columns",
+        "",
+        "`id` (`<config>/<source_file>`), `image` (the published PNG, byte for byte), "
+        "`label` (the shape category), `variant`, `source_file`, `shape_category`, "
+        "`texture_category` (null without a texture cue) and `texture_label` (-1 without one). "
+        "The label space (`label_spaces/<config>.json`) is stored once per config.",
+        "",
+        "## The 16-class decision (model-vs-human)",
+        "",
+        "- ImageNet classifiers: the mean softmax probability of each category's ImageNet "
+        "classes (label-space `group_rule: mean-prob`), argmax over the 16. The class lists "
+        "are model-vs-human's `HumanCategories.<category>_indices`:",
+        "",
+        "| category | ImageNet classes | " + " | ".join(f"`{v}` images" for v in found) + " |",
+        "|---|---|" + "---|" * len(found),
+        cat_rows,
+        "",
+        "- CLIP: zero-shot over the 16 category names.",
+        "- VLMs: the 16 names as options, or the likelihood reader over them.",
+        "",
+        "## Shape bias",
+        "",
+        "Over the stimuli whose shape and texture categories differ (those with equal ones are "
+        "left out, as model-vs-human does): shape bias = shape decisions / (shape decisions + "
+        "texture decisions). Shape and texture accuracy are reported beside it with "
+        "model-vs-human's denominators (all stimuli of the config).",
+        "",
+        card_meta.common_sections("cue-conflict", licences=LICENCES),
+    ]
+    return "\n".join(parts)
