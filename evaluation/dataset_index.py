@@ -18,6 +18,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from vlmrobust.core.errors import VlmrobustError
+from vlmrobust.core.kinds import MCQ, dataset_kind
+from vlmrobust.core.label_space import LabelSpace
 
 # A predictions file may hold at most this many times the dataset's rows (a
 # duplicate of every row is still reported as such; 10M rows for a 100-row
@@ -74,6 +76,14 @@ class DatasetIndex:
     other_ids: Mapping[str, str] = field(default_factory=dict)  # id -> unselected config
     options: NDArray[np.object_] | None = None  # per row: tuple of option texts
     option_class_ids: NDArray[np.object_] | None = None  # per row: tuple of class ids
+    # Kinds whose rows index a label space (vlmrobust.core.kinds; evaluation.label_index):
+    # the label space of every config, held once, never as per-row options;
+    # ``labels`` the row's label-space index; ``candidates`` per row the tuple of a
+    # K-config's candidate classes (empty: the whole label space).
+    kind: str = MCQ
+    label_spaces: Mapping[str, LabelSpace] = field(default_factory=dict)
+    labels: NDArray[np.int64] | None = None
+    candidates: NDArray[np.object_] | None = None
 
     def __post_init__(self) -> None:
         n = self.ids.shape
@@ -83,7 +93,7 @@ class DatasetIndex:
         for name, arr in self.columns.items():
             if arr.shape != n:
                 raise ValueError(f"column {name} has shape {arr.shape}, expected {n}")
-        for name in ("options", "option_class_ids"):
+        for name in ("options", "option_class_ids", "labels", "candidates"):
             arr = getattr(self, name)
             if arr is not None and arr.shape != n:
                 raise ValueError(f"{name} has shape {arr.shape}, expected {n}")
@@ -102,7 +112,10 @@ class DatasetIndex:
             other_ids=self.other_ids,
             options=None if self.options is None else self.options[keep],
             option_class_ids=(None if self.option_class_ids is None
-                              else self.option_class_ids[keep]))
+                              else self.option_class_ids[keep]),
+            kind=self.kind, label_spaces=self.label_spaces,
+            labels=None if self.labels is None else self.labels[keep],
+            candidates=None if self.candidates is None else self.candidates[keep])
 
     @property
     def name(self) -> str:
@@ -177,16 +190,40 @@ def load_dataset_index(dataset_dir: Path, config: str | Sequence[str] | None = N
                        check_shards: bool = True) -> DatasetIndex:
     """Read ids/options/answers (+ family columns) of ``config`` (a name or a
     list of names; all configs when None), after checking every data shard
-    against the sha256 the manifest records (``verify_shards``)."""
-    import pyarrow as pa
-
-    from vlmrobust.core.datadir import read_manifest, read_table, verify_shards
+    against the sha256 the manifest records (``verify_shards``). The manifest's
+    kind decides what a row's options are: MCQ rows here, the label-space
+    kinds in :mod:`vlmrobust.evaluation.label_index`."""
+    from vlmrobust.core.datadir import read_manifest, verify_shards
 
     manifest = read_manifest(dataset_dir)
     if check_shards:  # validate() checks them itself, before reading any column
         verify_shards(dataset_dir, manifest)
     all_configs = manifest_configs(manifest, dataset_dir)
     chosen = all_configs if config is None else [config] if isinstance(config, str) else list(config)
+    other: dict[str, str] = {}
+    for name in all_configs:
+        if name not in chosen:
+            other.update(dict.fromkeys(_ids_of(dataset_dir, name), name))
+    kind = dataset_kind(manifest, f"{dataset_dir}/manifest.json")
+    if kind != MCQ:
+        from vlmrobust.evaluation.label_index import kind_index
+
+        return kind_index(kind, Path(dataset_dir), manifest, chosen, other)
+    return _mcq_index(Path(dataset_dir), manifest, chosen, other)
+
+
+def _ids_of(dataset_dir: Path, config: str) -> list[Any]:
+    from vlmrobust.core.datadir import read_table
+
+    return list(read_table(dataset_dir, config, columns=["id"]).column("id").to_pylist())
+
+
+def _mcq_index(dataset_dir: Path, manifest: Mapping[str, Any], chosen: Sequence[str],
+               other: Mapping[str, str]) -> DatasetIndex:
+    import pyarrow as pa
+
+    from vlmrobust.core.datadir import read_table
+
     features = set(manifest.get("features", {}))
     wanted = ["id", "options", "answer",
               *[c for c in (*FAMILY_COLUMNS, CLASS_IDS) if c in features]]
@@ -196,10 +233,6 @@ def load_dataset_index(dataset_dir: Path, config: str | Sequence[str] | None = N
     for name in chosen:
         t = read_table(dataset_dir, name, columns=wanted)
         tables.append(t.append_column("__config", pa.array([name] * t.num_rows, pa.string())))
-    other: dict[str, str] = {}
-    for name in all_configs:
-        if name not in chosen:
-            other.update(dict.fromkeys(read_table(dataset_dir, name, columns=["id"]).column("id").to_pylist(), name))
     return DatasetIndex.from_table(pa.concat_tables(tables), manifest, "__config", other)
 
 
@@ -221,13 +254,20 @@ def max_prediction_rows(manifest: Mapping[str, Any], dataset_dir: Path) -> int:
 
 
 def max_options(dataset_dir: Path, manifest: Mapping[str, Any], configs: Sequence[str]) -> int | None:
-    """The most options any question of ``configs`` has (None: no options column).
-    Read before the predictions, so that a row of a million logits is refused when
-    it is met (issue 28.10); only the ``options`` column is decoded."""
+    """The most options any question of ``configs`` has (None: no options column);
+    for a label-space kind, the most classes of their label spaces (from the
+    manifest). Read before the predictions, so that a row of a million logits is
+    refused when it is met (issue 28.10); only the ``options`` column is decoded."""
     import pyarrow.compute as pc
 
     from vlmrobust.core.datadir import read_table
 
+    spaces = manifest.get("label_spaces")
+    if isinstance(spaces, Mapping) and spaces:  # a label-space kind: logits over the classes
+        sizes = [rec.get("n_classes") for c, rec in spaces.items()
+                 if c in configs and isinstance(rec, Mapping)]
+        return max((n for n in sizes if isinstance(n, int) and not isinstance(n, bool)),
+                   default=0) or None
     if "options" not in (manifest.get("features") or {}):
         return None
     most = 0

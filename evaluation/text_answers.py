@@ -1,7 +1,9 @@
 """Answers read from the text of a predictions file: the project's matcher
 (vlmrobust.core.matcher) applied to each row's raw model output against the
 options of the dataset row it answers, so a submitter's own extraction is never
-trusted; seed 002's open-world rule where the metadata says so."""
+trusted; seed 002's open-world rule where the metadata says so. Rows of a
+label-space kind (classification) are matched against their label space's
+class names and synonyms instead of per-row options."""
 
 from __future__ import annotations
 
@@ -34,6 +36,8 @@ def text_answers(index: DatasetIndex, pf: PredictionsFile, pos: NDArray[np.int64
     of its synonyms anywhere (names_in_text), else ``NO_ANSWER``; naming other
     classes as well does not count against it."""
     out = np.full(pf.n_rows, np.nan)
+    if pf.text is not None and index.label_spaces:
+        return _class_answers(index, pf, pos, open_world, out)
     if pf.text is None or index.options is None:
         return out
     cache: dict[int, tuple[str, ...]] = {}
@@ -60,6 +64,31 @@ def text_answers(index: DatasetIndex, pf: PredictionsFile, pos: NDArray[np.int64
             continue
         found = match_option(text, options, syn)
         out[r] = NO_ANSWER if found is None else found
+    return out
+
+
+def _class_answers(index: DatasetIndex, pf: PredictionsFile, pos: NDArray[np.int64],
+                   open_world: bool, out: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Label-space kinds: the text is matched against the class names and
+    synonyms of the row's label space (of its candidates in a K-config; no
+    option letters), the answer given as the row's option index (its label,
+    or the label's position among the candidates)."""
+    from vlmrobust.evaluation.label_index import class_matcher
+
+    assert pf.text is not None
+    for r, text in enumerate(pf.text.tolist()):
+        i = int(pos[r])
+        if text is None or i < 0:
+            continue
+        matcher = class_matcher(index.label_spaces[str(index.config[i])])
+        shown = index.candidates[i] if index.candidates is not None else ()
+        if open_world:
+            assert index.labels is not None
+            named = names_in_text(text, matcher.names_of(int(index.labels[i])))
+            out[r] = index.answer[i] if named else NO_ANSWER
+            continue
+        found = matcher.match(text, shown or None)
+        out[r] = NO_ANSWER if found is None else shown.index(found) if shown else found
     return out
 
 

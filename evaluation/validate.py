@@ -143,10 +143,8 @@ def _check(index: DatasetIndex, pf: PredictionsFile,
         wrong_k = np.flatnonzero((lens >= 0) & (k_of_row >= 0) & (lens != k_of_row))
         if wrong_k.size:
             r = int(wrong_k[0])
-            problems.append(row_problem(
-                pf, "wrong number of logits",
-                f"one logit per option, in the dataset's option order (e.g. {pf.where(r)} has "
-                f"{int(lens[r])} logits for {int(k_of_row[r])} options)", wrong_k))
+            problems.append(row_problem(pf, "wrong number of logits",
+                                        _logits_fix(index, pf, r, int(pos[r]), int(lens[r])), wrong_k))
         row_of_value = np.repeat(np.arange(n), np.maximum(lens, 0))
         with np.errstate(invalid="ignore"):
             wild = ~(np.abs(pf.logits_flat) <= MAX_ABS_LOGIT)  # NaN compares False
@@ -158,7 +156,7 @@ def _check(index: DatasetIndex, pf: PredictionsFile,
                 f"of magnitude at most {MAX_ABS_LOGIT:g}", bad))
     has_text = (np.asarray([t is not None for t in pf.text.tolist()], dtype=bool)
                 if pf.text is not None else np.zeros(n, dtype=bool))
-    if has_text.any() and index.options is None:
+    if has_text.any() and index.options is None and not index.label_spaces:
         problems.append(row_problem(
             pf, "text without options", "the dataset table has no option texts to match the "
             "text against; score against the dataset directory", np.flatnonzero(has_text)))
@@ -189,6 +187,16 @@ def _check(index: DatasetIndex, pf: PredictionsFile,
                 "the matcher's answer", forged))
     problems.extend(_clean_copy_problems(index, row_of))
     return problems, answers
+
+
+def _logits_fix(index: DatasetIndex, pf: PredictionsFile, r: int, i: int, n: int) -> str:
+    """The fix for a row of ``n`` logits answering dataset row ``i``."""
+    if index.label_spaces:
+        from vlmrobust.evaluation.label_index import logits_hint
+
+        return f"{pf.where(r)} has {n} logits; write {logits_hint(index, i)}"
+    return (f"one logit per option, in the dataset's option order (e.g. {pf.where(r)} has "
+            f"{n} logits for {int(index.n_options[i])} options)")
 
 
 def _clean_copy_problems(index: DatasetIndex, row_of: NDArray[np.int64]) -> list[Problem]:

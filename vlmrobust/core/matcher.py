@@ -293,3 +293,91 @@ def row_synonyms(row: Mapping[str, Any]) -> tuple[tuple[str, ...], ...] | None:
         return None
     return tuple(class_synonyms(i) for i in ids)
 
+
+
+def _word_keys(folded: str) -> set[str]:
+    """Every word of a folded text and what it is the plural of (the plural rule
+    of :func:`_name_pattern`), so that a name can only match a text holding one
+    of its keys (:meth:`ClassMatcher._key`)."""
+    keys = set()
+    for w in folded.split():
+        keys.add(w)
+        if w.endswith("s"):
+            keys.add(w[:-1])
+        if w.endswith("es"):
+            keys.add(w[:-2])
+        if w.endswith("ies"):
+            keys.add(w[:-3] + "y")
+    return keys
+
+
+class ClassMatcher:
+    """Free text -> the class of a label space it names (classification kind).
+
+    The option-text and synonym stages of :func:`match_option` (stages 2 and 3,
+    same folding, word-boundary, plural, answer-cue and several-names rules)
+    over every class name of a label space, or over the ``candidates`` of a
+    K-config row; **no letter stage** (a label space is not shown as lettered
+    options). Names are folded and indexed once per label space: a text is
+    only compared with the names whose first word (or singular) it contains,
+    so a 1,000-class space costs a few dictionary look-ups per text.
+
+    >>> m = ClassMatcher(["tench", "goldfish", "great white shark"], [[], [], ["man-eater"]])
+    >>> m.match("It is a goldfish."), m.match("The answer is a man-eater"), m.match("a tench or a goldfish")
+    (1, 2, None)
+    >>> m.match("a tench or a goldfish", candidates=[1, 2])
+    1
+    """
+
+    def __init__(self, names: Sequence[str], synonyms: Sequence[Sequence[str]]) -> None:
+        if len(synonyms) != len(names):
+            raise ValueError(f"synonyms has {len(synonyms)} entries for {len(names)} classes")
+        self.names = tuple(names)
+        self.synonyms = tuple(tuple(s) for s in synonyms)
+        self._own = [[(f, i)] if (f := _fold_name(n)) else [] for i, n in enumerate(names)]
+        self._syn = [[(f, i) for s in group if (f := _fold_name(s))]
+                     for i, group in enumerate(synonyms)]
+        self._full: tuple[dict[str, list[tuple[str, int]]], dict[str, list[tuple[str, int]]]] | None = None
+
+    @staticmethod
+    def _key(folded_name: str) -> str:
+        return folded_name.split(" ", 1)[0]
+
+    def _indexed(self, pairs: list[tuple[str, int]]) -> dict[str, list[tuple[str, int]]]:
+        out: dict[str, list[tuple[str, int]]] = {}
+        for pair in _unambiguous(pairs):
+            out.setdefault(self._key(pair[0]), []).append(pair)
+        return out
+
+    def _tables(self, candidates: Sequence[int] | None
+                ) -> tuple[dict[str, list[tuple[str, int]]], dict[str, list[tuple[str, int]]]]:
+        if candidates is None:
+            if self._full is None:
+                named = [p for ps in self._own for p in ps]
+                both = list(dict.fromkeys([*named, *(p for ps in self._syn for p in ps)]))
+                self._full = (self._indexed(named), self._indexed(both))
+            return self._full
+        named = [p for c in candidates for p in self._own[c]]
+        both = list(dict.fromkeys([*named, *(p for c in candidates for p in self._syn[c])]))
+        return self._indexed(named), self._indexed(both)
+
+    def match(self, text: str, candidates: Sequence[int] | None = None) -> int | None:
+        """The index (into the label space) of the class ``text`` answers, or
+        None; with ``candidates`` only those classes are answerable (and only
+        a name shared among them is ambiguous)."""
+        if not isinstance(text, str):
+            raise TypeError(f"text must be a string, got {type(text).__name__}")
+        if candidates is not None and any(not 0 <= c < len(self.names) for c in candidates):
+            raise ValueError(f"a candidate is outside 0..{len(self.names) - 1}")
+        body = _prepare(text)
+        keys = _word_keys(fold(body))
+        for table in self._tables(candidates):
+            pairs = [p for k in keys for p in table.get(k, ())]
+            found = _by_names(body, pairs)
+            if found is not None:
+                return found
+        return None
+
+    def names_of(self, i: int) -> tuple[str, ...]:
+        """Class ``i``'s name and synonyms (seed 002's open-world test)."""
+        return (self.names[i], *self.synonyms[i])
