@@ -16,6 +16,7 @@ from vlmrobust.core.bounded import read_bytes_bounded
 from vlmrobust.core.errors import SubmissionError
 from vlmrobust.core.public_names import publishable_meta
 from vlmrobust.core.text import check_text_fields, short_repr
+from vlmrobust.evaluation.model_groups import GROUP_FIELDS, group_problems, training_size_of
 
 META_NAME = "meta.yaml"
 # Folders of the submissions tree that are not models: the published JSON
@@ -105,9 +106,18 @@ class ModelMeta:
     # The prompt of each dataset the model answers (a model may be run with a
     # different prompt per dataset); prompt_id is their common value, if any.
     prompts: dict[str, str | None] | None = None
+    # Model groups (seed 001's factors; evaluation/model_groups.py): optional.
+    architecture: str | None = None
+    training_data: str | None = None
+    training_size: int | None = None
+    fine_tuned_on: str | None = None
+    loss: str | None = None
 
     def __post_init__(self) -> None:
         validate_model_id(self.model_id)
+        problems = group_problems({k: getattr(self, k) for k in GROUP_FIELDS})
+        if problems:
+            raise SubmissionError(f"model {self.model_id}: {problems[0]}")
         if self.prompts is not None and (
                 not isinstance(self.prompts, dict)
                 or not all(isinstance(k, str) and (v is None or isinstance(v, str))
@@ -174,7 +184,7 @@ def model_meta_from(model_id: str, prediction_meta: Mapping[str, Any] | None,
         "tool_version": pm.get("tool_version"),
         "adapter": pm.get("adapter") or pm.get("model"),
         "mode": pm.get("mode"),
-        **{k: pm.get(k) for k in (*LINK_FIELDS, "bibtex")},
+        **{k: pm.get(k) for k in (*LINK_FIELDS, "bibtex", *GROUP_FIELDS)},
     }
     merged.update({k: v for k, v in (overrides or {}).items() if v is not None and k != "model_id"})
     return ModelMeta(
@@ -192,6 +202,11 @@ def model_meta_from(model_id: str, prediction_meta: Mapping[str, Any] | None,
         code_url=_str_or_none(merged["code_url"]),
         weights_url=_str_or_none(merged["weights_url"]),
         bibtex=_str_or_none(merged["bibtex"]),
+        architecture=merged["architecture"],
+        training_data=merged["training_data"],
+        training_size=training_size_of(merged["training_size"]),
+        fine_tuned_on=merged["fine_tuned_on"],
+        loss=merged["loss"],
     )
 
 
@@ -245,4 +260,5 @@ def merge_model_meta(model_id: str, old: Mapping[str, Any] | None, dataset: str,
     values = set(prompts.values())
     merged["prompt_id"] = values.pop() if len(values) == 1 else None
     merged["params"] = _params(merged["params"], str(where))
+    merged["training_size"] = training_size_of(merged["training_size"])
     return ModelMeta(**merged)

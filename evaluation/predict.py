@@ -360,4 +360,7 @@ def _meta(adapter: Adapter, spec: AdapterSpec, info: Any, configs: Sequence[str]
         "date": _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat(),
         "tool_version": __version__,
         "reference": reference_info(adapter, spec),
+        # model groups (evaluation/model_groups.py) the adapter knows, e.g. EfficientNet-Lite's
+        **{k: v for k, v in (getattr(adapter, "model_groups", None) or {}).items()
+           if v is not None},
     }

@@ -5,7 +5,7 @@ fingerprint filled in from its manifest) and is checked before it is written."""
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +14,7 @@ import numpy as np
 from vlmrobust import __version__
 from vlmrobust.core.errors import SubmissionError
 from vlmrobust.core.text import check_text_fields
+from vlmrobust.evaluation.model_groups import GROUP_FIELDS, group_problems
 
 
 def write_predictions(dataset_dir: str | Path, ids: Sequence[str], logits: Any = None, *,
@@ -23,7 +24,8 @@ def write_predictions(dataset_dir: str | Path, ids: Sequence[str], logits: Any =
                       model_id: str | None = None, configs: Sequence[str] | None = None,
                       text: Sequence[str | None] | None = None,
                       prompt_text: Sequence[str | None] | None = None,
-                      harness: dict[str, str] | None = None) -> Path:
+                      harness: dict[str, str] | None = None,
+                      groups: Mapping[str, Any] | None = None) -> Path:
     """Validate ``ids`` + ``logits`` (one list of K floats per id, in the
     dataset's option order; or ``prediction``, option indices, for text-only
     models; or ``text``, each row's raw model output, from which the scorer
@@ -39,6 +41,10 @@ def write_predictions(dataset_dir: str | Path, ids: Sequence[str], logits: Any =
     model, kept as the audit trail a model page links. ``harness`` names the
     harness whose per-sample output these predictions were imported from
     (``vlmrobust import``): name, version, result file and its sha256.
+    ``groups`` gives the model's groups (evaluation/model_groups.py:
+    architecture, training_data, training_size, fine_tuned_on, loss), e.g.
+    ``{"training_data": "imagenet-1k"}`` for a classifier that belongs on the
+    effective-robustness reference line.
     """
     import pyarrow as pa
 
@@ -87,6 +93,13 @@ def write_predictions(dataset_dir: str | Path, ids: Sequence[str], logits: Any =
         meta["model_id"] = model_id
     if harness is not None:
         meta["harness"] = dict(harness)
+    if groups is not None:
+        unknown = sorted(set(groups) - set(GROUP_FIELDS))
+        problems = [f"unknown field {unknown[0]!r} (known: {', '.join(GROUP_FIELDS)})"] \
+            if unknown else group_problems(groups)
+        if problems:
+            raise SubmissionError(f"write_predictions: groups: {problems[0]}")
+        meta.update({k: v for k, v in groups.items() if v is not None})
     check_schema(meta, "predictions-meta", "write_predictions metadata")
     check_text_fields(meta, "write_predictions metadata", SubmissionError)
     validate_against(index, predictions_from_table(table, out), dataset_dir=dataset_dir, meta=meta)

@@ -9,6 +9,7 @@ from typing import Any
 import yaml
 
 from vlmrobust.core.errors import VlmrobustError
+from vlmrobust.evaluation.model_groups import DATA_SLUG_RE, REFERENCE_TRAINING_DATA
 from vlmrobust.evaluation.model_meta import MODEL_FAMILIES as FAMILIES
 from vlmrobust.evaluation.model_meta import MODEL_ID_RE
 
@@ -28,12 +29,15 @@ class BaselineSpec:
     """Which models define the reference line, and how lines and CIs are computed.
 
     ``reference_models`` (explicit ids) wins over ``reference_family`` (every
-    submission of that family)."""
+    submission of that family whose metadata says ``training_data`` is
+    ``reference_training_data``: seed 000's "trained only on the reference
+    distribution"; None drops that condition)."""
 
     version: str
     transform: str = "probit"
     reference_family: str = "classifier"
     reference_models: tuple[str, ...] = ()
+    reference_training_data: str | None = REFERENCE_TRAINING_DATA
     min_models: int = DEFAULT_MIN_MODELS
     n_bootstrap: int = 1000
     seed: int = 0
@@ -52,6 +56,11 @@ class BaselineSpec:
         if self.reference_family not in FAMILIES:
             raise ValueError(f"unknown reference family {self.reference_family!r}; "
                              f"choose one of {list(FAMILIES)}")
+        if self.reference_training_data is not None and (
+                not isinstance(self.reference_training_data, str)
+                or DATA_SLUG_RE.fullmatch(self.reference_training_data) is None):
+            raise ValueError(f"reference training_data {self.reference_training_data!r} is not a "
+                             "data-set slug such as imagenet-1k")
         bad = [i for i in self.reference_models if not MODEL_ID_RE.fullmatch(i)]
         if bad:
             raise ValueError(f"invalid model ids {bad}")
@@ -63,23 +72,42 @@ class BaselineSpec:
         """Former name of :attr:`headline_strategy` (baselines.yaml version 1)."""
         return self.headline_strategy
 
-    def reference_ids(self, family_of: dict[str, str]) -> list[str]:
+    def reference_ids(self, family_of: dict[str, str],
+                      training_data_of: dict[str, str | None] | None = None) -> list[str]:
         """The reference models among ``family_of`` (model id -> family) plus the
-        listed ids that were not submitted (callers report those as missing)."""
+        listed ids that were not submitted (callers report those as missing).
+        ``training_data_of`` (model id -> its metadata's training_data) restricts
+        a family reference to models trained on ``reference_training_data``."""
         if self.reference_models:
             return sorted(self.reference_models)
-        return sorted(m for m, f in family_of.items() if f == self.reference_family)
+        return sorted(m for m, f in family_of.items()
+                      if f == self.reference_family and self.trained_on_reference(
+                          (training_data_of or {}).get(m)))
+
+    def trained_on_reference(self, training_data: str | None) -> bool:
+        """Whether a model of the reference family with this training data belongs
+        on the reference line (unstated training data does not).
+
+        >>> s = BaselineSpec(version="x")
+        >>> s.trained_on_reference("imagenet-1k"), s.trained_on_reference("laion-2b"), s.trained_on_reference(None)
+        (True, False, False)
+        """
+        return self.reference_training_data is None or training_data == self.reference_training_data
 
     @property
     def reference_label(self) -> str:
         if self.reference_models:
             return f"{len(self.reference_models)} listed models"
+        if self.reference_training_data is not None:
+            return f"the {self.reference_family} family trained on {self.reference_training_data}"
         return f"the {self.reference_family} family"
 
     def as_record(self) -> dict[str, object]:
         return {
             "version": self.version, "transform": self.transform,
             "reference": {"family": None if self.reference_models else self.reference_family,
+                          "training_data": None if self.reference_models
+                          else self.reference_training_data,
                           "models": list(self.reference_models)},
             "min_models": self.min_models,
             "bootstrap": {"n": self.n_bootstrap, "seed": self.seed, "level": self.level,
@@ -109,6 +137,10 @@ def _parse(path: Path, raw: Any) -> BaselineSpec:
             transform=str(raw.get("transform", "probit")),
             reference_family=str(ref.get("family") or "classifier"),
             reference_models=tuple(str(x) for x in models),
+            # absent: the seed's rule; an explicit null: any training data
+            reference_training_data=(str(ref["training_data"]) if ref.get("training_data")
+                                     is not None else None) if "training_data" in ref
+            else REFERENCE_TRAINING_DATA,
             min_models=int(raw.get("min_models", DEFAULT_MIN_MODELS)),
             n_bootstrap=int(boot.get("n", 1000)),
             seed=int(boot.get("seed", 0)),

@@ -31,7 +31,7 @@ REFERENCE = "reference"
 # Models of the reference family (or list) that are not in the maintainers'
 # reference-run record: their own line, never the reference one.
 SELF_REPORTED = "self-reported"
-LINE_KINDS = (REFERENCE, SELF_REPORTED, "family", "prompt")
+LINE_KINDS = (REFERENCE, SELF_REPORTED, "family", "group", "prompt")
 UNSPECIFIED_PROMPT = "unspecified"
 # A line below this R² or with fewer models carries a visible warning wherever
 # an ER against it is shown (issue 22.12).

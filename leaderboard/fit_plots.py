@@ -59,13 +59,13 @@ def shift_charts(lb: Leaderboard) -> list[tuple[str, list[dict[str, Any]]]]:
         lines = ref_line + [probit_chart.ChartLine(
             f"{f.label} line", f.line.slope, f.line.intercept,
             fam_colours.get(f.label, probit_chart.SELF_REPORTED_COLOUR))
-            for f in fits if f.kind in ("family", SELF_REPORTED) and f.line is not None]
+            for f in fits if f.kind in ("family", "group", SELF_REPORTED) and f.line is not None]
         points = [probit_chart.ChartPoint(p.name, p.family, p.acc_ref, p.acc_shift,
                                           p.is_baseline) for p in refit.points]
         charts = [{"svg": probit_chart.shift_chart(
             points, lines, group_colours=fam_colours, chance=refit.chance,
             transform=refit.transform, x_name=ref, y_name=shift, title=title),
-            "fits": [refit, *(f for f in fits if f.kind in (SELF_REPORTED, "family"))],
+            "fits": [refit, *(f for f in fits if f.kind in (SELF_REPORTED, "group", "family"))],
             "title": title}]
         for fam in sorted({f.family for f in fits if f.kind == "prompt"}, key=family_key):
             pfits = [f for f in fits if f.kind == "prompt" and f.family == fam]

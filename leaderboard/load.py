@@ -91,7 +91,10 @@ def _model_meta(m: Mapping[str, Any], w: Where, model_id: str, family: str,
         tool_version=w.text(m, "tool_version", ""),
         adapter=w.text(m, "adapter", ""),
         mode=w.text(m, "mode", ""),
-        **{k: w.text(m, k, "") for k in ("paper_url", "code_url", "weights_url", "bibtex")},
+        **{k: w.text(m, k, "") for k in ("paper_url", "code_url", "weights_url", "bibtex",
+                                          "architecture", "training_data", "fine_tuned_on",
+                                          "loss")},
+        training_size=m.get("training_size"),
     )
 
 

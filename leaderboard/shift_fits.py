@@ -4,7 +4,9 @@ against the reference line.
 Per (reference variant, shift) ONE reference line is fitted in transformed
 (probit) space on the reference baseline of baselines.yaml, plus each family's
 line and, where a family was run with several prompts, each prompt's line (the
-seed's Fig. 3). ER = acc_shift − t⁻¹(a·t(acc_ref) + b) against the reference line.
+seed's Fig. 3). The reference line takes only the reference family's models
+trained on the reference data (baselines.yaml ``training_data``); the family's
+other models get one line per training data. ER = acc_shift − t⁻¹(a·t(acc_ref) + b) against the reference line.
 
 The bootstrap redraws every model's accuracy (:mod:`.bootstrap`) and the line's
 models with replacement: one multiplicity vector per line group, shared by all
@@ -146,6 +148,8 @@ def _fit_shift(g: _Group, strategy: str, ref: str, shift: str, accs: Accuracies,
     return f, boot_a, boot_b
 
 
+# the group label of a reference-family model without training_data in its meta.yaml
+UNSTATED_DATA = "training data unstated"
 # answer modes that are each family's usual reading: no line of their own
 USUAL_MODES = frozenset({"letter", "class-logits", "embedding"})
 
@@ -195,7 +199,8 @@ def _groups(subs: Sequence[Submission], spec: BaselineSpec, strategy: str,
         w = fit.bootstrap_weights(len(reps), b, seeded_rng(spec.seed, "models", strategy, *parts))
         return _Group(kind, label, family, reps, missing, w, reason, copies)
 
-    listed = spec.reference_ids(family_of)
+    training_of = {s.model_id: s.meta.training_data for s in subs}
+    listed = spec.reference_ids(family_of, training_of)
     submitted = [m for m in listed if m in family_of]
     # The line's models are the maintainers': only runs in the reference-run record
     # (recorded is None: in-memory records the caller vouches for, e.g. site tests).
@@ -207,7 +212,21 @@ def _groups(subs: Sequence[Submission], spec: BaselineSpec, strategy: str,
         ref.hint = (f"; {len(unrecorded)} submission(s) of {spec.reference_label} are not in the "
                     "maintainers' reference-run record, so they do not count (a maintainer "
                     "records runs with `vlmrobust leaderboard record-reference`)")
+    # the reference family's models trained on other (or unstated) data: one line each
+    others: dict[str, list[str]] = defaultdict(list)
+    if not spec.reference_models:
+        for m, f in family_of.items():
+            if f == spec.reference_family and not spec.trained_on_reference(training_of[m]):
+                others[training_of[m] or UNSTATED_DATA].append(m)
+    if others:
+        n_other = sum(len(v) for v in others.values())
+        ref.hint += (f"; {n_other} {spec.reference_family} submission(s) are not trained on "
+                     f"{spec.reference_training_data} only (meta.yaml training_data), so they "
+                     "are drawn on their own line")
     out = [ref]
+    for data in sorted(others):
+        out.append(group("group", f"{spec.reference_family} · {data}", spec.reference_family,
+                         sorted(others[data]), "group", data))
     if unrecorded:
         out.append(group(SELF_REPORTED, f"{spec.reference_label} · self-reported", "",
                          unrecorded, SELF_REPORTED))

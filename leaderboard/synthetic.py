@@ -28,6 +28,13 @@ STRATEGIES = ("random", "wordnet", "visual")
 # higher than classifiers on renditions (the "language helps" hypothesis).
 FAMILY_LINES = {"classifier": (0.9, -0.9), "clip": (0.8, -0.3), "vlm": (0.75, -0.2)}
 ENCODERS = {"classifier": "efficientnet-lite", "clip": "ViT-B-32", "vlm": "SigLIP-so400m"}
+# model groups (evaluation/model_groups.py) of each family's synthetic models
+GROUPS: dict[str, dict[str, Any]] = {
+    "classifier": {"architecture": "cnn", "training_data": "imagenet-1k",
+                   "training_size": 1_281_167, "loss": "ce"},
+    "clip": {"architecture": "vit", "training_data": "laion-2b", "training_size": 2_000_000_000,
+             "loss": "contrastive"},
+    "vlm": {"architecture": "vit", "training_data": "llava-665k", "loss": "generative"}}
 FINGERPRINTS = {"imagenet-mcq": "a" * 64, "bench-c": "b" * 64, "imagewikiqa": "c" * 64}
 
 
@@ -117,7 +124,8 @@ def synthetic_submission(i: int, family: str, *, seed: int = 0,
     meta = {"model_id": model_id, "name": name or f"Synthetic {family} {i}", "family": family,
             "vision_encoder": ENCODERS.get(family, "unknown"),
             "params": int(rng.integers(4, 8000)) * 1_000_000, "prompt_id": "default",
-            "date": "2026-01-01", "tool_version": "0.1.0", "adapter": f"{family}:synthetic"}
+            "date": "2026-01-01", "tool_version": "0.1.0", "adapter": f"{family}:synthetic",
+            **GROUPS.get(family, {})}
     clean = _acc(float(ndtr(ability - 0.3)))
     iwqa_acc = round(_acc(float(ndtr(0.5 * ability - 0.2))), 4)
     scores = {"schema_version": 1, "model_id": model_id, "datasets": {

@@ -26,8 +26,10 @@ def predictions_for(ds: Path, out: Path, skill: float, seed: int, model: str,
         z = rng.normal(size=r["k"])
         z[r["answer"]] += skill
         logits.append(z.round(4).tolist())
+    # classifiers are ImageNet-1k-trained here: the reference line's models
+    groups = {"training_data": "imagenet-1k"} if family == "classifier" else None
     return vlmrobust.write_predictions(ds, [r["id"] for r in rows], logits, model=model,
-                                       family=family, out=out)
+                                       family=family, out=out, groups=groups)
 
 
 def real_submissions(tmp: Path, n: int) -> tuple[Path, list[Path]]:

@@ -28,6 +28,8 @@ def _write(root: Path, model_id: str, family: str, accs: dict[str, float],
     configs = {f"{v}-{strategy}": {"n": n, "accuracy": a, "variant": v, "strategy": strategy}
                for v, a in accs.items()}
     meta = {"model_id": model_id, "name": model_id.upper(), "family": family}
+    if family == "classifier":  # the reference line's models (seed 000)
+        meta["training_data"] = "imagenet-1k"
     if prompt:
         meta["prompt_id"] = prompt
     write_submission(root, meta,
@@ -249,8 +251,8 @@ def test_headline_is_wordnet_and_strategies_fit_separately(tmp_path: Path) -> No
         a = json.loads((tmp_path / "random" / f"m{i}" / "scores.json").read_text())
         v = json.loads((tmp_path / "wordnet" / f"m{i}" / "scores.json").read_text())
         a["datasets"]["imagenet-mcq"]["configs"].update(v["datasets"]["imagenet-mcq"]["configs"])
-        write_submission(root, {"model_id": f"m{i}", "name": f"m{i}", "family": "classifier"},
-                         a)
+        write_submission(root, {"model_id": f"m{i}", "name": f"m{i}", "family": "classifier",
+                                "training_data": "imagenet-1k"}, a)
     lb = aggregate(load_submissions(root), SPEC)
     assert sorted(f.strategy for f in _fits(lb, "reference")) == ["random", "wordnet"]
     assert lb.strategy == "wordnet" == lb.headline_strategy
@@ -296,7 +298,8 @@ def test_baselines_yaml(tmp_path: Path) -> None:
     spec = load_baselines()
     assert spec.transform == "probit" and spec.reference_family == "classifier"
     assert spec.headline_strategy == "wordnet" and spec.min_models == 3
-    assert spec.reference_ids({"b": "classifier", "a": "classifier", "c": "vlm"}) == ["a", "b"]
+    assert spec.reference_ids({"b": "classifier", "a": "classifier", "c": "vlm"},
+                              {"a": "imagenet-1k", "b": "imagenet-1k", "c": "imagenet-1k"}) == ["a", "b"]
     listed = BaselineSpec(version="x", reference_models=("z", "a"))
     assert listed.reference_ids({"a": "vlm"}) == ["a", "z"]
     bad = tmp_path / "b.yaml"

@@ -88,7 +88,8 @@ def test_scorer_output_loads_fits_and_renders(tmp_path: Path) -> None:
         bc = s.datasets["bench-c"].bench_c
         assert bc is not None and len(bc.cells) == len(CORRUPTIONS) * 5
         assert bc.aggregate["ras"] == raw["bench-c"]["bench_c"]["aggregate"]["ras"]
-    lb = aggregate(subs, BaselineSpec(version="t", reference_family="clip", n_bootstrap=50))
+    lb = aggregate(subs, BaselineSpec(version="t", reference_family="clip", n_bootstrap=50,
+                                    reference_training_data=None))
     f, fam = lb.fits
     assert (f.kind, fam.kind, fam.label) == ("reference", "family", "clip")
     assert (fam.slope, fam.intercept) == (f.slope, f.intercept)

