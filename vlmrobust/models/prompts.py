@@ -19,7 +19,8 @@ question (what-type..)  "<question> <option>"             the seed question repl
 
 The vlm turn ends with the answer instruction ("Answer with the option's letter
 from the given choices directly."). Without ``--prompt`` the clip adapter uses
-``photo`` ("a photo of a {option}") and the vlm adapter asks the dataset's own
+``photo`` ("a photo of a {option}") on MCQ rows and ``photo-period`` ("a photo
+of a {option}.", seed 002) over a whole label space, and the vlm adapter asks the dataset's own
 question (``mcq-letter``), which is what Bench-C and ImageWikiQA need.
 
 >>> SEED_PROMPTS["photo-of"].clip_templates, SEED_PROMPTS["identify"].clip_templates
@@ -37,6 +38,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from vlmrobust.core.errors import VlmrobustError
+from vlmrobust.models.prompt_tables import OPENAI_IMAGENET_TEMPLATES
 
 PROMPT_KINDS = ("class", "question")
 
@@ -88,6 +90,9 @@ SEED_PROMPT_IDS = tuple(SEED_PROMPTS)
 DEFAULT_QUESTION = "what-type"
 
 DEFAULT_PROMPT = "photo"
+#: clip's template over a whole label space (kind classification / ood) when no
+#: --prompt is given: seed 002's "a photo of a {}." without ensembling
+CLIP_LABEL_SPACE_PROMPT = "photo-period"
 
 #: clip zero-shot templates and ensembles ({option} = the option text); the seed
 #: prompts are included under their ids.
@@ -102,6 +107,8 @@ PROMPTS: dict[str, tuple[str, ...]] = {
     "sketch": ("a sketch of a {option}.",),
     "rendition": ("a rendition of a {option}.",),
     # the 7-template subset OpenAI selected for ImageNet zero-shot
+    # seed 001's CLIP default: OpenAI's 80 ImageNet templates (prompt_tables.py)
+    "openai-80": OPENAI_IMAGENET_TEMPLATES,
     "openai-7": (
         "itap of a {option}.",
         "a bad photo of the {option}.",
@@ -190,6 +197,8 @@ def _hint(name: str, known: Sequence[str]) -> str:
 def all_prompts() -> dict[str, str]:
     """id -> description for ``vlmrobust prompts`` and the dataset manifest."""
     out = {p.id: f"seed A.4 ({p.kind}): {p.text}" for p in SEED_PROMPTS.values()}
-    out.update({k: "clip: " + " | ".join(v) for k, v in PROMPTS.items() if k not in out})
+    out.update({k: "clip: " + (" | ".join(v) if len(v) <= 7 else
+                               f"{len(v)}-template ensemble: {v[0]} | {v[1]} | ... | {v[-1]}")
+                for k, v in PROMPTS.items() if k not in out})
     out.update({k: f"vlm instruction: {v}" for k, v in VLM_INSTRUCTIONS.items()})
     return out

@@ -53,12 +53,16 @@ def _registries() -> list[tuple[str, Any, str | None]]:
 
 
 def run(args: argparse.Namespace) -> int:
+    from vlmrobust.models.prompts import CLIP_LABEL_SPACE_PROMPT, PROMPTS
+
     for title, registry, default in _registries():
         entries = _entries(registry)
         print(f"{title}:")
         width = max((len(n) for n, _ in entries), default=0)
         for name, value in entries:
             mark = " (default)" if name == default else ""
+            if registry is PROMPTS and name == CLIP_LABEL_SPACE_PROMPT:
+                mark += " (default over a label space: classification, ood)"
             print(f"  {name:<{width}}  {_describe(value)}{mark}")
         print()
     print("clip also accepts a literal template, e.g. --prompt 'a photo of a {option}.'")
