@@ -20,8 +20,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from vlmrobust.core.imagenet_x import Annotations
 from vlmrobust.evaluation.bench_c_stats import clustered_mean_ci, question_clusters
 from vlmrobust.evaluation.dataset_index import DatasetIndex
+from vlmrobust.evaluation.factor_scores import annotation_record, annotations_for, factor_block
 from vlmrobust.evaluation.predictions_read import PredictionsFile, predictions_from_table
 from vlmrobust.evaluation.score_bench_c import BENCH_C_NOTE, BENCH_C_PAIR_METRICS, bench_c_scores
 from vlmrobust.evaluation.score_common import DEFAULT_SEED, derived_seed
@@ -33,7 +35,6 @@ from vlmrobust.metrics.calibration import (
     reference_temperature,
     scaled_calibration,
 )
-from vlmrobust.metrics.factors import factor_accuracies
 
 # Re-exported: callers import these from here.
 __all__ = ["BENCH_C_NOTE", "BENCH_C_PAIR_METRICS", "DEFAULT_SEED", "SCHEMA_VERSION",
@@ -49,24 +50,8 @@ def _only_value(values: NDArray[Any]) -> Any:
     return uniq[0] if len(uniq) == 1 else None
 
 
-FACTOR_VARIANT = "imagenet-val"
-
-
-def _factor_scores(report: ValidationReport, rows: NDArray[np.int64], correct: NDArray[np.bool_],
-                   annotations: Mapping[str, frozenset[str]] | None) -> dict[str, Any] | None:
-    """ImageNet-X accuracy per factor on an imagenet-val config, joined on
-    ``source_file`` (vlmrobust.metrics.factors); None where it does not apply."""
-    cols = report.index.columns
-    if annotations is None or "source_file" not in cols or "variant" not in cols:
-        return None
-    if _only_value(cols["variant"][rows]) != FACTOR_VARIANT:
-        return None
-    keys = [str(k) for k in cols["source_file"][rows].tolist()]
-    return factor_accuracies(correct, keys, annotations)
-
-
 def _config_scores(report: ValidationReport, rows: NDArray[np.int64], config: str, seed: int,
-                   annotations: Mapping[str, frozenset[str]] | None = None,
+                   annotations: Annotations | None = None,
                    clusters: NDArray[np.int64] | None = None) -> dict[str, Any]:
     index = report.index
     y = index.answer[rows]
@@ -82,9 +67,10 @@ def _config_scores(report: ValidationReport, rows: NDArray[np.int64], config: st
         out["variant"] = _only_value(index.columns["variant"][rows]) if "variant" in index.columns else None
         out["strategy"] = (_only_value(index.columns["distractors"][rows])
                            if "distractors" in index.columns else None)
-        factors = _factor_scores(report, rows, correct, annotations)
-        if factors is not None:
+        factors = factor_block(index, rows, correct, annotations)
+        if factors is not None and annotations is not None:
             out["factors"] = factors
+            out["factor_annotations"] = annotation_record(annotations)
     logits = report.aligned.logits
     if logits is not None:
         cal = calibration_report(logits[rows], y, seed=derived_seed(seed, "temperature", config))
@@ -138,21 +124,6 @@ def _reference_calibration(report: ValidationReport, configs: dict[str, dict[str
         out.update(fields)
 
 
-def _annotations(report: ValidationReport,
-                 imagenet_x: Path | str | None) -> Mapping[str, frozenset[str]] | None:
-    """ImageNet-X annotations for imagenet-mcq datasets with imagenet-val rows: the
-    given file, else the installed ``imagenet-x`` package's, else None."""
-    from vlmrobust.evaluation.imagenet_x import load_annotations, packaged_annotations
-
-    cols = report.index.columns
-    if report.index.name != "imagenet-mcq" or "source_file" not in cols:
-        return None
-    if "variant" not in cols or FACTOR_VARIANT not in set(cols["variant"].tolist()):
-        return None
-    path = Path(imagenet_x) if imagenet_x is not None else packaged_annotations()
-    return None if path is None else load_annotations(path)
-
-
 def score_report(report: ValidationReport, model_id: str | None = None, seed: int = DEFAULT_SEED,
                  imagenet_x: Path | str | None = None) -> dict[str, Any]:
     """scores.json content (one dataset section) for a validated report.
@@ -160,7 +131,8 @@ def score_report(report: ValidationReport, model_id: str | None = None, seed: in
     the per-factor accuracies of imagenet-val configs."""
     index = report.index
     manifest = index.manifest
-    annotations = _annotations(report, imagenet_x)
+    annotations = (annotations_for(index, imagenet_x) if index.name == "imagenet-mcq"
+                   else None)
     configs = {}
     clusters = question_clusters(index)
     for config in index.configs:

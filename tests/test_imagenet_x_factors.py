@@ -1,5 +1,7 @@
 """Done-when: ImageNet-X factor accuracies in scores match a hand computation on
-a fixture in ImageNet-X's published JSONL format, joined on source_file."""
+a fixture in ImageNet-X's published JSONL format, joined on source_file; the
+factor counts from the top-factor file match the imagenet-x package's own
+loader."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ import pytest
 from vlmrobust.core.errors import VlmrobustError
 from vlmrobust.evaluation.imagenet_x import load_annotations, packaged_annotations
 from vlmrobust.evaluation.score import score_tables
-from vlmrobust.metrics.factors import FACTORS
+from vlmrobust.metrics.factors import FACTORS, NAMED_FACTORS
 
 
 def _line(name: str, cls: int, **on: int) -> str:
@@ -22,7 +24,7 @@ def _line(name: str, cls: int, **on: int) -> str:
 
 
 def test_factor_accuracies_match_hand_computation(tmp_path: Path) -> None:
-    ann = tmp_path / "imagenet_x_val_multi_factor.jsonl"
+    ann = tmp_path / "imagenet_x_val_top_factor.jsonl"
     ann.write_text("\n".join([
         _line("ILSVRC2012_val_00000001.JPEG", 65, pose=1, background=1),
         _line("ILSVRC2012_val_00000002.JPEG", 970, pose=1),
@@ -54,7 +56,11 @@ def test_factor_accuracies_match_hand_computation(tmp_path: Path) -> None:
     assert f["background"] == {"n": 1, "accuracy": 1.0}
     assert f["color"] == {"n": 1, "accuracy": 1.0}
     assert f["texture"] == {"n": 1, "accuracy": 0.0}
-    assert f["style"] == {"n": 0, "accuracy": None}
+    assert f["larger"] == {"n": 0, "accuracy": None}
+    assert "style" not in f  # not one of seed 001's 10 named factors
+    assert cfgs["imagenet-val-wordnet"]["factor_annotations"] == {
+        "file": "imagenet_x_val_top_factor.jsonl", "prototypes_file": None,
+        "prototypes_removed": 0, "n_annotated": 5, "factors": list(NAMED_FACTORS)}
     assert f["annotated"] == {"n": 4, "accuracy": 0.5}
     assert "factors" not in cfgs["imagenet-r-wordnet"]  # imagenet-val configs only
 
@@ -78,3 +84,58 @@ def test_installed_package_annotations_parse() -> None:
     ann = load_annotations(path)
     assert len(ann) > 40_000
     assert all(name.startswith("ILSVRC2012_val_") for name in list(ann)[:100])
+
+
+def test_prototypes_beside_the_file_are_removed(tmp_path: Path) -> None:
+    from vlmrobust.core.imagenet_x import load
+
+    ann = tmp_path / "imagenet_x_val_top_factor.jsonl"
+    ann.write_text("\n".join([_line("a.JPEG", 1, pose=1), _line("b.JPEG", 2, color=1),
+                              _line("c.JPEG", 3, pose=1)]) + "\n")
+    (tmp_path / "prototypical_paths.csv").write_text("file_name\nb.JPEG\nz.JPEG\n")
+    got = load(ann)
+    assert set(got.factors) == {"a.JPEG", "c.JPEG"} and got.prototypes_removed == 1
+    assert got.counts()["pose"] == 2 and got.counts()["color"] == 0
+    assert got.counts(["a.JPEG", "b.JPEG", "q.JPEG"])["pose"] == 1
+    (tmp_path / "prototypical_paths.csv").write_text("path\nb.JPEG\n")
+    load.cache_clear()
+    with pytest.raises(VlmrobustError, match="not imagenet-x's prototype list"):
+        load(ann)
+    load.cache_clear()
+
+
+def test_factor_counts_match_the_package_loader() -> None:
+    """Per-factor image counts of our reader (top-factor file, prototypes
+    removed) equal those of imagenet-x's own ``load_annotations()`` (its
+    default: which_factor="top", filter_prototypes=True), and the named
+    factors are its 10 most frequent."""
+    package = pytest.importorskip("imagenet_x")
+    pytest.importorskip("pandas")
+    from vlmrobust.core.imagenet_x import load_default
+
+    theirs = package.load_annotations()
+    ours = load_default()
+    assert ours is not None and ours.file == "imagenet_x_val_top_factor.jsonl"
+    assert len(ours.factors) == len(theirs)
+    assert set(ours.factors) == set(theirs["file_name"])
+    counts = ours.counts()
+    assert counts == {f: int(theirs[f].sum()) for f in package.FACTORS}
+    top10 = sorted(package.FACTORS, key=lambda f: -int(theirs[f].sum()))[:10]
+    assert list(NAMED_FACTORS) == top10
+    assert ours.prototypes_removed == 48_868 - len(theirs)
+
+
+def test_card_section_counts_this_builds_images_per_factor() -> None:
+    from vlmrobust.builders.imagenet_x_card import imagenet_x_section
+    from vlmrobust.core.imagenet_x import Annotations
+
+    ann = Annotations("imagenet_x_val_top_factor.jsonl",
+                      {"a.JPEG": frozenset({"pose"}), "b.JPEG": frozenset({"pose"}),
+                       "c.JPEG": frozenset({"texture"}), "d.JPEG": frozenset({"style"})},
+                      3000, "prototypical_paths.csv")
+    text = "\n".join(imagenet_x_section(["a.JPEG", "c.JPEG", "d.JPEG", "x.JPEG"],
+                                        "5-option multiple choice", ann))
+    assert "`imagenet_x_val_top_factor.jsonl`" in text and "3,000 images" in text
+    assert "3 of this build's 4 imagenet-val images are annotated" in text
+    assert "| pose | 1 |" in text and "| texture | 1 |" in text and "| larger | 0 |" in text
+    assert "style" not in text.split("| factor |")[1]  # only the 10 named factors are listed

@@ -169,10 +169,10 @@ def test_imagenet_val_without_imagenet_x_installed_has_no_factors(
     not with a crash."""
     import pyarrow as pa
 
-    import vlmrobust.evaluation.imagenet_x as imagenet_x
+    import vlmrobust.evaluation.factor_scores as factor_scores
     from vlmrobust.evaluation.score import score_tables
 
-    monkeypatch.setattr(imagenet_x, "packaged_annotations", lambda: None)
+    monkeypatch.setattr(factor_scores, "packaged_annotations", lambda which="top": None)
     ids = [f"v{i}" for i in range(4)]
     dataset = pa.table({"id": ids, "options": [["a", "b"]] * 4, "answer": [0, 1, 0, 1],
                         "variant": ["imagenet-val"] * 4, "distractors": ["wordnet"] * 4,

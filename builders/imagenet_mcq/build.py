@@ -33,7 +33,7 @@ from vlmrobust.builders.imagenet_mcq.items import (
     stored_bytes,
 )
 from vlmrobust.builders.imagenet_mcq.prompts import PROMPTS
-from vlmrobust.builders.imagenet_mcq.questions import balanced_positions, make_row
+from vlmrobust.builders.imagenet_mcq.questions import balanced_positions, make_row, source_file
 from vlmrobust.builders.imagenet_mcq.seeding import item_rng
 from vlmrobust.builders.imagenet_mcq.similarity import LabelSpaceSimilarity
 from vlmrobust.builders.imagenet_mcq.spec import McqSpec, parse_spec
@@ -74,6 +74,17 @@ class VariantInput:
     def __post_init__(self) -> None:
         if not self.space:
             raise ValueError(f"variant {self.name}: empty label space")
+
+
+def _imagenet_x_lines(spec: McqSpec, chosen: Mapping[str, Sequence[Item]]) -> list[str]:
+    """The card's ImageNet-X paragraph when the build has imagenet-val questions."""
+    from vlmrobust.builders.imagenet_x_card import imagenet_x_section
+
+    val = chosen.get("imagenet-val")
+    if not val:
+        return []
+    return imagenet_x_section((source_file(it.variant, it.key) for it in val),
+                              f"{spec.options}-option multiple choice")
 
 
 def features() -> Any:
@@ -372,7 +383,8 @@ def build_dataset(
     ]
     card = render_card(spec, summaries, names, reference, sample, prototype_note(spec.visual),
                        per_variant=int(n),
-                       clean_note=next((v.clean_note for v in inputs if v.clean_note), None))
+                       clean_note=next((v.clean_note for v in inputs if v.clean_note), None),
+                       imagenet_x_lines=_imagenet_x_lines(spec, chosen))
     extra = {
         "reference_variant": reference,
         "variants": [v.name for v in inputs],

@@ -35,7 +35,7 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> list[str]
 def render_card(
     spec: McqSpec, summaries: Sequence[VariantSummary], names: Mapping[int, str],
     reference: str, sample: bool, prototype_note: str, per_variant: int,
-    clean_note: str | None = None,
+    clean_note: str | None = None, imagenet_x_lines: Sequence[str] = (),
 ) -> str:
     k = spec.options
     lines = [
@@ -135,6 +135,7 @@ def render_card(
                         else "; **not** matched-frequency, the release ImageNet-V2's paper "
                              "reports as its main test set)")
                      if s.release else "") for s in read]
+    lines += ["", *imagenet_x_lines]
     lines += ["", "## Sources and licences", ""]
     rows = [(s.name, src, lic, n) for s in summaries for src, lic, n in s.licences]
     lines += _table(["variant", "source", "licence", "images"], rows)

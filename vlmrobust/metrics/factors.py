@@ -4,8 +4,9 @@ Model Mistakes with Factor of Variation Annotations"): for each factor f,
     acc_f = Σ_i 1[f ∈ F(i)]·1[ŷ_i = y_i] / Σ_i 1[f ∈ F(i)],
 
 over the scored images i that carry an annotation, F(i) being the factors
-annotated for image i (ImageNet-X's multi-factor annotations: an image can have
-several). A factor no scored image carries has n = 0 and accuracy None.
+annotated for image i (one in the top-factor file seed 001 uses, possibly
+several in the multi-factor file). A factor no scored image carries has n = 0
+and accuracy None.
 """
 
 from __future__ import annotations
@@ -15,10 +16,9 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 from numpy.typing import ArrayLike
 
-#: ImageNet-X's 16 factors of variation, in the order of its paper's figures.
-FACTORS = ("pose", "background", "pattern", "color", "smaller", "shape", "partial_view",
-           "subcategory", "texture", "larger", "darker", "object_blocking", "person_blocking",
-           "style", "brighter", "multiple_objects")
+from vlmrobust.core.imagenet_x import FACTORS, NAMED_FACTORS
+
+__all__ = ["FACTORS", "NAMED_FACTORS", "factor_accuracies"]
 
 
 def factor_accuracies(correct: ArrayLike, keys: Sequence[str],

@@ -24,9 +24,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "(default: the model named in the predictions' metadata)")
     p.add_argument("--seed", type=int, default=0, help="seed of bootstrap CIs and calibration splits")
     p.add_argument("--imagenet-x", type=Path, default=None,
-                   help="ImageNet-X val annotations (imagenet_x_val_multi_factor.jsonl) for "
-                   "per-factor accuracy on imagenet-val configs (default: the installed "
-                   "imagenet-x package's, when present)")
+                   help="ImageNet-X val annotations (default: the installed imagenet-x "
+                   "package's imagenet_x_val_top_factor.jsonl, prototypes removed: seed 001's) "
+                   "for per-factor accuracy on imagenet-val configs; a prototypical_paths.csv "
+                   "beside the file is applied")
     p.set_defaults(func=run)
 
 
