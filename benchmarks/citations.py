@@ -111,6 +111,38 @@ CITATIONS: tuple[Citation, ...] = (
         "Thieringer, Tizian and Bethge, Matthias and Wichmann, Felix A. and Brendel, Wieland},\n"
         "  booktitle = {Advances in Neural Information Processing Systems},\n"
         "  year = {2021}\n}"),
+    Citation(
+        "young2014image",
+        "From image descriptions to visual denotations: New similarity metrics for semantic "
+        "inference over event descriptions",
+        "https://aclanthology.org/Q14-1006/", ("retrieval",),
+        "@article{young2014image,\n"
+        "  title = {From image descriptions to visual denotations: New similarity metrics for "
+        "semantic inference over event descriptions},\n"
+        "  author = {Young, Peter and Lai, Alice and Hodosh, Micah and Hockenmaier, Julia},\n"
+        "  journal = {Transactions of the Association for Computational Linguistics},\n"
+        "  volume = {2},\n"
+        "  pages = {67--78},\n"
+        "  year = {2014}\n}"),
+    Citation(
+        "lin2014microsoft",
+        "Microsoft COCO: Common Objects in Context",
+        "https://arxiv.org/abs/1405.0312", ("retrieval",),
+        "@inproceedings{lin2014microsoft,\n"
+        "  title = {Microsoft {COCO}: Common Objects in Context},\n"
+        "  author = {Lin, Tsung-Yi and Maire, Michael and Belongie, Serge and Hays, James and "
+        "Perona, Pietro and Ramanan, Deva and Doll{\\'a}r, Piotr and Zitnick, C. Lawrence},\n"
+        "  booktitle = {European Conference on Computer Vision},\n"
+        "  year = {2014}\n}"),
+    Citation(
+        "karpathy2015deep",
+        "Deep Visual-Semantic Alignments for Generating Image Descriptions",
+        "https://arxiv.org/abs/1412.2306", ("retrieval",),
+        "@inproceedings{karpathy2015deep,\n"
+        "  title = {Deep Visual-Semantic Alignments for Generating Image Descriptions},\n"
+        "  author = {Karpathy, Andrej and Fei-Fei, Li},\n"
+        "  booktitle = {IEEE Conference on Computer Vision and Pattern Recognition},\n"
+        "  year = {2015}\n}"),
 )
 
 

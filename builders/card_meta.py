@@ -62,6 +62,11 @@ FAMILIES: Mapping[str, FamilyCard] = {
         ("image-classification",), ("multi-class-image-classification",),
         ("extended|ILSVRC/imagenet-1k",),
         "clip:ViT-B-32:openai"),
+    "retrieval": FamilyCard(
+        "Zero-shot image-text retrieval: Flickr30K and MSCOCO 5k (Karpathy test splits)",
+        ("image-to-text", "text-to-image"), (),
+        ("extended|nlphuji/flickr30k", "extended|mscoco"),
+        "clip:ViT-B-32:openai"),
 }
 # The hub's licence identifiers (https://huggingface.co/docs/hub/repositories-licenses)
 # that sources of these datasets use; "other" needs license_name and license_link.

@@ -44,6 +44,7 @@ FAMILIES.add("imagenet-mcq", "vlmrobust.builders.imagenet_mcq.build:build")
 FAMILIES.add("bench-c", "vlmrobust.builders.bench_c.build:build")
 FAMILIES.add("imagewikiqa", "vlmrobust.builders.imagewikiqa.build:build")
 FAMILIES.add("cue-conflict", "vlmrobust.builders.cue_conflict.build:build")
+FAMILIES.add("retrieval", "vlmrobust.builders.retrieval.build:build")
 
 
 def get_builder(family: str) -> Builder:
