@@ -8,7 +8,9 @@ Each JSON line holds ``id``, ``config``, ``answer`` (the right option's
 index), ``predicted`` (the scored option index; null where the row's text
 answers no option), ``correct``, ``no_answer``, ``from_text`` (ŷ read from the
 row's text by the matcher), ``confidence`` (max softmax probability of the
-logits; null without logits) and, for a Bench-C corrupted row, its pair
+logits; null without logits), ``label`` for a row of kind classification (its
+class id in the config's label space: per-class accuracy is the mean of
+``correct`` per config and label) and, for a Bench-C corrupted row, its pair
 against the clean copy of its question (same ``source`` and ``source_id``): ``clean_id``, ``delta_acc``,
 ``S``, ``S_clean``, ``delta_S``, ``C``, ``C_clean``, ``delta_C`` and ``ras``
 (vlmrobust.metrics.ras; null without logits). Clean rows carry ``clean_id``
@@ -25,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from vlmrobust.core.kinds import CLASSIFICATION, dataset_kind
 from vlmrobust.evaluation.dataset_index import CLEAN, clean_rows_of, question_keys
 from vlmrobust.evaluation.validate import ValidationReport
 from vlmrobust.metrics.ras import pair_metrics
@@ -55,6 +58,8 @@ def row_results(report: ValidationReport) -> list[dict[str, Any]]:
     correct = predicted == y
     no_answer = aligned.no_answer
     from_text = aligned.from_text if aligned.from_text is not None else np.zeros(index.n_rows, bool)
+    if dataset_kind(index.manifest) == CLASSIFICATION:
+        return _classification_rows(report)
     probs = softmax(aligned.logits) if aligned.logits is not None else None
     confidence = probs.max(axis=1) if probs is not None else None
     records: list[dict[str, Any]] = []
@@ -67,6 +72,31 @@ def row_results(report: ValidationReport) -> list[dict[str, Any]]:
             "confidence": _num(confidence[i]) if confidence is not None else None,
         })
     _add_pairs(report, records, probs, correct)
+    return records
+
+
+def _classification_rows(report: ValidationReport) -> list[dict[str, Any]]:
+    """Kind classification: the common fields plus ``label`` (the class id in the
+    config's label space; per-class accuracy is the mean of ``correct`` per
+    config and label), confidence from a chunked softmax over the config's
+    label space or K options (never a float64 copy of all the logits)."""
+    from vlmrobust.evaluation.score_classification import configs_from_report
+    from vlmrobust.metrics.classification import row_scores
+
+    index = report.index
+    from_text = report.aligned.from_text
+    records: list[dict[str, Any]] = [{} for _ in range(index.n_rows)]
+    for d in configs_from_report(report):
+        conf = row_scores(d.logits, d.answer).confidence if d.logits is not None and d.n else None
+        for j, i in enumerate(np.flatnonzero(index.config == d.config).tolist()):
+            records[i] = {
+                "id": d.ids[j], "config": d.config, "answer": int(d.answer[j]),
+                "label": int(d.labels[j]),
+                "predicted": None if d.predicted[j] < 0 else int(d.predicted[j]),
+                "correct": bool(d.predicted[j] == d.answer[j]), "no_answer": bool(d.predicted[j] < 0),
+                "from_text": bool(from_text[i]) if from_text is not None else False,
+                "confidence": _num(conf[j]) if conf is not None else None,
+            }
     return records
 
 

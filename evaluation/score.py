@@ -21,11 +21,13 @@ import numpy as np
 from numpy.typing import NDArray
 
 from vlmrobust.core.imagenet_x import Annotations
+from vlmrobust.core.kinds import CLASSIFICATION, dataset_kind
 from vlmrobust.evaluation.bench_c_stats import clustered_mean_ci, question_clusters
 from vlmrobust.evaluation.dataset_index import DatasetIndex
 from vlmrobust.evaluation.factor_scores import annotation_record, annotations_for, factor_block
 from vlmrobust.evaluation.predictions_read import PredictionsFile, predictions_from_table
 from vlmrobust.evaluation.score_bench_c import BENCH_C_NOTE, BENCH_C_PAIR_METRICS, bench_c_scores
+from vlmrobust.evaluation.score_classification import classification_section
 from vlmrobust.evaluation.score_common import DEFAULT_SEED, derived_seed
 from vlmrobust.evaluation.score_common import json_num as _num
 from vlmrobust.evaluation.validate import ValidationReport, validate, validate_against
@@ -131,14 +133,20 @@ def score_report(report: ValidationReport, model_id: str | None = None, seed: in
     the per-factor accuracies of imagenet-val configs."""
     index = report.index
     manifest = index.manifest
-    annotations = (annotations_for(index, imagenet_x) if index.name == "imagenet-mcq"
-                   else None)
-    configs = {}
-    clusters = question_clusters(index)
-    for config in index.configs:
-        rows = np.flatnonzero(index.config == config)
-        configs[config] = _config_scores(report, rows, config, seed, annotations, clusters)
-    _reference_calibration(report, configs)
+    # kind classification (issue 23): its own configs, temperature and label spaces
+    extra = (classification_section(report, seed) if dataset_kind(manifest) == CLASSIFICATION
+             else {})
+    if extra:
+        configs = extra.pop("configs")
+    else:
+        annotations = (annotations_for(index, imagenet_x) if index.name == "imagenet-mcq"
+                       else None)
+        configs = {}
+        clusters = question_clusters(index)
+        for config in index.configs:
+            rows = np.flatnonzero(index.config == config)
+            configs[config] = _config_scores(report, rows, config, seed, annotations, clusters)
+        _reference_calibration(report, configs)
     section = {
         "dataset": {
             "name": index.name,
@@ -152,7 +160,8 @@ def score_report(report: ValidationReport, model_id: str | None = None, seed: in
         "no_answer": int(report.aligned.no_answer.sum()),
         "reference_variant": manifest.get("reference_variant") if index.name == "imagenet-mcq" else None,
         "configs": configs,
-        "bench_c": bench_c_scores(report, seed),
+        "bench_c": None if extra else bench_c_scores(report, seed),
+        **extra,
     }
     if report.partial is not None:
         section["partial"] = dict(report.partial)

@@ -74,6 +74,10 @@ def _unknown_configs(meta: Mapping[str, Any] | None, known: list[str], where: st
                     "configs predicted, as `vlmrobust predict` writes them")]
 
 
+# Logits aligned per block of dataset rows (_align_values).
+ALIGN_CELLS = 1 << 20
+
+
 @dataclass(frozen=True)
 class Alignment:
     """Predictions in dataset order: ``row_of[i]`` is the predictions row answering
@@ -276,9 +280,15 @@ def _align_values(index: DatasetIndex, pf: PredictionsFile, row_of: NDArray[np.i
     logits = np.full((index.n_rows, k_max), -np.inf, dtype=np.float64)
     lens = pf.logits_len[row_of]
     starts = pf.offsets[row_of]
-    dest_row = np.repeat(np.arange(index.n_rows), lens)
-    col = np.arange(dest_row.size) - np.repeat(np.cumsum(lens) - lens, lens)
-    logits[dest_row, col] = pf.logits_flat[np.repeat(starts, lens) + col]
+    # In blocks of dataset rows: per-value index arrays for 50,000 rows of 1,000
+    # logits would be 400 MB each (issue 23's full label spaces).
+    step = max(1, ALIGN_CELLS // k_max)
+    for lo in range(0, index.n_rows, step):
+        hi = min(index.n_rows, lo + step)
+        n_b, s_b = lens[lo:hi], starts[lo:hi]
+        dest_row = np.repeat(np.arange(lo, hi), n_b)
+        col = np.arange(dest_row.size) - np.repeat(np.cumsum(n_b) - n_b, n_b)
+        logits[dest_row, col] = pf.logits_flat[np.repeat(s_b, n_b) + col]
     return Alignment(row_of, logits, np.asarray(logits.argmax(axis=1), dtype=np.int64))
 
 
