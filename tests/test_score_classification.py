@@ -87,7 +87,7 @@ def _score(configs: dict[str, tuple[str, int, int | None, float]] = CONFIGS, see
 def test_full_label_space_ece_and_nll_equal_torchmetrics_and_a_direct_computation() -> None:
     section, truth = _score()
     for name in ("imagenet-val", "imagenet-r"):
-        ids, y, z = truth[name]
+        _, y, z = truth[name]
         got = section["configs"][name]
         assert got["over"] == LABEL_SPACE and got["n_classes"] == C and got["k"] is None
         assert got["ece"] == pytest.approx(_ece_torchmetrics(z, y), abs=1e-6)
@@ -187,7 +187,7 @@ def test_row_results_carry_the_label_and_give_per_class_accuracy() -> None:
     rows = row_results(report)
     assert [r["id"] for r in rows] == table.column("id").to_pylist()
     section = score_tables(table, manifest, preds, "m")["datasets"]["classification"]
-    for name, (ids, y, z) in truth.items():
+    for name, (_, y, z) in truth.items():
         mine = [r for r in rows if r["config"] == name]
         assert [r["label"] for r in mine] == y.tolist() and [r["predicted"] for r in mine] == z.argmax(1).tolist()
         p = np.exp(log_softmax(z, axis=1)).max(1)
