@@ -6,6 +6,7 @@ shift; K-option configs are scored over their K; no logits, accuracy only."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -34,7 +35,7 @@ def _logits(rng: np.random.Generator, y: np.ndarray, width: int, noise: float) -
     return 3.0 * z  # overconfident: T* > 1
 
 
-def _dataset(rng: np.random.Generator, configs: dict[str, tuple[str, int, int | None, float]],
+def _dataset(rng: np.random.Generator, configs: Mapping[str, tuple[str, int, int | None, float]],
              ) -> tuple[pa.Table, dict[str, Any], pa.Table, dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]]:
     """configs: name -> (variant, rows, K or None, logit noise)."""
     cols: dict[str, list[Any]] = {"id": [], "n_options": [], "answer": [], "variant": [], "config": []}
@@ -78,7 +79,7 @@ def _nll(z: np.ndarray, y: np.ndarray, t: float = 1.0) -> float:
     return float(-log_softmax(z / t, axis=1)[np.arange(y.size), y].mean())
 
 
-def _score(configs: dict[str, tuple[str, int, int | None, float]] = CONFIGS, seed: int = 0,
+def _score(configs: Mapping[str, tuple[str, int, int | None, float]] = CONFIGS, seed: int = 0,
            ) -> tuple[dict[str, Any], dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]]:
     table, manifest, preds, truth = _dataset(np.random.default_rng(seed), configs)
     return score_tables(table, manifest, preds, "m")["datasets"]["classification"], truth
