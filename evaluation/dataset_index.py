@@ -61,6 +61,43 @@ def clean_rows_of(index: DatasetIndex) -> dict[tuple[str, str], int]:
     return out
 
 
+def answer_column(table: Any, name: str = "answer") -> NDArray[np.float64]:
+    """An integer column as float64, NaN where null (what :func:`answer_problem` reads)."""
+    import pyarrow as pa
+
+    col = table.column(name)
+    return np.asarray(col.cast(pa.float64()).to_numpy(zero_copy_only=False), dtype=np.float64)
+
+
+def answer_problem(ids: Sequence[Any], answer: NDArray[np.float64], n_options: NDArray[np.int64],
+                   is_ood: NDArray[np.bool_] | None, where: str) -> str | None:
+    """The first row whose answer is missing (NaN) or out of range, as one line
+    (None: all fine).
+
+    Every row needs an answer index in 0..K-1, except an OOD row (``is_ood``
+    true, only in an ood dataset), whose answer must be -1.
+
+    >>> answer_problem(["a", "b"], np.array([0, np.nan]), np.array([3, 3]), None, "ds")
+    "ds: row 'b' has answer None, not an index in 0..2; every row needs its answer; rebuild the dataset"
+    >>> answer_problem(["a", "b"], np.array([0, -1.0]), np.array([3, 3]), np.array([False, True]), "ds") is None
+    True
+    """
+    a = np.asarray(answer, dtype=np.float64)
+    ood = np.zeros(a.shape, dtype=bool) if is_ood is None else np.asarray(is_ood, dtype=bool)
+    with np.errstate(invalid="ignore"):
+        ok = np.where(ood, a == -1, (a >= 0) & (a < n_options) & (a == np.round(a)))
+    bad = np.flatnonzero(~ok)
+    if not bad.size:
+        return None
+    i = int(bad[0])
+    value = None if np.isnan(a[i]) else int(a[i]) if a[i] == np.round(a[i]) else float(a[i])
+    if ood[i]:
+        return (f"{where}: row {ids[i]!r} has answer {value!r}, not -1 (an OOD row has no "
+                "answer); rebuild the dataset")
+    return (f"{where}: row {ids[i]!r} has answer {value!r}, not an index in "
+            f"0..{int(n_options[i]) - 1}; every row needs its answer; rebuild the dataset")
+
+
 @dataclass(frozen=True)
 class DatasetIndex:
     """What scoring needs of a dataset: one entry per row of the chosen configs,
@@ -149,10 +186,14 @@ class DatasetIndex:
                     cols[name] = np.asarray(col.to_numpy(), dtype=np.float64)
                 else:
                     cols[name] = np.asarray(_class_names(col, manifest, name), dtype=object)
+        ids = table.column("id").to_pylist()
+        why = answer_problem(ids, answer_column(table), k, None, "the dataset")
+        if why is not None:
+            raise VlmrobustError(why)
         return cls(
             manifest=manifest,
             configs=tuple(dict.fromkeys(config.tolist())),
-            ids=np.asarray(table.column("id").to_pylist(), dtype=object),
+            ids=np.asarray(ids, dtype=object),
             config=config,
             n_options=k,
             answer=np.asarray(table.column("answer").to_numpy(), dtype=np.int64),

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from vlmrobust.core.errors import VlmrobustError
-from vlmrobust.core.kinds import CLASSIFICATION
+from vlmrobust.core.kinds import CLASSIFICATION, OOD
 from vlmrobust.core.label_space import LabelSpace, candidate_check, read_label_space
 from vlmrobust.core.matcher import ClassMatcher
 from vlmrobust.core.registry import Registry
@@ -106,6 +106,15 @@ def classification_index(dataset_dir: Path, manifest: Mapping[str, Any], chosen:
         answer=np.asarray(answer, dtype=np.int64), columns=columns, other_ids=dict(other),
         kind=CLASSIFICATION, label_spaces=spaces, labels=np.asarray(labels, dtype=np.int64),
         candidates=cand_arr)
+
+
+@INDEX_READERS.register(OOD)
+def _ood_index(dataset_dir: Path, manifest: Mapping[str, Any], chosen: Sequence[str],
+               other: Mapping[str, str]) -> DatasetIndex:
+    """Kind ood: OOD rows have label -1 and no answer (evaluation/ood_index.py)."""
+    from vlmrobust.evaluation.ood_index import ood_index
+
+    return ood_index(dataset_dir, manifest, chosen, other)
 
 
 def _family_array(name: str, values: list[Any], manifest: Mapping[str, Any]) -> Any:

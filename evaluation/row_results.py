@@ -14,7 +14,8 @@ class id in the config's label space: per-class accuracy is the mean of
 against the clean copy of its question (same ``source`` and ``source_id``): ``clean_id``, ``delta_acc``,
 ``S``, ``S_clean``, ``delta_S``, ``C``, ``C_clean``, ``delta_C`` and ``ras``
 (vlmrobust.metrics.ras; null without logits). Clean rows carry ``clean_id``
-null and no pair terms. Numbers are JSON numbers, NaN never written.
+null and no pair terms. Numbers are JSON numbers, NaN never written. An ood
+dataset's rows are described by :func:`vlmrobust.evaluation.ood_score.ood_row_results`.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from vlmrobust.core.kinds import CLASSIFICATION, dataset_kind
+from vlmrobust.core.kinds import CLASSIFICATION, OOD, dataset_kind
 from vlmrobust.evaluation.dataset_index import CLEAN, clean_rows_of, question_keys
 from vlmrobust.evaluation.validate import ValidationReport
 from vlmrobust.metrics.ras import pair_metrics
@@ -51,6 +52,9 @@ def _num(x: Any) -> float | None:
 
 def row_results(report: ValidationReport) -> list[dict[str, Any]]:
     """The per-row records of a validated report, in dataset order."""
+    if dataset_kind(report.index.manifest) == OOD:  # OOD rows have no answer
+        from vlmrobust.evaluation.ood_score import ood_row_results
+        return ood_row_results(report)
     index = report.index
     aligned = report.aligned
     y = index.answer

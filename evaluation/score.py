@@ -21,7 +21,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from vlmrobust.core.imagenet_x import Annotations
-from vlmrobust.core.kinds import CLASSIFICATION, dataset_kind
+from vlmrobust.core.kinds import CLASSIFICATION, OOD, dataset_kind
 from vlmrobust.evaluation.bench_c_stats import clustered_mean_ci, question_clusters
 from vlmrobust.evaluation.dataset_index import DatasetIndex
 from vlmrobust.evaluation.factor_scores import annotation_record, annotations_for, factor_block
@@ -133,6 +133,9 @@ def score_report(report: ValidationReport, model_id: str | None = None, seed: in
     the per-factor accuracies of imagenet-val configs."""
     index = report.index
     manifest = index.manifest
+    if dataset_kind(manifest) == OOD:  # OOD rows have no answer: scored in ood_score.py
+        from vlmrobust.evaluation.ood_score import ood_score_report
+        return ood_score_report(report, model_id, seed)
     # kind classification (issue 23): its own configs, temperature and label spaces
     extra = (classification_section(report, seed) if dataset_kind(manifest) == CLASSIFICATION
              else {})

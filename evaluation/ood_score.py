@@ -1,0 +1,233 @@
+"""Scoring an ood dataset (seed 001's OOD detection): the ``configs`` entries
+and the ``ood`` block of a scores.json section, and the per-row results.
+
+Scores (vlmrobust.metrics.ood_scores; higher = more in-distribution) come from
+each row's logits over the label space:
+
+- ``mcm`` for zero-shot CLIP (metadata ``family: clip``): max softmax of
+  cosine / τ, τ = 1, the cosines being the logits divided by CLIP's logit scale,
+  which the predictions metadata records as ``logit_scale`` (the multiplier,
+  e.g. 100; refused in one line when absent);
+- ``msp`` (max softmax probability) for every other model (classifiers,
+  fine-tuned models, VLMs over the logits any reader gives);
+- ``max_logit`` and ``energy`` (−E, T = 1) are reported beside them.
+
+The headline score (``ood.score``) is MCM for CLIP and MSP otherwise. For every
+OOD set (the ``ood_source`` of the OOD rows) against all scored ID rows:
+AUROC (ID positive), FPR@95 and, where the set's rows name a class
+(``ood_class``; NINCO), the class-mean AUROC, each headline number with a
+two-sample percentile bootstrap CI (vlmrobust.metrics.ood); the other scores'
+numbers are point estimates under ``by_score``. ID configs also get top-1
+accuracy over their ID rows. Logits are turned into scores a block of rows at
+a time, so memory stays at a few blocks beyond the aligned logits.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from vlmrobust.core.errors import SubmissionError
+from vlmrobust.evaluation.validate import ValidationReport
+from vlmrobust.metrics.accuracy import accuracy, accuracy_ci
+from vlmrobust.metrics.ood import (
+    DEFAULT_TPR,
+    auroc,
+    class_mean_auroc,
+    fpr_at_tpr,
+    ood_bootstrap_ci,
+)
+from vlmrobust.metrics.ood_scores import clip_cosines, energy_score, max_logit, mcm, msp
+
+SCORES = ("msp", "mcm", "max_logit", "energy")
+BLOCK_ROWS = 4096
+NOTE = ("OOD detection (seed 001): higher score = more in-distribution; ID rows are the "
+        "positives. auroc/fpr95/class_mean_auroc use the headline score ('score': MCM for "
+        "zero-shot CLIP, with the logit scale undone; MSP otherwise), CIs from a two-sample "
+        "percentile bootstrap; by_score repeats the point estimates for every score computed.")
+
+
+def headline_score(meta: Mapping[str, Any] | None) -> str:
+    """``mcm`` for a CLIP model (metadata ``family: clip``), else ``msp``.
+
+    >>> headline_score({"family": "clip"}), headline_score({"family": "classifier"}), headline_score(None)
+    ('mcm', 'msp', 'msp')
+    """
+    return "mcm" if meta is not None and meta.get("family") == "clip" else "msp"
+
+
+def logit_scale_of(meta: Mapping[str, Any] | None, where: str) -> float:
+    """CLIP's logit scale from the predictions metadata, refused in one line when absent."""
+    value = meta.get("logit_scale") if meta is not None else None
+    if (isinstance(value, bool) or not isinstance(value, (int, float))
+            or not (math.isfinite(value) and value > 0)):
+        got = "no logit_scale" if value is None else f"logit_scale {value!r}"
+        raise SubmissionError(
+            f"{where}: the metadata of a clip model has {got}; MCM (zero-shot CLIP's OOD score) "
+            "divides the logits by CLIP's logit scale to get cosines; predict again with "
+            "`vlmrobust predict` (it records it), or add `logit_scale: <the model's "
+            "logit_scale.exp(), e.g. 100.0>` to the metadata")
+    return float(value)
+
+
+def row_scores(logits: NDArray[np.float64], score_names: tuple[str, ...],
+               logit_scale: float | None = None, where: str = "predictions",
+               block: int = BLOCK_ROWS) -> dict[str, NDArray[np.float64]]:
+    """Every named score of every row, ``block`` rows at a time."""
+    out = {name: np.empty(logits.shape[0], dtype=np.float64) for name in score_names}
+    for start in range(0, logits.shape[0], block):
+        z = logits[start:start + block]
+        for name in score_names:
+            if name == "msp":
+                v = msp(z)
+            elif name == "max_logit":
+                v = max_logit(z)
+            elif name == "energy":
+                v = energy_score(z)
+            else:
+                assert logit_scale is not None
+                try:
+                    v = mcm(clip_cosines(z, logit_scale))
+                except ValueError as exc:
+                    raise SubmissionError(f"{where}: {exc}; the metadata's logit_scale does not "
+                                          "match these logits") from None
+            out[name][start:start + block] = v
+    return out
+
+
+def _scores(report: ValidationReport) -> tuple[str, float | None, dict[str, NDArray[np.float64]]]:
+    logits = report.aligned.logits
+    if logits is None:  # validation refuses it for this kind; kept for in-memory callers
+        raise SubmissionError(f"{report.predictions}: OOD scores need logits over the label space")
+    head = headline_score(report.meta)
+    scale = logit_scale_of(report.meta, str(report.predictions)) if head == "mcm" else None
+    names = tuple(s for s in SCORES if s != "mcm" or scale is not None)
+    return head, scale, row_scores(logits, names, scale, str(report.predictions))
+
+
+def _num(x: float) -> float | None:
+    return None if math.isnan(x) else float(x)
+
+
+def _pair(ci: tuple[float, float]) -> list[float | None]:
+    return [_num(ci[0]), _num(ci[1])]
+
+
+def _set_block(id_s: dict[str, NDArray[np.float64]], ood_s: dict[str, NDArray[np.float64]],
+               classes: NDArray[Any] | None, head: str, seed: int, source: str) -> dict[str, Any]:
+    from vlmrobust.evaluation.score_common import derived_seed
+
+    by_score: dict[str, Any] = {}
+    for name in id_s:
+        by_score[name] = {
+            "auroc": auroc(id_s[name], ood_s[name]), "fpr95": fpr_at_tpr(id_s[name], ood_s[name]),
+            "class_mean_auroc": (class_mean_auroc(id_s[name], ood_s[name], classes)
+                                 if classes is not None else None)}
+    x, y = id_s[head], ood_s[head]
+    out: dict[str, Any] = {"n": int(y.size), **by_score[head]}
+    out["auroc_ci"] = _pair(ood_bootstrap_ci(x, y, "auroc", seed=derived_seed(seed, "ood", source, "auroc")))
+    out["fpr95_ci"] = _pair(ood_bootstrap_ci(x, y, "fpr", seed=derived_seed(seed, "ood", source, "fpr")))
+    out["n_classes"] = int(np.unique(classes).size) if classes is not None else None
+    out["class_mean_auroc_ci"] = (
+        _pair(ood_bootstrap_ci(x, y, "class_mean_auroc", ood_classes=classes,
+                               seed=derived_seed(seed, "ood", source, "class_mean")))
+        if classes is not None else None)
+    out["by_score"] = by_score
+    return out
+
+
+def ood_section(report: ValidationReport, seed: int) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(``configs``, ``{"ood": block}``) of the scores.json section of an ood dataset."""
+    from vlmrobust.evaluation.score_common import derived_seed
+
+    index = report.index
+    is_ood = np.asarray(index.columns["is_ood"], dtype=bool)
+    correct = report.aligned.predicted == index.answer
+    configs: dict[str, Any] = {}
+    for config in index.configs:
+        rows = np.flatnonzero((index.config == config) & ~is_ood)
+        n_ood = int(((index.config == config) & is_ood).sum())
+        entry: dict[str, Any] = {"n": int((index.config == config).sum()), "n_id": int(rows.size),
+                                 "n_ood": n_ood, "accuracy": None, "accuracy_ci": [None, None],
+                                 "no_answer": 0}
+        if rows.size:
+            lo, hi = accuracy_ci(correct[rows], seed=derived_seed(seed, "accuracy", config))
+            entry.update(accuracy=_num(accuracy(correct[rows])), accuracy_ci=[_num(lo), _num(hi)])
+        configs[config] = entry
+    id_rows = np.flatnonzero(~is_ood)
+    if is_ood.any() and not id_rows.size:
+        raise SubmissionError(
+            f"{report.predictions}: the scored configs ({', '.join(index.configs)}) hold no ID "
+            "rows (is_ood false); OOD detection is measured against the ID set: score its "
+            "config together with the OOD configs (drop --config)")
+    head, scale, scores = _scores(report)
+    sources = index.columns["ood_source"]
+    classes_col = index.columns["ood_class"]
+    sets: dict[str, Any] = {}
+    for source in sorted(set(sources[is_ood].tolist())):
+        rows = np.flatnonzero(is_ood & (sources == source))
+        named = classes_col[rows]
+        classes = named if all(str(c) for c in named.tolist()) else None
+        sets[str(source) or "ood"] = _set_block(
+            {k: v[id_rows] for k, v in scores.items()}, {k: v[rows] for k, v in scores.items()},
+            classes, head, seed, str(source))
+    block: dict[str, Any] = {
+        "note": NOTE, "score": head, "scores": list(scores), "logit_scale": scale,
+        "tpr": DEFAULT_TPR, "n_id": int(id_rows.size),
+        "id_accuracy": _num(accuracy(correct[id_rows])) if id_rows.size else None,
+        "mean_auroc": _num(float(np.mean([s["auroc"] for s in sets.values()]))) if sets else None,
+        "mean_fpr95": _num(float(np.mean([s["fpr95"] for s in sets.values()]))) if sets else None,
+        "sets": sets,
+    }
+    return configs, {"ood": block}
+
+
+def ood_score_report(report: ValidationReport, model_id: str | None, seed: int) -> dict[str, Any]:
+    """scores.json content of an ood dataset: the section every kind has (dataset,
+    predictions_sha256, has_logits, configs, ...) plus the ``ood`` block."""
+    from vlmrobust.evaluation.score import SCHEMA_VERSION
+
+    index = report.index
+    manifest = index.manifest
+    configs, extra = ood_section(report, seed)
+    section: dict[str, Any] = {
+        "dataset": {"name": index.name, "version": str(manifest.get("spec", {}).get("version", "")),
+                    "fingerprint": manifest.get("fingerprint"),
+                    "sample": bool(manifest.get("sample", False))},
+        "predictions_sha256": report.sha256, "has_logits": report.has_logits,
+        "has_text": report.file.has_text, "no_answer": 0, "reference_variant": None,
+        "configs": configs, "bench_c": None, **extra}
+    if report.partial is not None:
+        section["partial"] = dict(report.partial)
+    if model_id is None and report.meta is not None:
+        found = report.meta.get("model_id", report.meta.get("model"))
+        model_id = str(found) if found is not None else None
+    return {"schema_version": SCHEMA_VERSION, "model_id": model_id, "datasets": {index.name: section}}
+
+
+def ood_row_results(report: ValidationReport) -> list[dict[str, Any]]:
+    """Per-row records of an ood dataset: ``id``, ``config``, ``is_ood``,
+    ``ood_source``, ``ood_class``, ``answer`` (the label; null on OOD rows),
+    ``predicted`` (arg-max class), ``correct`` (null on OOD rows), ``score`` (the
+    headline score) and every score by name."""
+    index = report.index
+    head, _, scores = _scores(report)
+    is_ood = np.asarray(index.columns["is_ood"], dtype=bool)
+    predicted = report.aligned.predicted
+    records = []
+    for i in range(index.n_rows):
+        ood = bool(is_ood[i])
+        rec: dict[str, Any] = {
+            "id": index.ids[i], "config": index.config[i], "is_ood": ood,
+            "ood_source": index.columns["ood_source"][i] or None,
+            "ood_class": index.columns["ood_class"][i] or None,
+            "answer": None if ood else int(index.answer[i]), "predicted": int(predicted[i]),
+            "correct": None if ood else bool(predicted[i] == index.answer[i]),
+            "score": float(scores[head][i])}
+        rec.update({name: float(v[i]) for name, v in scores.items()})
+        records.append(rec)
+    return records
