@@ -90,7 +90,7 @@ def plan_label_rows(reader: DatasetReader, configs: Sequence[str],
             seen[rid] = config
             k = len(space)
             cands = data.get("candidates", [None] * n)[r]
-            if cands is not None:
+            if cands:  # a K-config row (an empty list: the whole space)
                 label = data.get("label", [None] * n)[r]
                 candidate_check(list(cands), -1 if label is None else int(label), len(space),
                                 at)
@@ -106,12 +106,31 @@ def plan_label_rows(reader: DatasetReader, configs: Sequence[str],
     return plan
 
 
-def refuse_unsupported(adapter: Any, kind: str) -> None:
-    """One line when a loaded adapter cannot answer over a label space."""
+def preflight(adapter: Any, kind: str, reader: DatasetReader, plan: Sequence[PlannedRow],
+              spaces: Mapping[str, LabelSpace]) -> None:
+    """What refuses a loaded adapter before the journal starts (so a refused
+    run leaves nothing on disk): an adapter that cannot answer over a label
+    space, its own checks (``check_label_space``), and ``preflight(rows,
+    space)`` on each config's first row (a vlm's context limit)."""
     if not (callable(getattr(adapter, "label_logits", None))
             or callable(getattr(adapter, "read_labels", None))):
         raise VlmrobustError(f"{adapter.name} cannot answer over a label space (kind {kind}); "
                              "use a classifier:, clip: or vlm: model")
+    check = getattr(adapter, "check_label_space", None)
+    if callable(check):
+        check()
+    first = getattr(adapter, "preflight", None)
+    if not callable(first):
+        return
+    from vlmrobust.models.runtime import to_pil
+
+    firsts: dict[str, PlannedRow] = {}
+    for p in plan:
+        firsts.setdefault(p.config, p)
+    for config, p in firsts.items():
+        for r, row in reader.iter_rows(config, {p.row}):
+            row["image"] = to_pil(row["image"], f"{reader.where(config)} row {r}")
+            first([row], spaces[config])
 
 
 def label_plan(reader: DatasetReader, configs: Sequence[str], family: str, model: str,
@@ -126,7 +145,9 @@ def label_plan(reader: DatasetReader, configs: Sequence[str], family: str, model
 
         for config, space in spaces.items():
             imagenet_groups(space, model, f"{reader.where(config)} (label space)")
-    return spaces, plan_label_rows(reader, configs, spaces, limit, max_options, mode)
+    # only letter letters the classes; closed-world generation lists them by name
+    lettered = max_options if mode == "letter" else None
+    return spaces, plan_label_rows(reader, configs, spaces, limit, lettered, mode)
 
 
 def label_space_meta(adapter: Any, kind: str) -> dict[str, Any]:
@@ -136,7 +157,6 @@ def label_space_meta(adapter: Any, kind: str) -> dict[str, Any]:
     scale = getattr(adapter, "logit_scale_value", None)
     if callable(scale):
         meta["logit_scale"] = float(scale())
-    order = getattr(adapter, "class_order", None)
-    if isinstance(order, str):
-        meta["class_order"] = order
+    if getattr(adapter, "mode", None) == "generate":  # closed world: how the names were listed
+        meta["class_order"] = getattr(adapter, "class_order", None) or "fixed"
     return meta

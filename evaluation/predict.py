@@ -26,7 +26,7 @@ from vlmrobust.core.kinds import LABEL_SPACE_KINDS, dataset_kind
 from vlmrobust.core.output_guard import check_file_output
 from vlmrobust.core.public_names import looks_like_path, publishable_meta
 from vlmrobust.evaluation.distributed import DistContext, init_distributed, local_world_size
-from vlmrobust.evaluation.label_rows import label_plan, label_space_meta, refuse_unsupported
+from vlmrobust.evaluation.label_rows import label_plan, label_space_meta, preflight
 from vlmrobust.evaluation.predict_batches import run_batches
 from vlmrobust.evaluation.predictions_io import (
     JournalRow,
@@ -69,6 +69,7 @@ def predict_dataset(
     device_map: str | None = None,
     endpoint: Mapping[str, Any] | None = None,
     name: str | None = None,
+    class_order: str | None = None,
 ) -> Path:
     """Predict option logits for every row of ``dataset`` (all configs, or ``config``)
     and write ``out`` (parquet: id, logits list<float32>, config; its metadata embedded, or
@@ -88,7 +89,9 @@ def predict_dataset(
     options (``url``, ``api_key_env``, ``concurrency``, ``timeout_s``, ``retries``,
     ``cache_dir``, ``use_cache``); ``name`` is the model's public name (without
     it, no local path of the model reaches the metadata:
-    :func:`vlmrobust.core.public_names.publishable_meta`). The journal is
+    :func:`vlmrobust.core.public_names.publishable_meta`); ``class_order``
+    (fixed | random) lists a label space's classes in a vlm's closed-world
+    prompt in label-space order or shuffled per row. The journal is
     created only once the model has loaded. Returns ``out``.
     """
     out = Path(out)
@@ -112,6 +115,10 @@ def predict_dataset(
     reader = DatasetReader(dataset)
     configs = reader.configs(config)
     kind = dataset_kind(reader.manifest, f"{reader.source}/manifest.json")
+    if class_order is not None and (kind not in LABEL_SPACE_KINDS or class_order not in
+                                    ("fixed", "random")):
+        raise VlmrobustError(f"--class-order {class_order}: fixed or random, for --mode "
+                             "generate over a label space (kind classification)")
     spaces: dict[str, Any] | None = None
     if kind in LABEL_SPACE_KINDS:
         spaces, plan = label_plan(reader, configs, spec.family, spec.name, limit,
@@ -149,13 +156,15 @@ def predict_dataset(
         }
         if spaces is not None:
             run_key["kind"] = kind
+        if class_order is not None:
+            run_key["class_order"] = class_order
         if ctx.is_main:
             check_journal(pdir, run_key)  # a mismatch fails before the model loads
         adapter = model if not isinstance(model, str) else _load(
             spec, device, prompt, trust_remote_code, answer_reader, read_options, device_map,
-            endpoint)
+            endpoint, class_order)
         if spaces is not None:
-            refuse_unsupported(adapter, kind)
+            preflight(adapter, kind, reader, plan, spaces)
         ctx.barrier()
         if ctx.is_main:
             start_journal(pdir, run_key)
@@ -289,8 +298,12 @@ def _read_record(reader: Reader | None) -> dict[str, Any] | None:
 def _load(spec: AdapterSpec, device: str | None, prompt: str | None,
           trust_remote_code: bool = False, reader: Reader | None = None,
           read_options: ReadOptions | None = None, device_map: str | None = None,
-          endpoint: Mapping[str, Any] | None = None) -> Adapter:
+          endpoint: Mapping[str, Any] | None = None, class_order: str | None = None) -> Adapter:
     opts: dict[str, Any] = {"prompt": prompt} if prompt is not None else {}
+    if class_order is not None:
+        if spec.family != "vlm":
+            raise VlmrobustError(f"--class-order applies to vlm models, not {spec.name}")
+        opts["class_order"] = class_order
     if spec.name.startswith("endpoint:"):
         opts["endpoint"] = dict(endpoint or {})
     elif endpoint:

@@ -120,7 +120,7 @@ def read_label_batch(adapter: Adapter, batch: Sequence[tuple[PlannedRow, dict[st
             raise VlmrobustError(f"adapter {adapter.name} answered {len(got)} of {len(idx)} rows")
         for i, row, (vec, extra) in zip(idx, rows, got, strict=True):
             cands = row.get("candidates")
-            k = len(space) if cands is None else len(cands)
+            k = len(cands) if cands else len(space)  # empty: the whole space
             if vec is not None and vec.shape != (k,):
                 raise VlmrobustError(f"adapter {adapter.name} gave {vec.shape[0]} logits for row "
                                      f"{batch[i][0].id!r}, which answers over {k} classes")

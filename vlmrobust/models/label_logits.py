@@ -110,9 +110,9 @@ def space_logits(class_logits: NDArray[Any], groups: ImagenetGroups) -> NDArray[
 
 def row_candidates(row: Mapping[str, Any], n_classes: int, where: str) -> NDArray[np.int64] | None:
     """A K-config row's candidate classes (checked indices into the label space),
-    or None for a row over the whole space."""
+    or None for a row over the whole space (no ``candidates``, or an empty list)."""
     cands = row.get("candidates")
-    if cands is None:
+    if cands is None or len(cands) == 0:
         return None
     arr = np.asarray(list(cands), dtype=np.int64)
     if arr.size < 2 or len(set(arr.tolist())) != arr.size \

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from vlmrobust.core.errors import VlmrobustError
+from vlmrobust.core.label_space import LabelSpace
 from vlmrobust.models.backends.base import Backend
 from vlmrobust.models.backends.hf import answer_separator
 from vlmrobust.models.base import (
@@ -39,6 +40,7 @@ from vlmrobust.models.readers.base import (
     refuse_missing,
     row_where,
 )
+from vlmrobust.models.readers.label_space import LabelSpaceReads
 
 DEFAULT_PROMPT = DEFAULT_VLM_PROMPT
 # kept for callers of the former names
@@ -75,7 +77,8 @@ class VlmAdapter:
     family = "vlm"
 
     def __init__(self, name: str, backend: Backend, reader: Reader | None = None,
-                 prompt: str | None = None, backend_kind: str = "hf") -> None:
+                 prompt: str | None = None, backend_kind: str = "hf",
+                 class_order: str | None = None) -> None:
         self.name = name
         self.backend = backend
         self.reader = reader if reader is not None else parse_mode(None)
@@ -87,6 +90,37 @@ class VlmAdapter:
         self.params = getattr(backend, "params", None)
         self.vision_encoder = getattr(backend, "vision_encoder", None)
         self.device = getattr(backend, "device", None)
+        # closed-world generation over a label space lists the classes in this order
+        self.class_order = class_order
+        self._labels: LabelSpaceReads | None = None
+
+    def _label_reads(self) -> LabelSpaceReads:
+        if self._labels is None:
+            self._labels = LabelSpaceReads(self.reader, self.backend, self.prompt_id,
+                                           self.class_order or "fixed",
+                                           getattr(self.reader, "options", None))
+        return self._labels
+
+    def check_label_space(self) -> None:
+        """What refuses a label-space run before any row is read."""
+        options = getattr(self.reader, "options", None)
+        if self.mode == "generate" and getattr(options, "answer_cue", None) is not None:
+            raise VlmrobustError("--answer-cue reads option letters; closed-world generation "
+                                 "over a label space lists class names without letters")
+        if self.class_order is not None and self.mode != "generate":
+            raise VlmrobustError(f"--class-order applies to --mode generate (closed world), "
+                                 f"not {self.mode}")
+
+    def preflight(self, rows: Sequence[Mapping[str, Any]], space: LabelSpace) -> None:
+        """The context-limit check on ``rows`` (predict runs it on each config's
+        first row before the journal starts)."""
+        reads = self._label_reads()
+        reads.check_context(rows, space, [row_where(r, i) for i, r in enumerate(rows)])
+
+    def read_labels(self, rows: Sequence[Mapping[str, Any]], space: LabelSpace) -> list[Reading]:
+        """Per row, a reading over ``space`` (or the row's candidates):
+        :mod:`vlmrobust.models.readers.label_space`."""
+        return self._label_reads().read(rows, space)
 
     def prompt_for(self, row: Mapping[str, Any], where: str = "row") -> str:
         """The exact text the model receives for ``row``'s main call."""
@@ -146,7 +180,7 @@ def _parse(name: str, target: str) -> AdapterSpec:
 def _load(spec: AdapterSpec, device: str | None, prompt: str | None = None,
           trust_remote_code: bool = False, mode: str | None = None,
           read_options: ReadOptions | None = None, device_map: str | None = None,
-          **opts: Any) -> VlmAdapter:
+          class_order: str | None = None, **opts: Any) -> VlmAdapter:
     """``trust_remote_code`` lets transformers run the modelling code that ships
     with a checkpoint (``auto_map`` in its config.json: MoonDream2 and the
     original Ovis2 / InternVL releases); off unless the spec or
@@ -161,7 +195,8 @@ def _load(spec: AdapterSpec, device: str | None, prompt: str | None = None,
     backend = load_hf(spec.target, {"name": spec.name, "device": device,
                                     "device_map": device_map,
                                     "trust_remote_code": trust_remote_code})
-    return VlmAdapter(spec.name, backend, reader, prompt=prompt, backend_kind="hf")
+    return VlmAdapter(spec.name, backend, reader, prompt=prompt, backend_kind="hf",
+                      class_order=class_order)
 
 
 ADAPTER_FAMILIES.add("vlm", AdapterFamily("vlm", _parse, _load,

@@ -59,4 +59,9 @@ def run(args: argparse.Namespace) -> int:
     for name in READERS:
         print(f"  {forms[name]:<{width}}  {READERS.get(name).help}")
     print(f"  (classifiers and pipelines are read as {CLASS_LOGITS}, clip as {EMBEDDING})")
+    print("  over a label space (classification datasets): likelihood:* scores every class "
+          "name, generate lists every class name (--class-order fixed|random), open-world asks "
+          "the question alone, letter only rows of <= 26 classes; classifiers read their "
+          "1,000 logits through each class's imagenet_ids, clip scores every class "
+          "(pipelines cannot)")
     return 0

@@ -52,6 +52,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--answer-cue", default=None, metavar="TEXT",
                    help="generate: appended after a reasoning model's output, then the "
                    "option letters' distribution is read (e.g. 'Answer:')")
+    p.add_argument("--class-order", default=None, choices=("fixed", "random"),
+                   help="vlm --mode generate over a label space (closed world): list the class "
+                   "names in label-space order (default fixed) or shuffled per row, seeded by "
+                   "the row id (seed 002 Table 2)")
     p.add_argument("--device-map", default=None,
                    choices=("auto", "balanced", "balanced_low_0", "sequential"),
                    help="vlm: shard the model over every visible GPU (accelerate) when it "
@@ -122,7 +126,7 @@ def run(args: argparse.Namespace) -> int:
         trust_remote_code=args.trust_remote_code, mode=args.mode,
         read_options=read_options(args), device_map=args.device_map,
         endpoint=endpoint_options(args),
-        name=args.name,
+        name=args.name, class_order=args.class_order,
     )
     print(out)
     if args.limit is not None:

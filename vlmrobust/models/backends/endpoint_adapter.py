@@ -25,7 +25,8 @@ def parse(name: str, target: str) -> AdapterSpec:
 
 def load(spec: AdapterSpec, device: str | None, prompt: str | None = None,
          mode: str | None = None, read_options: ReadOptions | None = None,
-         endpoint: Mapping[str, Any] | None = None, **opts: Any) -> Any:
+         endpoint: Mapping[str, Any] | None = None, class_order: str | None = None,
+         **opts: Any) -> Any:
     """The VlmAdapter over an :class:`EndpointBackend`; ``endpoint`` holds its options."""
     from vlmrobust.models.vlm import VlmAdapter
 
@@ -41,7 +42,8 @@ def load(spec: AdapterSpec, device: str | None, prompt: str | None = None,
     backend = ENDPOINT_FAMILY.load(spec.target, {**(endpoint or {}), "probe": reader.needs})
     assert isinstance(backend, EndpointBackend)
     backend.check_reader(reader.needs, f"--mode {reader.mode}")
-    return VlmAdapter(spec.name, backend, reader, prompt=prompt, backend_kind="endpoint")
+    return VlmAdapter(spec.name, backend, reader, prompt=prompt, backend_kind="endpoint",
+                      class_order=class_order)
 
 
 ADAPTER_FAMILIES.add("endpoint", AdapterFamily(

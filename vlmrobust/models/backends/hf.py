@@ -262,6 +262,27 @@ class HfBackend:
         return out
 
     # -- beyond the primitives ---------------------------------------------
+    def context_limit(self) -> tuple[int, str] | None:
+        """The most tokens one call may hold, and where that limit comes from:
+        the language model's ``max_position_embeddings`` or the tokenizer's
+        ``model_max_length``, whichever is smaller (None: neither is set)."""
+        cfg = self.model.config
+        text_cfg = cfg.get_text_config() if hasattr(cfg, "get_text_config") else cfg
+        found = []
+        mpe = getattr(text_cfg, "max_position_embeddings", None)
+        if isinstance(mpe, int) and mpe > 0:
+            found.append((mpe, f"max_position_embeddings {mpe}"))
+        mml = getattr(self.tokenizer, "model_max_length", None)
+        if isinstance(mml, int) and 0 < mml < 10**9:  # transformers' "no limit" is ~1e30
+            found.append((mml, f"the tokenizer's model_max_length {mml}"))
+        return min(found) if found else None
+
+    def prompt_tokens(self, prompt: Prompt) -> int:
+        """Tokens the model receives for ``prompt``, image tokens included (the
+        processor's own expansion of the image placeholder)."""
+        images = None if prompt.image is None else [prompt.image]
+        return int(self._inputs([self.render(prompt)], images)["input_ids"].shape[1])
+
     def embed_images(self, images: Sequence[Any]) -> np.ndarray:
         """Mean of the vision tower's projected image tokens, L2-normalised."""
         torch = self._torch
