@@ -82,12 +82,21 @@ CITATIONS: tuple[Citation, ...] = (
     Citation(
         "zhang2024why",
         "Why are Visually-Grounded Language Models Bad at Image Classification?",
-        "https://arxiv.org/abs/2405.18415", ("imagewikiqa",),
+        "https://arxiv.org/abs/2405.18415", ("imagewikiqa", "classification"),
         "@inproceedings{zhang2024why,\n"
         "  title = {Why are Visually-Grounded Language Models Bad at Image Classification?},\n"
         "  author = {Zhang, Yuhui and Unell, Alyssa and Wang, Xiaohan and Ghosh, Dhruba and "
         "Su, Yuchang and Schmidt, Ludwig and Yeung-Levy, Serena},\n"
         "  booktitle = {Advances in Neural Information Processing Systems},\n"
+        "  year = {2024}\n}"),
+    Citation(
+        "tu2024holistic",
+        "Toward a Holistic Evaluation of Robustness in CLIP Models",
+        "https://arxiv.org/abs/2410.01534", ("classification",),
+        "@article{tu2024holistic,\n"
+        "  title = {Toward a Holistic Evaluation of Robustness in {CLIP} Models},\n"
+        "  author = {Tu, Weijie and Deng, Weijian and Gedeon, Tom},\n"
+        "  journal = {arXiv preprint arXiv:2410.01534},\n"
         "  year = {2024}\n}"),
     Citation(
         "geirhos2019imagenettrained",

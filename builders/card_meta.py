@@ -57,6 +57,13 @@ FAMILIES: Mapping[str, FamilyCard] = {
         ("visual-question-answering", "multiple-choice"), ("multiple-choice-qa",),
         ("extended|ILSVRC/imagenet-1k", "extended|wordnet"),
         "pipeline:efficientnet-lite0+minilm"),
+    "classification": FamilyCard(
+        "Classification over whole label spaces: ImageNet variants, fine-grained sets, 3DCC",
+        ("image-classification",), ("multi-class-image-classification",),
+        ("extended|ILSVRC/imagenet-1k", "extended|imagenet-v2", "extended|imagenet-r",
+         "extended|imagenet-sketch", "extended|objectnet", "extended|imagenet-a",
+         "extended|oxford-flowers102", "extended|stanford-cars", "extended|caltech101"),
+        "classifier:efficientnet-lite0"),
     "cue-conflict": FamilyCard(
         "Cue-conflict: shape vs texture bias over 16 categories",
         ("image-classification",), ("multi-class-image-classification",),

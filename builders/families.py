@@ -45,6 +45,7 @@ FAMILIES.add("bench-c", "vlmrobust.builders.bench_c.build:build")
 FAMILIES.add("imagewikiqa", "vlmrobust.builders.imagewikiqa.build:build")
 FAMILIES.add("cue-conflict", "vlmrobust.builders.cue_conflict.build:build")
 FAMILIES.add("retrieval", "vlmrobust.builders.retrieval.build:build")
+FAMILIES.add("classification", "vlmrobust.builders.classification.build:build")
 
 
 def get_builder(family: str) -> Builder:

@@ -1,0 +1,1 @@
+"""The classification family (issue 23): label spaces stored once per config."""

@@ -1,0 +1,109 @@
+"""The classification dataset card: configs, label spaces, the layouts read,
+and which numbers are over K options and which over the whole label space."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from vlmrobust.builders import card_meta
+from vlmrobust.builders.classification.sources import VariantSource
+from vlmrobust.builders.classification.spec import ClassificationSpec
+
+LAYOUTS = {
+    "imagenet-val": "class folders `nXXXXXXXX/` or the flat val files with their label file "
+                    "(builders/sources.py); clean labels: Kisel et al.'s `clean_validation.csv` "
+                    "when present, else ReaL",
+    "imagenet-v2": "`imagenetv2-<release>-format-val/<0..999>/` (the manifest names the folder read)",
+    "imagenet-r": "`imagenet-r/<wnid>/` (200 classes)",
+    "imagenet-a": "`imagenet-a/<wnid>/` (200 classes)",
+    "imagenet-sketch": "`imagenet-sketch/[sketch/]<wnid>/`",
+    "objectnet": "`objectnet-1.0/{images/<folder>/, mappings/}`: the 113 classes that map to "
+                 "ImageNet-1k, each scored over its ImageNet group (max)",
+    "flowers102": "`flowers102/{jpg/, imagelabels.mat, setid.mat}`, test split (`tstid`)",
+    "stanford-cars": "`stanford_cars/{devkit/cars_meta.mat, cars_test_annos_withlabels.mat, "
+                     "cars_test/}`, test split",
+    "caltech101": "`caltech101/101_ObjectCategories/<class>/` without BACKGROUND_Google; "
+                  "per class all images but the first 30 by name",
+    "imagenet-vid-robust": "`imagenet-vid-robust/{metadata/pmsets.json, metadata/labels.json, "
+                           "misc/}`: anchors and perturbed frames, `pmset` = anchor",
+    "imagenet-d": "`ImageNet-D/<split>/<class_dir>/` + `imgnet_d2imgnet_id.txt` (113 classes)",
+    "3dcc": "`3dcc/<corruption>/<severity>/<wnid>/` (ImageNet-3DCC), one config per "
+            "corruption x severity",
+}
+LICENCES = (
+    ("ImageNet val / V2 / R / Sketch / A, 3DCC, ImageNet-Vid-Robust, ImageNet-D", "other",
+     "ImageNet's terms of access (non-commercial research) for ImageNet-derived images; "
+     "V2/R/Sketch/A code and annotations MIT"),
+    ("ObjectNet", "other", "ObjectNet licence: no training on it, research use"),
+    ("Flowers102, StanfordCars, Caltech101", "other", "research use as their pages state"),
+)
+
+
+def render_card(spec: ClassificationSpec, sources: Sequence[VariantSource],
+                counts: Mapping[str, int], k_configs: Mapping[str, int], *,
+                absent: Sequence[str], sample: bool, limit: int | None) -> str:
+    base_rows = []
+    for s in sources:
+        ids = sum(1 for c in s.space.classes if c.imagenet_ids)
+        base_rows.append(f"| `{s.config}` | {counts[s.config]:,} | {len(s.space)} (`label_spaces/"
+                         f"{s.config}.json`) | whole label space | "
+                         f"{'yes' if ids == len(s.space) else 'no'} |")
+    k_rows = [f"| `{c}` | {k} candidates per row (`candidates`) |" for c, k in sorted(k_configs.items())]
+    variants = sorted({s.variant for s in sources if not s.variant.startswith("sample-")}
+                      | {"imagenet-d" for s in sources if s.variant.startswith("imagenet-d-")})
+    layout_lines = [f"- `{v}`: {LAYOUTS[v]}" for v in variants if v in LAYOUTS]
+    if sample:
+        layout_lines = ["- the embedded sample (builders/sample/sample.csv): `sample-photo` are "
+                        "real photos shipped in Python packages, `sample-rendition` emoji "
+                        "renditions; licences per image in sample.csv"]
+    cut = f" Each config holds at most {limit} images (`--limit`)." if limit else ""
+    if spec.images_per_config and not sample:
+        cut += f" The spec keeps a seeded {spec.images_per_config:,} images per config."
+    parts = [
+        "# Classification over whole label spaces (seeds 001 and 002)",
+        "",
+        "Question kind: `classification`. Each row is an image and its `label`, an index into its "
+        "config's label space; the label space (class names, synonyms, wnids, the ImageNet-1k "
+        "classes each class stands for) is stored **once per config** in "
+        "`label_spaces/<config>.json`, recorded with its sha256 in `manifest.json` and covered by "
+        "the fingerprint; rows never repeat class names." + cut,
+        "",
+        "| config | images | classes | a prediction is over | 1000-way classifiers |",
+        "|---|---|---|---|---|",
+        *base_rows,
+        "",
+        "## Which numbers are over what",
+        "",
+        "- A **full config** (`candidates` empty): logits over the **whole label space**, in "
+        "label-space order. Top-1 accuracy, per-class accuracy, ECE and NLL are over all its "
+        "classes (1,000 for ImageNet val / V2 / Sketch / 3DCC), as seed 001 (Table IV) and "
+        "seed 002's closed world measure them.",
+        "- A **K-config** (`<config>-k<K>`: seed 002's label-set-size sweep; "
+        f"`imagenet-d-<split>-{spec.hard_options.k}opt`: seed 001 §IX): logits over the row's "
+        "**K candidates**, in `candidates` order; every number is over K options, like the "
+        "5-option imagenet-mcq family, and is not comparable with the full configs'.",
+        "",
+        *(["| K-config | options |", "|---|---|", *k_rows, ""] if k_rows else []),
+        "Label-set-size candidates: K - 1 distractors drawn uniformly without replacement among "
+        "the classes not valid for the image, the label at a uniform position, from a generator "
+        "seeded per row by (seed, config, image key). ImageNet-D's candidates: the label and the "
+        f"selection model's ({spec.hard_options.selector}) K - 1 highest-scoring wrong classes "
+        "(each class scored by the max over its ImageNet group), in a seeded order.",
+        "",
+        "## Layouts read",
+        "",
+        *layout_lines,
+        *([f"- not built (no folder under the source root): {', '.join(absent)}"] if absent else []),
+        "",
+        "## Columns",
+        "",
+        "`id` (`<config>/<source file>`), `image` (the source file's bytes), `label`, "
+        "`candidates` (empty in a full config), `valid_labels` (every valid label, `label` "
+        "first), `variant`, `source_file`; `corruption` / `severity` (3DCC) and `pmset` "
+        "(Vid-Robust: the anchor frame of the row's perturbation set) where built. A text answer "
+        "is matched against the class names and synonyms of the label space (of the candidates "
+        "in a K-config).",
+        "",
+        card_meta.common_sections("classification", licences=LICENCES),
+    ]
+    return "\n".join(parts)

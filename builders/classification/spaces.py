@@ -1,0 +1,55 @@
+"""Label spaces of the classification family, each built once per config
+(vlmrobust.core.label_space): ImageNet classes by their curated clean names
+(vlmrobust/core/classes.py), with the CLIP name and WordNet lemmas as
+synonyms (what a text answer may say instead); ObjectNet-style groups whose
+``imagenet_ids`` are every ImageNet-1k class the group stands for; datasets
+outside ImageNet (Flowers102, Cars, Caltech101) by their own class names,
+with no ImageNet ids (a 1000-way classifier cannot read them)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from vlmrobust.core.classes import load_imagenet_classes
+from vlmrobust.core.label_space import ClassEntry, LabelSpace, name_key
+
+
+def imagenet_entry(index: int) -> ClassEntry:
+    """ImageNet-1k class ``index``: clean name, synonyms, wnid, itself as imagenet id.
+
+    >>> e = imagenet_entry(1)
+    >>> e.name, e.wnid, e.imagenet_ids, "Carassius auratus" in e.synonyms
+    ('goldfish', 'n01443537', (1,), True)
+    """
+    c = load_imagenet_classes()[index]
+    own = name_key(c.name)
+    syn = tuple(dict.fromkeys(s for s in (c.clean_name, c.clip_name, *c.lemmas)
+                              if s.strip() and name_key(s) != own))
+    return ClassEntry(c.name, syn, c.wnid, (index,))
+
+
+def imagenet_space(name: str, ids: Sequence[int]) -> LabelSpace:
+    """The ImageNet classes ``ids`` (label i of a row = ``ids[i]``)."""
+    return LabelSpace(name, tuple(imagenet_entry(i) for i in ids))
+
+
+def group_space(name: str, groups: Mapping[str, Sequence[int]]) -> LabelSpace:
+    """Classes that each stand for a group of ImageNet classes (ObjectNet,
+    ImageNet-D, ImageNet-Vid-Robust), in the mapping's order; a classifier's
+    logit for a class is the max over its group (group_rule ``max``). The
+    group members' clean names are synonyms, so "rocking chair" answers
+    ObjectNet's "chair"."""
+    classes = load_imagenet_classes()
+    entries = []
+    for cls, ids in groups.items():
+        own = name_key(cls)
+        syn = tuple(dict.fromkeys(classes[i].name for i in ids if name_key(classes[i].name) != own))
+        entries.append(ClassEntry(cls, syn, None, tuple(dict.fromkeys(ids))))
+    return LabelSpace(name, tuple(entries), "max")
+
+
+def named_space(name: str, names: Sequence[str],
+                synonyms: Mapping[str, Sequence[str]] | None = None) -> LabelSpace:
+    """Classes known by name only (no wnid, no ImageNet ids)."""
+    syn = synonyms or {}
+    return LabelSpace(name, tuple(ClassEntry(n, tuple(syn.get(n, ())), None, ()) for n in names))
