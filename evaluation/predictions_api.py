@@ -25,7 +25,7 @@ def write_predictions(dataset_dir: str | Path, ids: Sequence[str], logits: Any =
                       text: Sequence[str | None] | None = None,
                       prompt_text: Sequence[str | None] | None = None,
                       harness: dict[str, str] | None = None,
-                      groups: Mapping[str, Any] | None = None) -> Path:
+                      groups: Mapping[str, Any] | None = None, mode: str | None = None) -> Path:
     """Validate ``ids`` + ``logits`` (one list of K floats per id, in the
     dataset's option order; or ``prediction``, option indices, for text-only
     models; or ``text``, each row's raw model output, from which the scorer
@@ -45,6 +45,7 @@ def write_predictions(dataset_dir: str | Path, ids: Sequence[str], logits: Any =
     architecture, training_data, training_size, fine_tuned_on, loss), e.g.
     ``{"training_data": "imagenet-1k"}`` for a classifier that belongs on the
     effective-robustness reference line.
+    ``mode`` records how the answers were read (as ``predict --mode`` does).
     """
     import pyarrow as pa
 
@@ -100,6 +101,8 @@ def write_predictions(dataset_dir: str | Path, ids: Sequence[str], logits: Any =
         if problems:
             raise SubmissionError(f"write_predictions: groups: {problems[0]}")
         meta.update({k: v for k, v in groups.items() if v is not None})
+    if mode is not None:
+        meta["mode"] = mode
     check_schema(meta, "predictions-meta", "write_predictions metadata")
     check_text_fields(meta, "write_predictions metadata", SubmissionError)
     validate_against(index, predictions_from_table(table, out), dataset_dir=dataset_dir, meta=meta)

@@ -1,6 +1,6 @@
-"""`vlmrobust import vlmevalkit RESULT --dataset DIR --out PREDS`: a harness's
-per-sample output as a predictions file (its raw text; the answer is read by
-our matcher when scored)."""
+"""`vlmrobust import vlmevalkit|lmms-eval FILE --dataset DIR --out PREDS`: a harness's
+per-sample output as a predictions file (raw text, whose answer our matcher
+reads when scored; lmms-eval's multiple_choice log-likelihoods as logits)."""
 
 from __future__ import annotations
 
@@ -17,8 +17,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Read another harness's per-sample results for a dataset exported with "
         "'vlmrobust export' and write a predictions file with metadata. The raw model output "
         "goes into 'text'; the scorer reads the answer from it with the project's matcher "
-        "(accuracy only: text carries no logits). Rows of another dataset build, unknown ids "
-        "and missing rows are refused, and nothing is written.",
+        "(accuracy only: text carries no logits); lmms-eval's multiple_choice log-likelihoods "
+        "become logits (every metric). Rows of another dataset build, unknown ids, missing "
+        "rows and edited logs are refused, and nothing is written.",
     )
     fmt = p.add_subparsers(dest="format", metavar="FORMAT", required=True)
     v = fmt.add_parser("vlmevalkit", help="VLMEvalKit's <model>_<dataset>.xlsx|.tsv|.jsonl")
@@ -32,6 +33,21 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="the VLMEvalKit version or commit (its result files do not record it)")
     v.add_argument("--prompt", default=None, help="the prompt id given to 'vlmrobust export'")
     v.set_defaults(func=run_vlmevalkit)
+    m = fmt.add_parser("lmms-eval", help="lmms-eval's <date>_samples_<task>.jsonl (--log_samples)")
+    m.add_argument("samples", type=Path, nargs="+",
+                   help="lmms-eval samples files of tasks from 'vlmrobust export lmms-eval' "
+                   "(one per config; all multiple_choice or all generate_until)")
+    m.add_argument("--dataset", type=Path, required=True, help="the dataset directory it answers")
+    m.add_argument("--out", type=Path, required=True, help="predictions file (.parquet or .jsonl)")
+    m.add_argument("--results", type=Path, default=None,
+                   help="lmms-eval's <date>_results.json (default: the one beside the samples)")
+    m.add_argument("--model", default=None,
+                   help="model name (default: lmms-eval's model_name; a local path becomes "
+                   "its folder name and a hash)")
+    m.add_argument("--family", default="vlm", choices=FAMILIES)
+    m.add_argument("--harness-version", default=None,
+                   help="the lmms-eval version (a pip install records none in its results)")
+    m.set_defaults(func=run_lmms_eval)
 
 
 def run_vlmevalkit(args: argparse.Namespace) -> int:
@@ -42,6 +58,20 @@ def run_vlmevalkit(args: argparse.Namespace) -> int:
     out = import_vlmevalkit(args.result, args.dataset, args.out, model=args.model,
                             family=args.family, harness_version=args.harness_version,
                             prompt=args.prompt)
+    print(f"wrote {out}; score it with: vlmrobust score --dataset {args.dataset} "
+          f"--predictions {out} --out scores.json")
+    return 0
+
+
+def run_lmms_eval(args: argparse.Namespace) -> int:
+    from vlmrobust.core.output_guard import check_file_output
+    from vlmrobust.evaluation.harness_lmms_eval_import import import_lmms_eval
+
+    check_file_output(args.out, "--out", inputs=[*args.samples, args.results],
+                      input_dirs=[args.dataset])
+    out = import_lmms_eval(args.samples, args.dataset, args.out, results=args.results,
+                           model=args.model, family=args.family,
+                           harness_version=args.harness_version)
     print(f"wrote {out}; score it with: vlmrobust score --dataset {args.dataset} "
           f"--predictions {out} --out scores.json")
     return 0

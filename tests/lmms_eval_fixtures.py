@@ -1,0 +1,87 @@
+"""A tiny LLaVA for lmms-eval's ``llava_hf`` model class, and the cached
+lmms-eval environment (scripts/lmms-eval-env.sh) the end-to-end test runs.
+
+lmms-eval's ``llava_hf.loglikelihood`` renders ``<image>\\n{context}`` as a
+*string* user turn through the tokenizer's chat template, with the option as
+the assistant turn; our ``hf`` backend renders a structured turn
+(``[{"type": "image"}, {"type": "text"}]``) through the processor's template.
+``STRING_TEMPLATE`` renders both kinds of turn to the same text and writes the
+assistant turn as ``ASSISTANT:{content}`` with nothing after it (no end of
+sequence), so both tools score the same tokens.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+
+STRING_TEMPLATE = (
+    "{% for m in messages %}{% if m['role'] == 'user' %}USER: "
+    "{% if m['content'] is string %}{{ m['content'] }}{% else %}{% for c in m['content'] %}"
+    "{% if c['type'] == 'image' %}<image>\n{% elif c['type'] == 'text' %}{{ c['text'] }}"
+    "{% endif %}{% endfor %}{% endif %} "
+    "{% else %}ASSISTANT:{% if m['content'] is string %}{{ m['content'] }}{% else %}"
+    "{% for c in m['content'] %}{% if c['type'] == 'text' %}{{ c['text'] }}{% endif %}"
+    "{% endfor %}{% endif %}{% endif %}{% endfor %}"
+    "{% if add_generation_prompt %}ASSISTANT:{% endif %}"
+)
+
+
+def make_llava_for_lmms(out: Path, image_size: int = 8) -> Path:
+    """A tiny randomly initialised LLaVA saved as a hub checkpoint, its tokenizer
+    and processor sharing ``STRING_TEMPLATE``. ``image_size`` 8 (one 8x8 patch)
+    gives one image token (see the test module for why that matters)."""
+    from transformers import (
+        CLIPImageProcessor,
+        CLIPVisionConfig,
+        LlamaConfig,
+        LlavaConfig,
+        LlavaForConditionalGeneration,
+        LlavaProcessor,
+    )
+
+    from tests.vlm_fixtures import _save, _seeded, _text_config, make_tokenizer
+
+    tok = make_tokenizer()
+    tok.chat_template = STRING_TEMPLATE
+    vision = CLIPVisionConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                              num_attention_heads=4, image_size=image_size, patch_size=8)
+    cfg = LlavaConfig(vision_config=vision, text_config=LlamaConfig(**_text_config(len(tok))),
+                      image_token_id=tok.convert_tokens_to_ids("<image>"),
+                      vision_feature_select_strategy="default", vision_feature_layer=-1)
+    model = _seeded(lambda: LlavaForConditionalGeneration(cfg).eval())
+    image_proc = CLIPImageProcessor(size={"shortest_edge": image_size},
+                                    crop_size={"height": image_size, "width": image_size})
+    proc = LlavaProcessor(image_processor=image_proc, tokenizer=tok, patch_size=8,
+                          vision_feature_select_strategy="default", num_additional_image_tokens=1,
+                          chat_template=STRING_TEMPLATE)
+    return _save(model, proc, out)
+
+
+def lmms_eval_env(build: bool) -> Path | None:
+    """The cached lmms-eval environment's folder; None when it is not built and
+    ``build`` is false. Building runs scripts/lmms-eval-env.sh (which waits on a
+    build already running)."""
+    script = REPO / "scripts" / "lmms-eval-env.sh"
+    key = subprocess.run(["bash", str(script), "--key"], check=True, capture_output=True,
+                         text=True).stdout.strip()
+    if (Path(key) / ".ready").is_file():
+        return Path(key)
+    if not build:
+        return None
+    done = subprocess.run(["bash", str(script)], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"building the lmms-eval environment failed:\n{done.stderr[-3000:]}")
+    return Path(done.stdout.strip().splitlines()[-1])
+
+
+def offline_env(**extra: str) -> dict[str, Any]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV"))}
+    env.update(HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
+               OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", TOKENIZERS_PARALLELISM="false",
+               WANDB_MODE="disabled", **extra)
+    return env
