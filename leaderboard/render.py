@@ -35,6 +35,7 @@ from vlmrobust.leaderboard.board import (
 from vlmrobust.leaderboard.downloads import pairwise_csv, table_records, to_csv, to_json
 from vlmrobust.leaderboard.fit_plots import fit_marker, fit_plot, shift_charts
 from vlmrobust.leaderboard.formatting import data_v, num, params, pct, signed, tone
+from vlmrobust.leaderboard.holistic import holistic_sections
 from vlmrobust.leaderboard.pairwise import LEVEL, RANK_COLUMN
 from vlmrobust.leaderboard.provenance import Provenance
 from vlmrobust.leaderboard.submission import QUADRANTS, TRANSITIONS
@@ -236,6 +237,7 @@ def render_site(lb: Leaderboard, *, releases: Sequence[Mapping[str, Any]] = (),
                                      y_label="corrective RAS (WW ∪ WR)",
                                      title="destructive vs corrective RAS"),
          quadrants=QUADRANTS, transitions=TRANSITIONS)
+    page("holistic.html", "holistic.html.j2", sections=holistic_sections(lb))
     page("releases.html", "releases.html.j2", releases=list(reversed(list(releases))))
     page("submit.html", "submit.html.j2")
     page("about.html", "about.html.j2", citations=(VLMROBUST, *CITATIONS))

@@ -10,6 +10,7 @@ from typing import Any
 from vlmrobust.core.bounded import MAX_SCORES_BYTES, parse_json_bounded, read_bytes_bounded
 from vlmrobust.leaderboard.bench_c_extras import load_extras
 from vlmrobust.leaderboard.fields import Where
+from vlmrobust.leaderboard.holistic_scores import load_shape_bias
 from vlmrobust.leaderboard.submission import (
     BENCH_C_METRICS,
     CALIBRATION_FIELDS,
@@ -174,5 +175,6 @@ def parse_scores(raw: Any, path: Path, model_id: str) -> dict[str, DatasetScores
             reference_variant=ref,
             configs=configs,
             bench_c=None if bench_c is None else _load_bench_c(w, bench_c, f"{where}.bench_c"),
+            shape_bias=load_shape_bias(w, d.get("shape_bias"), f"{where}.shape_bias"),
         )
     return out

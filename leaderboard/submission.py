@@ -15,6 +15,7 @@ from vlmrobust.leaderboard.evidence import DatasetEvidence
 
 if TYPE_CHECKING:
     from vlmrobust.leaderboard.bench_c_extras import BenchCExtras
+    from vlmrobust.leaderboard.holistic_scores import ShapeBiasScore
 
 QUADRANTS = ("degraded", "overconfident", "hesitant", "stable")
 TRANSITIONS = ("RR", "RW", "WR", "WW")
@@ -121,6 +122,8 @@ class DatasetScores:
     reference_variant: str | None
     configs: tuple[ConfigScore, ...]
     bench_c: BenchCScores | None = None
+    # cue-conflict configs: config -> shape bias (vlmrobust.leaderboard.holistic_scores)
+    shape_bias: Mapping[str, ShapeBiasScore] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         names = [c.config for c in self.configs]
