@@ -152,6 +152,45 @@ CITATIONS: tuple[Citation, ...] = (
         "  author = {Karpathy, Andrej and Fei-Fei, Li},\n"
         "  booktitle = {IEEE Conference on Computer Vision and Pattern Recognition},\n"
         "  year = {2015}\n}"),
+    Citation(
+        "huang2021mos",
+        "MOS: Towards Scaling Out-of-distribution Detection for Large Semantic Space",
+        "https://arxiv.org/abs/2105.01879", ("ood",),
+        "@inproceedings{huang2021mos,\n"
+        "  title = {MOS: Towards Scaling Out-of-distribution Detection for Large Semantic Space},\n"
+        "  author = {Huang, Rui and Li, Yixuan},\n"
+        "  booktitle = {IEEE/CVF Conference on Computer Vision and Pattern Recognition (CVPR)},\n"
+        "  year = {2021}\n}"),
+    Citation(
+        "hendrycks2021natural",
+        "Natural Adversarial Examples",
+        "https://arxiv.org/abs/1907.07174", ("ood",),
+        "@inproceedings{hendrycks2021natural,\n"
+        "  title = {Natural Adversarial Examples},\n"
+        "  author = {Hendrycks, Dan and Zhao, Kevin and Basart, Steven and Steinhardt, Jacob "
+        "and Song, Dawn},\n"
+        "  booktitle = {IEEE/CVF Conference on Computer Vision and Pattern Recognition (CVPR)},\n"
+        "  year = {2021}\n}"),
+    Citation(
+        "bitterwolf2023ninco",
+        "In or Out? Fixing ImageNet Out-of-Distribution Detection Evaluation",
+        "https://arxiv.org/abs/2306.00826", ("ood",),
+        "@inproceedings{bitterwolf2023ninco,\n"
+        "  title = {In or Out? Fixing ImageNet Out-of-Distribution Detection Evaluation},\n"
+        "  author = {Bitterwolf, Julian and M{\\\"u}ller, Maximilian and Hein, Matthias},\n"
+        "  booktitle = {International Conference on Machine Learning (ICML)},\n"
+        "  year = {2023}\n}"),
+    Citation(
+        "ming2022delving",
+        "Delving into Out-of-Distribution Detection with Vision-Language Representations",
+        "https://arxiv.org/abs/2211.13445", ("ood",),
+        "@inproceedings{ming2022delving,\n"
+        "  title = {Delving into Out-of-Distribution Detection with Vision-Language "
+        "Representations},\n"
+        "  author = {Ming, Yifei and Cai, Ziyang and Gu, Jiuxiang and Sun, Yiyou and Li, Wei "
+        "and Li, Yixuan},\n"
+        "  booktitle = {Advances in Neural Information Processing Systems (NeurIPS)},\n"
+        "  year = {2022}\n}"),
 )
 
 

@@ -69,6 +69,11 @@ FAMILIES: Mapping[str, FamilyCard] = {
         ("image-classification",), ("multi-class-image-classification",),
         ("extended|ILSVRC/imagenet-1k",),
         "clip:ViT-B-32:openai"),
+    "ood": FamilyCard(
+        "OOD detection against ImageNet-1k: iNaturalist, SUN, Places, Textures, ImageNet-O, NINCO",
+        ("image-classification",), ("multi-class-image-classification",),
+        ("extended|ILSVRC/imagenet-1k", "extended|imagenet-o", "extended|ninco"),
+        "clip:ViT-B-32:openai"),
     "retrieval": FamilyCard(
         "Zero-shot image-text retrieval: Flickr30K and MSCOCO 5k (Karpathy test splits)",
         ("image-to-text", "text-to-image"), (),
