@@ -43,6 +43,7 @@ from vlmrobust.leaderboard.board import (
     variant_key,
 )
 from vlmrobust.leaderboard.bootstrap import interval, resampled_accuracy, seeded_rng
+from vlmrobust.leaderboard.classification import classification_board
 from vlmrobust.leaderboard.pairwise import adjacent_tests
 from vlmrobust.leaderboard.provenance import provenances
 from vlmrobust.leaderboard.reference_runs import ReferenceRuns
@@ -190,6 +191,7 @@ def aggregate(submissions: tuple[Submission, ...], spec: BaselineSpec,
         pages=pages, mean_er=mean_map,
         provenance=provenances(submissions, record or ReferenceRuns("none")),
         record=record,
+        classification=classification_board(submissions, spec, record),
     )
     return dataclasses.replace(lb, pairwise=tuple(adjacent_tests(lb)))
 

@@ -15,6 +15,7 @@ from vlmrobust.leaderboard.provenance import Provenance
 from vlmrobust.leaderboard.reference_runs import ReferenceRuns
 
 if TYPE_CHECKING:
+    from vlmrobust.leaderboard.classification import ClassificationBoard
     from vlmrobust.leaderboard.pairwise import PairTest
 from vlmrobust.leaderboard.submission import Submission
 
@@ -74,6 +75,9 @@ class ShiftFit:
     # line model -> other submissions of the same model (adapter, checkpoint,
     # predictions content), drawn but not counted
     copies: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    # the dataset whose accuracies the line is fitted on (imagenet-mcq, or the
+    # full-label-space configs of a classification dataset)
+    dataset: str = IMAGENET
 
     def __post_init__(self) -> None:
         if self.kind not in LINE_KINDS:
@@ -110,7 +114,7 @@ class ShiftFit:
     def as_record(self) -> dict[str, object]:
         return {
             "kind": self.kind, "label": self.label, "family": self.family or None,
-            "dataset": IMAGENET, "strategy": self.strategy,
+            "dataset": self.dataset, "strategy": self.strategy,
             "reference_variant": self.reference, "shift_variant": self.shift,
             "transform": self.transform, "slope": self.slope, "intercept": self.intercept,
             "slope_ci": None if self.slope_ci is None else list(self.slope_ci),
@@ -196,6 +200,8 @@ class Leaderboard:
     record: ReferenceRuns | None = None
     # adjacent-model paired tests of every overview column (.pairwise)
     pairwise: tuple[PairTest, ...] = ()
+    # the Classification page: full-label-space lines and ER (.classification)
+    classification: ClassificationBoard | None = None
 
     def __post_init__(self) -> None:
         if len(self.rows) != len(self.submissions):

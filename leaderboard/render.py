@@ -32,6 +32,7 @@ from vlmrobust.leaderboard.board import (
     Leaderboard,
     family_key,
 )
+from vlmrobust.leaderboard.classification_view import classification_page
 from vlmrobust.leaderboard.downloads import pairwise_csv, table_records, to_csv, to_json
 from vlmrobust.leaderboard.fit_plots import fit_marker, fit_plot, shift_charts
 from vlmrobust.leaderboard.formatting import data_v, num, params, pct, signed, tone
@@ -238,6 +239,8 @@ def render_site(lb: Leaderboard, *, releases: Sequence[Mapping[str, Any]] = (),
                                      title="destructive vs corrective RAS"),
          quadrants=QUADRANTS, transitions=TRANSITIONS)
     page("holistic.html", "holistic.html.j2", sections=holistic_sections(lb))
+    cls_context, cls_files = classification_page(lb)
+    page("classification.html", "classification.html.j2", **cls_context)
     page("releases.html", "releases.html.j2", releases=list(reversed(list(releases))))
     page("submit.html", "submit.html.j2")
     page("about.html", "about.html.j2", citations=(VLMROBUST, *CITATIONS))
@@ -270,6 +273,7 @@ def render_site(lb: Leaderboard, *, releases: Sequence[Mapping[str, Any]] = (),
     columns, records = table_records(lb)
     out = {k: v.encode("utf-8") for k, v in files.items()}
     out.update(binary)
+    out.update(cls_files)
     out["leaderboard.csv"] = to_csv(columns, records).encode("utf-8")
     out["leaderboard.json"] = to_json(lb, columns, records).encode("utf-8")
     out["pairwise.csv"] = pairwise_csv(lb).encode("utf-8")

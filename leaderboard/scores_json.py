@@ -27,6 +27,8 @@ from vlmrobust.leaderboard.submission import (
 )
 
 SCHEMA_VERSION = 1
+# kind classification: what a config's numbers are over (evaluation/score_classification.py)
+OVER = ("label-space", "k-options")
 
 
 def _load_config(w: Where, name: str, raw: Any, where: str) -> ConfigScore:
@@ -55,7 +57,18 @@ def _load_config(w: Where, name: str, raw: Any, where: str) -> ConfigScore:
         strategy=w.text(c, "strategy", where),
         calibration={k: w.number(c, k, where) for k in CALIBRATION_FIELDS},
         factors=_load_factors(w, c.get("factors"), f"{where}.factors"),
+        over=_over(w, c, where),
+        k=w.integer(c, "k", where, required=False),
+        n_classes=w.integer(c, "n_classes", where, required=False),
+        mean_per_class=w.number(c, "mean_per_class_accuracy", where, lo=0.0, hi=1.0),
     )
+
+
+def _over(w: Where, c: Any, where: str) -> str | None:
+    over = w.text(c, "over", where)
+    if over is not None and over not in OVER:
+        raise w.fail(f"{where}.over", f"{over!r} is not one of {list(OVER)}", "rescore the submission")
+    return over
 
 
 def _load_factors(w: Where, raw: Any, where: str) -> dict[str, tuple[int, float | None]]:
@@ -176,5 +189,6 @@ def parse_scores(raw: Any, path: Path, model_id: str) -> dict[str, DatasetScores
             configs=configs,
             bench_c=None if bench_c is None else _load_bench_c(w, bench_c, f"{where}.bench_c"),
             shape_bias=load_shape_bias(w, d.get("shape_bias"), f"{where}.shape_bias"),
+            kind=w.text(d, "kind", where) or "mcq",
         )
     return out

@@ -16,7 +16,7 @@ shifts so that a mean over shifts has a proper joint interval.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -63,12 +63,18 @@ def imagenet_n(d: DatasetScores) -> dict[tuple[str, str], int]:
 
 
 class Accuracies:
-    """Point accuracies and their (lazily drawn, cached) bootstrap replicates."""
+    """Point accuracies and their (lazily drawn, cached) bootstrap replicates:
+    (strategy, variant) -> accuracy of each submission's ``dataset`` section, as
+    ``acc_of`` and ``n_of`` read them (imagenet-mcq's by default; the
+    classification page passes its full-label-space configs)."""
 
-    def __init__(self, subs: Sequence[Submission], spec: BaselineSpec) -> None:
+    def __init__(self, subs: Sequence[Submission], spec: BaselineSpec, dataset: str = IMAGENET,
+                 acc_of: Callable[[DatasetScores], dict[tuple[str, str], float]] = imagenet_acc,
+                 n_of: Callable[[DatasetScores], dict[tuple[str, str], int]] = imagenet_n) -> None:
         self.spec = spec
-        self.acc = {s.model_id: imagenet_acc(s.datasets[IMAGENET]) for s in subs}
-        self.n = {s.model_id: imagenet_n(s.datasets[IMAGENET]) for s in subs}
+        self.dataset = dataset
+        self.acc = {s.model_id: acc_of(s.datasets[dataset]) for s in subs}
+        self.n = {s.model_id: n_of(s.datasets[dataset]) for s in subs}
         self._boot: dict[tuple[str, str, str], NDArray[np.float64]] = {}
 
     def boot(self, model: str, strategy: str, variant: str) -> NDArray[np.float64]:
@@ -143,8 +149,8 @@ def _fit_shift(g: _Group, strategy: str, ref: str, shift: str, accs: Accuracies,
                       p.family, p.prompt_id) for p in points)
     copies = {m: c for m, c in g.copies.items() if m in in_base}
     f = ShiftFit(g.kind, g.label, strategy, ref, shift, kind, tuple(base), g.missing, line,
-                 reason, CHANCE[IMAGENET], pts, slope_ci, intercept_ci, ci_reason, g.family,
-                 copies)
+                 reason, CHANCE.get(accs.dataset, 0.0), pts, slope_ci, intercept_ci, ci_reason,
+                 g.family, copies, accs.dataset)
     return f, boot_a, boot_b
 
 
@@ -247,7 +253,7 @@ def strategy_fits(subs: Sequence[Submission], accs: Accuracies, strategy: str, s
     """All lines of one strategy, every model's ER against the reference line per
     shift, and its mean ER over shifts with the joint interval. ``recorded``: the
     model ids whose ImageNet-MCQ run is in the maintainers' reference-run record."""
-    refs = {s.model_id: s.datasets[IMAGENET].reference_variant for s in subs}
+    refs = {s.model_id: s.datasets[accs.dataset].reference_variant for s in subs}
     meta = {s.model_id: s.meta for s in subs}
     pairs: dict[tuple[str, str], list[str]] = defaultdict(list)
     for m, a in accs.acc.items():

@@ -62,6 +62,13 @@ class ConfigScore:
     # ImageNet-X factor -> (images with the factor, accuracy on them or None);
     # imagenet-val configs only, when the scorer had the annotations.
     factors: Mapping[str, tuple[int, float | None]] = field(default_factory=dict)
+    # kind classification (issue 23): what the numbers are over ("label-space" |
+    # "k-options"), K of a K-option config, the label space's size, and the mean of
+    # the per-class accuracies
+    over: str | None = None
+    k: int | None = None
+    n_classes: int | None = None
+    mean_per_class: float | None = None
 
     def __post_init__(self) -> None:
         if self.n < 0:
@@ -124,6 +131,7 @@ class DatasetScores:
     bench_c: BenchCScores | None = None
     # cue-conflict configs: config -> shape bias (vlmrobust.leaderboard.holistic_scores)
     shape_bias: Mapping[str, ShapeBiasScore] = field(default_factory=dict)
+    kind: str = "mcq"
 
     def __post_init__(self) -> None:
         names = [c.config for c in self.configs]

@@ -304,3 +304,40 @@ def heatmap(rows: Sequence[str], cols: Sequence[int],
         body += [*texts, "</g>"]
     body.append(f'<text x="{left}" y="{height - 6}">severity →  scale ±{vmax:g}</text>')
     return _svg(f, body, title)
+
+
+def log_curves(series: Sequence[tuple[str, str, Sequence[tuple[float, float]]]], *,
+               x_label: str, y_label: str, title: str) -> Markup:
+    """Lines through points on a log₁₀ x axis (seed 002 Fig. 2: accuracy against
+    the number of classes K) and a linear y axis in [0, 1]; one series is
+    (label, colour, [(x, y), ...]) with x > 0, drawn in x order with a legend.
+
+    >>> '<path class="curve"' in log_curves([("clip", "#000", [(2, 0.9), (1000, 0.6)])],
+    ...                           x_label="K", y_label="accuracy", title="t")
+    True
+    """
+    xs = [x for _, _, pts in series for x, _ in pts if x > 0]
+    if not xs:
+        f = Frame(0.0, 1.0, 0.0, 1.0)
+        return _svg(f, [*_axes(f, [], [], x_label, y_label, title),
+                        f'<text x="{f.width // 2}" y="{f.height // 2}" text-anchor="middle">'
+                        "no data</text>"], title)
+    lo, hi = math.log10(min(xs)), math.log10(max(xs))
+    lo, hi = (lo - 0.5, hi + 0.5) if hi - lo < 1e-9 else (lo - 0.08 * (hi - lo), hi + 0.08 * (hi - lo))
+    f = Frame(lo, hi, 0.0, 1.0, height=320 + 14 * len(series), bottom=40 + 14 * len(series))
+    xticks = [(math.log10(v), f"{v:g}") for v in sorted(set(xs))]
+    body = _axes(f, xticks, [(v / 5, f"{v * 20}%") for v in range(6)], x_label, y_label, title)
+    for i, (label, colour, pts) in enumerate(series):
+        drawn = sorted((math.log10(x), y) for x, y in pts if x > 0)
+        # a path, not a polyline: the site check allows few SVG elements
+        coords = " L".join(f"{_n(f.px(x))} {_n(f.py(y))}" for x, y in drawn)
+        body.append(f'<path class="curve" d="M{coords}" fill="none" stroke="{escape(colour)}" '
+                    'stroke-width="1.5"/>')
+        for x, y in drawn:
+            body.append(f'<circle cx="{_n(f.px(x))}" cy="{_n(f.py(y))}" r="3" fill="{escape(colour)}">'
+                        f"<title>{escape(label)}: K = {10 ** x:g}, {y:.3f}</title></circle>")
+        ly = f.height - 14 * (len(series) - i) - 4
+        body.append(f'<line x1="{f.left}" x2="{f.left + 16}" y1="{ly - 4}" y2="{ly - 4}" '
+                    f'stroke="{escape(colour)}" stroke-width="2"/>'
+                    f'<text x="{f.left + 22}" y="{ly}">{escape(label)}</text>')
+    return _svg(f, body, title)
