@@ -92,7 +92,8 @@ def classification_page(lb: Leaderboard) -> tuple[dict[str, Any], dict[str, byte
     empty context (``board`` None) when no submission has a classification section."""
     board = lb.classification
     if board is None:
-        return {"board": None, "per_class_links": {}}, {}
+        # the page links the download whatever it holds
+        return {"board": None, "per_class_links": {}}, {"classification.csv": to_csv(CONFIG_COLUMNS, []).encode()}
     files: dict[str, bytes] = {}
     sections = board.sections(lb.submissions)
     cols = variants(sections)
