@@ -136,8 +136,9 @@ def reference_config(configs: Sequence[ConfigData], name: str | None = None) -> 
     if name is not None:
         found = [d for d in full if d.config == name]
     else:
-        found = [d for d in full if d.variant == REFERENCE_VARIANT] or [
-            d for d in full if d.config == REFERENCE_VARIANT]
+        found = [d for d in full if d.variant == REFERENCE_VARIANT]
+        if len(found) != 1:  # several val configs (or none with a variant): the one named so
+            found = [d for d in full if d.config == REFERENCE_VARIANT]
     return found[0] if len(found) == 1 else None
 
 

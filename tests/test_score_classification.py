@@ -212,3 +212,43 @@ def test_the_section_follows_the_scores_schema() -> None:
     scores["datasets"]["classification"]["configs"]["imagenet-r"]["over"] = "classes"
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(scores, schema)
+
+
+def test_a_classification_dataset_directory_scores_through_the_files(tmp_path: Any) -> None:
+    import json
+
+    from tests.classification_fixtures import index_rows, random_logits, write_classification
+    from tests.score_fixtures import write_jsonl, write_meta, write_parquet
+    from vlmrobust.core.label_space import read_label_space
+    from vlmrobust.evaluation.score import score
+
+    ds = write_classification(tmp_path / "ds", n=30, k=3)
+    rows = index_rows(ds)
+    logits = random_logits(rows, seed=1)
+    preds = write_parquet(tmp_path / "p.parquet", [r["id"] for r in rows], logits)
+    write_meta(preds, ds)
+    section = score(ds, preds, tmp_path / "scores.json")["datasets"]["classification"]
+    full, k3 = section["configs"]["toy"], section["configs"]["toy-k3"]
+    assert (full["over"], full["k"], full["n_classes"]) == (LABEL_SPACE, None, 6)
+    assert (k3["over"], k3["k"], k3["n_classes"]) == (K_OPTIONS, 3, 6)
+    for cfg, got in (("toy", full), ("toy-k3", k3)):
+        mine = [i for i, r in enumerate(rows) if r["config"] == cfg]
+        z, y = np.array([logits[i] for i in mine]), np.array([rows[i]["answer"] for i in mine])
+        assert got["ece"] == pytest.approx(_ece_torchmetrics(z, y), abs=1e-6)
+        assert got["nll"] == pytest.approx(_nll(z, y), rel=1e-9)
+    # no imagenet-val config here: the temperature says why it is missing
+    assert full["temperature"] is None and "not scored in this predictions file" in full["ts_note"]
+    lines = [json.loads(x) for x in (tmp_path / "scores.rows.jsonl").read_text().splitlines()]
+    assert [r["label"] for r in lines] == [r["label"] for r in rows]  # class ids, also in the K config
+    # text answers (closed world): accuracy only, a text naming no class is no answer
+    names = read_label_space(ds, "toy").names
+    text = [{"id": r["id"], "text": names[r["label"]] if i % 3 else "no idea"} for i, r in enumerate(rows)]
+    tpreds = write_jsonl(tmp_path / "t.jsonl", text)
+    write_meta(tpreds, ds)
+    t_section = score(ds, tpreds, tmp_path / "t.json")["datasets"]["classification"]
+    for cfg in ("toy", "toy-k3"):
+        n = sum(r["config"] == cfg for r in rows)
+        wrong = sum(1 for i, r in enumerate(rows) if r["config"] == cfg and i % 3 == 0)
+        got = t_section["configs"][cfg]
+        assert got["accuracy"] == pytest.approx(1 - wrong / n) and got["no_answer"] == wrong
+        assert got["ece"] is None and got["ts_note"] == NO_LOGITS
