@@ -32,7 +32,7 @@ BYTES_PER_ROW = 64 * 1024
 BYTES_BASE = 16 * 1024 * 1024
 # Columns scoring may use besides id/options/answer (read when the dataset has them).
 FAMILY_COLUMNS = ("variant", "distractors", "source", "source_id", "corruption", "severity",
-                  "kappa", "category", "source_file")
+                  "kappa", "category", "source_file", "texture_label")
 CLEAN = "none"
 # Read when the dataset has it: per-option ImageNet-1k ids, whose WordNet lemmas
 # the matcher accepts as synonyms of the options.

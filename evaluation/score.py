@@ -30,6 +30,7 @@ from vlmrobust.evaluation.score_bench_c import BENCH_C_NOTE, BENCH_C_PAIR_METRIC
 from vlmrobust.evaluation.score_classification import classification_section
 from vlmrobust.evaluation.score_common import DEFAULT_SEED, derived_seed
 from vlmrobust.evaluation.score_common import json_num as _num
+from vlmrobust.evaluation.score_family import add_family_blocks
 from vlmrobust.evaluation.validate import ValidationReport, validate, validate_against
 from vlmrobust.metrics.accuracy import accuracy, accuracy_ci
 from vlmrobust.metrics.calibration import (
@@ -141,6 +142,7 @@ def score_report(report: ValidationReport, model_id: str | None = None, seed: in
              else {})
     if extra:
         configs = extra.pop("configs")
+        add_family_blocks(report, configs, extra, seed, imagenet_x)  # factors, shape bias
     else:
         annotations = (annotations_for(index, imagenet_x) if index.name == "imagenet-mcq"
                        else None)

@@ -139,3 +139,60 @@ def test_card_section_counts_this_builds_images_per_factor() -> None:
     assert "3 of this build's 4 imagenet-val images are annotated" in text
     assert "| pose | 1 |" in text and "| texture | 1 |" in text and "| larger | 0 |" in text
     assert "style" not in text.split("| factor |")[1]  # only the 10 named factors are listed
+
+
+def test_classification_imagenet_val_gets_factors_over_the_full_label_space(tmp_path: Path) -> None:
+    """A classification config of imagenet-val rows (the classification family's):
+    factor accuracy is top-1 over the whole label space, joined on source_file;
+    the K-option config of the same rows gets none."""
+    import datasets
+
+    from tests.classification_fixtures import png, toy_label_space
+    from vlmrobust.core.kinds import CLASSIFICATION
+    from vlmrobust.core.writer import BuildInfo, write_dataset
+    from vlmrobust.evaluation.predictions_api import write_predictions
+    from vlmrobust.evaluation.score import score
+
+    ann = tmp_path / "imagenet_x_val_top_factor.jsonl"
+    ann.write_text("\n".join([_line(f"ILSVRC2012_val_{i:08d}.JPEG", 0, **{f: 1})
+                              for i, f in ((1, "pose"), (2, "pose"), (3, "texture"),
+                                           (4, "pose"))]) + "\n")
+    space = toy_label_space()
+    feats = datasets.Features({"id": datasets.Value("string"), "image": datasets.Image(),
+                               "label": datasets.Value("int32"),
+                               "candidates": datasets.Sequence(datasets.Value("int32")),
+                               "variant": datasets.Value("string"),
+                               "source_file": datasets.Value("string")})
+
+    def rows(config: str, k: bool) -> list[dict[str, object]]:
+        return [{"id": f"{config}-{i}", "image": {"bytes": png(i), "path": None},
+                 "label": i % len(space), "candidates": [i % len(space), (i + 1) % len(space)] if k else [],
+                 "variant": "imagenet-val", "source_file": f"ILSVRC2012_val_{i:08d}.JPEG"}
+                for i in range(1, 6)]
+
+    ds = tmp_path / "ds"
+    write_dataset(ds, configs={"imagenet-val": rows("imagenet-val", False),
+                               "imagenet-val-k2": rows("imagenet-val-k2", True)},
+                  features=feats, card="x", info=BuildInfo("classification", "1", 0),
+                  kind=CLASSIFICATION, label_spaces={"imagenet-val": space, "imagenet-val-k2": space})
+    n = len(space)
+    # imagenet-val rows 1..5: right, wrong, right, right, wrong (over the whole space)
+    right = {1: True, 2: False, 3: True, 4: True, 5: False}
+    ids, logits = [], []
+    for i in range(1, 6):
+        y = i % n
+        pick = y if right[i] else (y + 2) % n
+        ids.append(f"imagenet-val-{i}")
+        logits.append([3.0 if j == pick else 0.0 for j in range(n)])
+    for i in range(1, 6):
+        ids.append(f"imagenet-val-k2-{i}")
+        logits.append([1.0, 0.0])
+    preds = write_predictions(ds, ids, logits, model="m", family="clip", out=tmp_path / "p.parquet")
+    cfgs = score(ds, preds, tmp_path / "s.json", imagenet_x=ann)["datasets"][
+        "classification"]["configs"]
+    f = cfgs["imagenet-val"]["factors"]
+    assert f["pose"] == {"n": 3, "accuracy": pytest.approx(2 / 3)}  # images 1, 2, 4
+    assert f["texture"] == {"n": 1, "accuracy": 1.0}
+    assert f["annotated"] == {"n": 4, "accuracy": 0.75}
+    assert cfgs["imagenet-val"]["factor_annotations"]["file"] == "imagenet_x_val_top_factor.jsonl"
+    assert "factors" not in cfgs["imagenet-val-k2"]
