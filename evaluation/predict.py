@@ -354,7 +354,7 @@ def _merge(out: Path, plan: Sequence[PlannedRow], done: dict[int, JournalRow],
     decided = any("text" in r[2] for r in rows)
     write_predictions(out, predictions_table(
         [p.id for p in plan], [p.config for p in plan],
-        [r[1] or [] for r in rows] if all(with_logits) else None,
+        [r[1] for r in rows] if all(with_logits) else None,
         text=column("text") if decided else None, prompt_text=column("prompt_text"),
         prediction=[r[2].get("prediction") for r in rows] if decided else None), meta)
 

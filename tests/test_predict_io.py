@@ -16,6 +16,7 @@ from vlmrobust.evaluation.predictions_io import (
     JournalWriter,
     predictions_table,
     read_journal,
+    read_journal_rows,
     start_journal,
     write_predictions,
 )
@@ -95,3 +96,38 @@ def test_parquet_and_jsonl_writers(tmp_path: Path) -> None:
     lines = [json.loads(x) for x in (tmp_path / "p.jsonl").read_text().splitlines()]
     assert lines == back.to_pylist()
     assert not list(tmp_path.glob(".*tmp"))
+
+
+def test_journal_of_an_earlier_version_is_still_read(tmp_path: Path) -> None:
+    """Logits journaled as a decimal list (before base64 float32) read back as float32."""
+    (tmp_path / "rank-0-of-1.jsonl").write_text('{"rows": [[0, "a", [1.5, -0.1]]]}\n')
+    logits = read_journal_rows(tmp_path)[0][1]
+    assert logits is not None and logits.dtype == np.float32
+    np.testing.assert_array_equal(logits, np.array([1.5, -0.1], np.float32))
+
+
+def test_journal_logits_are_base64_float32(tmp_path: Path) -> None:
+    import base64
+
+    w = JournalWriter(tmp_path / "rank-0-of-1.jsonl")
+    v = np.array([0.1, -3e38, np.float32(1) / 3], np.float32)
+    w.append([(0, "a", v)])
+    w.close()
+    entry = json.loads((tmp_path / "rank-0-of-1.jsonl").read_text())["rows"][0][2]
+    assert np.frombuffer(base64.b64decode(entry["f32"]), "<f4").tolist() == v.tolist()
+
+
+def test_large_tables_are_written_in_row_groups(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                                ) -> None:
+    from vlmrobust.evaluation import predictions_io
+    from vlmrobust.evaluation.predictions_read import read_predictions
+
+    monkeypatch.setattr(predictions_io, "ROW_GROUP_BYTES", 3 * (4 * 1000 + 64))  # 3 rows
+    z = np.random.default_rng(0).normal(size=(10, 1000)).astype(np.float32)
+    table = predictions_table([f"r{i}" for i in range(10)], ["c"] * 10, list(z))
+    out = tmp_path / "p.parquet"
+    write_predictions(out, table, {"model": "m", "family": "other"})
+    assert pq.ParquetFile(out).metadata.num_row_groups == 4  # 3 + 3 + 3 + 1 rows
+    pf = read_predictions(out)
+    assert pf.logits_flat is not None
+    np.testing.assert_array_equal(pf.logits_flat.reshape(10, 1000), z)
