@@ -4,6 +4,12 @@
 # (tests/perf/ benchmarks run with `tox -e perf`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# lmms-eval's own environment (tests/test_harness_lmms_eval_run.py): built once into
+# ~/.cache/vlmrobust/lmms-eval-env (about 7 GB; 2 to 10 minutes, mostly downloads), in
+# the background while setup and the suite run; the test waits for it. Reused after.
+lmms_log="${TMPDIR:-/tmp}/vlmrobust-lmms-eval-env.log"
+bash scripts/lmms-eval-env.sh >"$lmms_log" 2>&1 &
+export VLMROBUST_LMMS_EVAL=1
 bash scripts/setup.sh --browser
 export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 echo "[tests] ruff"

@@ -1,0 +1,147 @@
+"""The real lmms-eval, end to end and offline: tasks exported by ``vlmrobust
+export lmms-eval`` run by ``python -m lmms_eval --include_path DIR --tasks ...
+--log_samples`` (lmms-eval 0.7.3 in its own cached environment,
+scripts/lmms-eval-env.sh) on a tiny randomly initialised LLaVA saved to a local
+folder, through lmms-eval's own ``llava_hf`` model class; the samples then
+import, validate and score, and the multiple_choice logits equal our own
+``likelihood:avg`` reader's on the same rows and prompt.
+
+Why the settings are what they are (each is lmms-eval 0.7.3's behaviour):
+- ``--force_simple`` for multiple_choice: the default (chat) ``llava_hf`` turns a
+  task into message requests, which lmms-eval builds for generation only
+  ("Currently messages is used for generation only").
+- ``llava_hf.loglikelihood`` returns the *mean* token cross-entropy of the option
+  (the model's loss), so the logit -loss is our ``likelihood:avg``, not ``:sum``.
+- It masks the prompt by the length of the prompt tokenised *without* the image;
+  LLaVA's processor expands ``<image>`` into one token per patch only when it is
+  given the image, so with N image tokens the mean also covers the last N - 1
+  prompt tokens. The model here has one 8x8 patch, so N = 1 and nothing extra is
+  averaged (with a 32x32 image, N = 16, the logits differed by up to 0.05).
+- The model's chat template renders lmms-eval's string turn ``<image>\\n{q}``
+  and our structured turn alike and ends the assistant turn right after the
+  option (tests/lmms_eval_fixtures.py), so both tools score the same tokens.
+
+The environment is built once (2 min on an idle 2-core machine, 10 min under
+load; about 7 GB) and reused. scripts/run-tests.sh starts that build in the
+background and sets VLMROBUST_LMMS_EVAL=1, so the test waits for it; a plain
+pytest run skips the test until the environment exists.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.lmms_eval_fixtures import REPO, lmms_eval_env, offline_env
+from tests.score_fixtures import write_mcq
+from tests.trust_fixtures import run_cli
+
+CONFIGS = ("sample-photo-random", "sample-rendition-random")
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def env() -> Path:
+    try:
+        found = lmms_eval_env(build=os.environ.get("VLMROBUST_LMMS_EVAL") == "1")
+    except RuntimeError as exc:
+        pytest.fail(str(exc))
+    if found is None:
+        pytest.skip("the lmms-eval environment is not built: run 'bash scripts/lmms-eval-env.sh' "
+                    "(or the README's test command, which builds it)")
+    return found
+
+
+def _run(cmd: list[str], cwd: Path, what: str, timeout: int = 900) -> str:
+    done = subprocess.run(cmd, cwd=cwd, env=offline_env(), capture_output=True, text=True,
+                          timeout=timeout)
+    if done.returncode != 0:
+        raise AssertionError(f"{what} failed ({done.returncode}):\n{done.stdout[-2000:]}\n"
+                             f"{done.stderr[-4000:]}")
+    return done.stdout
+
+
+def _lmms_eval(env: Path, model: Path, tasks: Path, names: list[str], out: Path,
+               simple: bool) -> list[Path]:
+    cmd = [str(env / "bin" / "python"), "-m", "lmms_eval", "--model", "llava_hf",
+           "--model_args", f"pretrained={model},device=cpu,device_map=cpu,dtype=float32",
+           "--include_path", str(tasks), "--tasks", ",".join(names), "--batch_size", "1",
+           "--log_samples", "--output_path", str(out)]
+    _run(cmd + (["--force_simple"] if simple else []), out.parent, "lmms_eval")
+    found = sorted(out.rglob("*_samples_*.jsonl"))
+    assert sorted(p.name.split("_samples_")[1].removesuffix(".jsonl") for p in found) == sorted(names)
+    return found
+
+
+def test_exported_tasks_run_in_lmms_eval_and_import(env: Path, tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    import pyarrow.parquet as pq
+
+    from vlmrobust.evaluation.predict import predict_dataset
+    from vlmrobust.evaluation.predictions_meta import read_prediction_meta
+
+    ds = write_mcq(tmp_path / "ds", n=4, k=4)
+    model = tmp_path / "tiny-llava"
+    # saved by lmms-eval's transformers (4.x), read by ours (5.x) below
+    _run([str(env / "bin" / "python"), "-c",
+          "import sys; from pathlib import Path; sys.path.insert(0, sys.argv[1]); "
+          "from tests.lmms_eval_fixtures import make_llava_for_lmms; "
+          "make_llava_for_lmms(Path(sys.argv[2]))", str(REPO), str(model)], tmp_path, "tiny model")
+    tasks = tmp_path / "tasks"
+    rc, err = run_cli(["export", "lmms-eval", str(ds), "--out", str(tasks)], capsys)
+    assert rc == 0, err
+    mc = [f"vlmrobust_imagenet_mcq_{c.replace('-', '_')}" for c in CONFIGS]
+
+    # multiple_choice: per-option losses -> logits (every metric)
+    samples = _lmms_eval(env, model, tasks, mc, tmp_path / "logs-mc", simple=True)
+    results = json.loads(next((tmp_path / "logs-mc").rglob("*_results.json")).read_text())
+    assert results["config"]["model"] == "llava_hf"
+    preds = tmp_path / "mc.parquet"
+    rc, err = run_cli(["import", "lmms-eval", *map(str, samples), "--dataset", str(ds),
+                       "--out", str(preds)], capsys)
+    assert rc == 0, err
+    meta = read_prediction_meta(preds)
+    assert meta["model"].startswith("tiny-llava@") and meta["harness"]["model_class"] == "llava_hf"
+    rc, err = run_cli(["validate", "--dataset", str(ds), "--predictions", str(preds)], capsys)
+    assert rc == 0, err
+    scores = tmp_path / "mc-scores.json"
+    rc, err = run_cli(["score", "--dataset", str(ds), "--predictions", str(preds), "--out",
+                       str(scores)], capsys)
+    assert rc == 0, err
+    section = json.loads(scores.read_text())["datasets"]["imagenet-mcq"]
+    assert section["has_logits"]
+    for name, cfg in zip(mc, CONFIGS, strict=True):  # lmms-eval's own accuracy, the same rows
+        assert section["configs"][cfg]["accuracy"] == pytest.approx(
+            results["results"][name]["acc,none"])
+
+    # the same logits from our own likelihood reader on the same rows and prompt
+    ours = tmp_path / "ours.parquet"
+    predict_dataset(f"vlm:{model}", ds, ours, mode="likelihood:avg", progress=False, threads=1,
+                    device="cpu")
+    theirs = {r["id"]: r["logits"] for r in pq.read_table(preds).to_pylist()}
+    mine = {r["id"]: r["logits"] for r in pq.read_table(ours).to_pylist()}
+    assert set(theirs) == set(mine) and len(mine) == 8
+    diff = max(float(np.max(np.abs(np.subtract(theirs[i], mine[i])))) for i in mine)
+    with capsys.disabled():
+        print(f"\nlmms-eval llava_hf vs likelihood:avg: max |logit difference| = {diff:.2e}")
+    assert diff < 1e-4
+
+    # generate_until: text, answered by our matcher (accuracy only)
+    gen = [f"{n}_gen" for n in mc]
+    samples = _lmms_eval(env, model, tasks, gen, tmp_path / "logs-gen", simple=False)
+    preds = tmp_path / "gen.jsonl"
+    rc, err = run_cli(["import", "lmms-eval", *map(str, samples), "--dataset", str(ds),
+                       "--out", str(preds), "--model", "tiny-llava"], capsys)
+    assert rc == 0, err
+    rows = [json.loads(line) for line in preds.read_text().splitlines()]
+    assert len(rows) == 8 and all(isinstance(r["text"], str) for r in rows)
+    rc, err = run_cli(["score", "--dataset", str(ds), "--predictions", str(preds), "--out",
+                       str(tmp_path / "gen-scores.json")], capsys)
+    assert rc == 0, err
+    section = json.loads((tmp_path / "gen-scores.json").read_text())["datasets"]["imagenet-mcq"]
+    assert section["has_text"] and not section["has_logits"]
