@@ -157,8 +157,10 @@ def _tsv(path: Path) -> Path:
 
 def _predictions(ds: Path, out: Path, model: str, seed: int) -> Path:
     import vlmrobust
+    from tests.classification_fixtures import index_rows
 
-    rows = dataset_rows(ds)
+    is_cls = json.loads((ds / "manifest.json").read_text()).get("kind") == "classification"
+    rows = index_rows(ds) if is_cls else dataset_rows(ds)
     rng = np.random.default_rng(seed)
     return vlmrobust.write_predictions(ds, [r["id"] for r in rows],
                                        [rng.normal(size=r["k"]).round(4).tolist() for r in rows],
@@ -273,7 +275,10 @@ def _seed_demo(out: Path, built_mcq: Path) -> None:
     write_dataset(datasets / "imagewikiqa", configs={"default": iw_rows},
                   features=bench_c_features(), card="toy imagewikiqa",
                   info=BuildInfo("imagewikiqa", "0.1.0", 0, sample=True))
+    from tests.classification_fixtures import write_classification
     from vlmrobust.cli.commands.demo import DemoOptions
+
+    write_classification(datasets / "classification")
 
     for i, (_, model_id, _, answers) in enumerate(DemoOptions().models):
         for family in answers:
@@ -310,7 +315,7 @@ def test_full_wheel_every_subcommand(full_python: Path, tmp_path: Path) -> None:
     demo = tmp_path / "demo"
     _seed_demo(demo, built)
     out = _ok(_cli(full_python, ["demo", "--out", str(demo)], cwd), "demo")
-    assert out.count("already built; reusing") == 3
+    assert out.count("already built; reusing") == 4
     assert (demo / "site" / "index.html").is_file()
     from vlmrobust.cli.commands.demo import DemoOptions
 

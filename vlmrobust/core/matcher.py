@@ -338,6 +338,8 @@ class ClassMatcher:
         self._syn = [[(f, i) for s in group if (f := _fold_name(s))]
                      for i, group in enumerate(synonyms)]
         self._full: tuple[dict[str, list[tuple[str, int]]], dict[str, list[tuple[str, int]]]] | None = None
+        self._any: tuple[dict[str, list[tuple[str, int]]], ...] = ()
+        self._owners: tuple[dict[str, frozenset[int]], ...] = ()
 
     @staticmethod
     def _key(folded_name: str) -> str:
@@ -349,17 +351,28 @@ class ClassMatcher:
             out.setdefault(self._key(pair[0]), []).append(pair)
         return out
 
-    def _tables(self, candidates: Sequence[int] | None
-                ) -> tuple[dict[str, list[tuple[str, int]]], dict[str, list[tuple[str, int]]]]:
-        if candidates is None:
-            if self._full is None:
-                named = [p for ps in self._own for p in ps]
-                both = list(dict.fromkeys([*named, *(p for ps in self._syn for p in ps)]))
-                self._full = (self._indexed(named), self._indexed(both))
-            return self._full
-        named = [p for c in candidates for p in self._own[c]]
-        both = list(dict.fromkeys([*named, *(p for c in candidates for p in self._syn[c])]))
-        return self._indexed(named), self._indexed(both)
+    def _tables(self) -> tuple[dict[str, list[tuple[str, int]]], dict[str, list[tuple[str, int]]]]:
+        if self._full is None:
+            named = [p for ps in self._own for p in ps]
+            both = list(dict.fromkeys([*named, *(p for ps in self._syn for p in ps)]))
+            self._full = (self._indexed(named), self._indexed(both))
+            # every pair (ambiguous ones too) and each name's owners, for candidate rows
+            self._any = (self._indexed_all(named), self._indexed_all(both))
+            self._owners = (self._owner_sets(named), self._owner_sets(both))
+        return self._full
+
+    def _indexed_all(self, pairs: list[tuple[str, int]]) -> dict[str, list[tuple[str, int]]]:
+        out: dict[str, list[tuple[str, int]]] = {}
+        for pair in pairs:
+            out.setdefault(self._key(pair[0]), []).append(pair)
+        return out
+
+    @staticmethod
+    def _owner_sets(pairs: list[tuple[str, int]]) -> dict[str, frozenset[int]]:
+        owners: dict[str, set[int]] = {}
+        for name, owner in pairs:
+            owners.setdefault(name, set()).add(owner)
+        return {n: frozenset(o) for n, o in owners.items()}
 
     def match(self, text: str, candidates: Sequence[int] | None = None) -> int | None:
         """The index (into the label space) of the class ``text`` answers, or
@@ -371,8 +384,15 @@ class ClassMatcher:
             raise ValueError(f"a candidate is outside 0..{len(self.names) - 1}")
         body = _prepare(text)
         keys = _word_keys(fold(body))
-        for table in self._tables(candidates):
-            pairs = [p for k in keys for p in table.get(k, ())]
+        full = self._tables()
+        for stage in (0, 1):
+            if candidates is None:
+                pairs = [p for k in keys for p in full[stage].get(k, ())]
+            else:
+                # a name answers only when exactly one candidate owns it
+                shown, owners = set(candidates), self._owners[stage]
+                pairs = list(dict.fromkeys(p for k in keys for p in self._any[stage].get(k, ())
+                                           if p[1] in shown and len(owners[p[0]] & shown) == 1))
             found = _by_names(body, pairs)
             if found is not None:
                 return found
