@@ -17,11 +17,20 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from markupsafe import Markup
+
 from vlmrobust.core.registry import Registry
 from vlmrobust.leaderboard.board import IMAGENET, Leaderboard, family_key
 from vlmrobust.leaderboard.formatting import data_v, params, pct, signed, tone
+from vlmrobust.leaderboard.probit_chart import (
+    REFERENCE_COLOUR,
+    ChartLine,
+    ChartPoint,
+    colours,
+    shift_chart,
+)
 from vlmrobust.leaderboard.submission import Submission
-from vlmrobust.metrics.factor_er import factor_effective_robustness
+from vlmrobust.metrics.factor_er import FactorLine, factor_effective_robustness
 from vlmrobust.metrics.factors import NAMED_FACTORS
 
 SHAPE_CONFIG = "cue-conflict"
@@ -55,6 +64,7 @@ class Section:
     columns: tuple[str, ...]
     rows: tuple[HolisticRow, ...]
     notes: tuple[str, ...] = field(default=())
+    charts: tuple[Markup, ...] = field(default=())  # inline SVG (built with escaped text)
 
     def __post_init__(self) -> None:
         bad = [r.model_id for r in self.rows if len(r.cells) != len(self.columns)]
@@ -205,13 +215,34 @@ def factor_sections(lb: Leaderboard) -> list[Section]:
                         f"models ({', '.join(ln.baseline)})" if ln.fit is not None
                         else f"no line: {ln.reason}")
             for f, ln in lines.items())
+        chance = 1 / 5 if key == IMAGENET else 1 / 1000
+        charts = tuple(
+            _factor_chart(f, lines[f], overall, accs, subs, base, chance, lb.spec.transform)
+            for f in factors)
         out.append(Section(
             f"factor-er-{len(out)}", f"Factor-level effective robustness: {key} / {config}",
             "Per factor, the reference models' (factor accuracy, overall ImageNet-X accuracy) "
             f"points are fitted by a line on {lb.spec.transform} axes ({lb.spec.reference_label}; "
             "seed 001 §IV); a model's factor ER is its factor accuracy above that line, in "
-            "points.", tuple(factors), grouped(er_rows), notes))
+            "points.", tuple(factors), grouped(er_rows), notes, charts))
     return out
+
+
+def _factor_chart(factor: str, line: FactorLine, overall: Mapping[str, float | None],
+                  accs: Mapping[str, Mapping[str, float | None]],
+                  subs: Mapping[str, Submission], base: Sequence[str], chance: float,
+                  transform: str) -> Markup:
+    """Seed 001 §IV's chart for one factor: every model's (overall, factor)
+    accuracy on probit axes, coloured by model group, and the reference line."""
+    pts = [ChartPoint(subs[m].meta.name, group_label(subs[m]), x, y, m in base)
+           for m, x in overall.items() if x is not None
+           and (y := accs.get(m, {}).get(factor)) is not None]
+    lines = ([ChartLine("reference line", line.fit.slope, line.fit.intercept, REFERENCE_COLOUR,
+                        reference=True)] if line.fit is not None else [])
+    groups = list(dict.fromkeys(sorted(p.group for p in pts)))
+    return shift_chart(pts, lines, group_colours=colours(groups), chance=chance,
+                       transform=transform, x_name="ImageNet-X (all annotated)",
+                       y_name=factor, title=f"{factor}: factor vs overall accuracy")
 
 
 def holistic_sections(lb: Leaderboard) -> list[Section]:

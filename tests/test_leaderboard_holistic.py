@@ -85,6 +85,14 @@ def test_page_shows_shape_bias_factors_and_factor_er(tmp_path: Path) -> None:
             assert float(r.cells[j].sort) == pytest.approx(expected, abs=1e-9), (r.model_id, f)
     assert any("over 3 reference models (classifier-0000, classifier-0001, classifier-0002)" in n
                for n in er.notes)
+    # one probit chart per factor; the page passes the site check
+    assert len(er.charts) == 2 and page.count("<svg") >= 2
+    assert "pose: factor vs overall accuracy" in page
+    from vlmrobust.leaderboard.render import site_assets
+    from vlmrobust.leaderboard.sitecheck import check_files
+
+    script, style, csp = site_assets()
+    check_files(files, scripts=[script], styles=[style], csp=csp)
     # grouped: stated groups sorted, the same group together
     groups = [r.group for r in er.rows]
     assert groups == sorted(groups)
