@@ -224,3 +224,19 @@ def test_reward_with_real_minilm_embeddings() -> None:
     assert same == pytest.approx(0.0, abs=1e-5)
     assert 0.0 < paraphrase < unrelated < 1.5
     assert r.delta_emb("other-image", embed([banked])[0]) == 1.0
+
+
+def test_ablations_drop_one_term_and_keep_the_banks() -> None:
+    full = DiscoveryReward(RewardConfig(lambda_scale=2.0))
+    no_ifreq = DiscoveryReward(RewardConfig(lambda_scale=2.0, use_ifreq=False))
+    no_emb = DiscoveryReward(RewardConfig(lambda_scale=2.0, use_emb=False))
+    for r in (full, no_ifreq, no_emb):
+        score_one(r, "a", "How many dogs?", E1, True, False)
+    # δ_emb = 1 − 0.6 = 0.4, δ_ifreq = 1/(1 + 1) = 0.5
+    assert score_one(full, "a", "How many cats?", E_COS06, True, False)[0] == pytest.approx(1.8)
+    assert score_one(no_ifreq, "a", "How many cats?", E_COS06, True, False)[0] == \
+        pytest.approx(0.8)
+    assert score_one(no_emb, "a", "How many cats?", E_COS06, True, False)[0] == pytest.approx(1.0)
+    # the banks grow the same way whatever the reward uses
+    assert no_ifreq.prefixes == full.prefixes == {"how many": 2}
+    assert score_one(no_ifreq, "b", "Is it red?", E1, False, False)[0] == -1.0

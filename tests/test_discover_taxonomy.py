@@ -1,0 +1,88 @@
+"""`discover taxonomy`: skills per question, MiniLM dedup, clustering into
+meta-skills, naming; the rule tagger on planted records and a model tagger
+through the hf backend (tiny random VLM)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from tests.vlm_fixtures import make_llava
+from vlmrobust.cli.main import main
+from vlmrobust.evaluation.discover.records import DiscoveryRecord, read_records, write_records
+from vlmrobust.evaluation.discover.taxonomy import (
+    TaxonomyConfig,
+    build_taxonomy,
+    cluster,
+    dedup,
+    parse_skills,
+)
+
+QUESTIONS = [("how many shapes are there ?", False), ("how many things can you see ?", False),
+             ("what color are the shapes ?", True), ("which side are the shapes on ?", True),
+             ("why ?", None)]
+
+
+def records(tmp_path):
+    out = []
+    for i, (q, correct) in enumerate(QUESTIONS * 3):
+        out.append(DiscoveryRecord(
+            image=f"planted-{i % 3:04d}.png", image_sha256="0" * 64, completion_id=f"c{i}",
+            slot=1, question=q, answer="x", valid=correct is not None,
+            correct=bool(correct), valid_reason="", correct_reason="", verifier_parsed=True,
+            method="rl", questioner="q", answerer="a", verifier="v", seed=0))
+    path = tmp_path / "r.jsonl"
+    write_records(path, out)
+    return path
+
+
+def test_parse_skills() -> None:
+    assert parse_skills("1. Counting\n2. Counting\n3) object detection.") == \
+        ["counting", "object detection"]
+    assert parse_skills("") == []
+    assert len(parse_skills(",".join(f"s{i}" for i in range(9)))) == 5
+
+
+def test_dedup_and_cluster_against_hand_cases() -> None:
+    skills = ["counting", "count", "color"]
+    emb = np.array([[1.0, 0.0], [0.95, np.sqrt(1 - 0.95**2)], [0.0, 1.0]])
+    counts = {"counting": 5, "count": 2, "color": 3}
+    from collections import Counter
+
+    assert dedup(skills, Counter(counts), emb, 0.9) == {
+        "counting": "counting", "count": "counting", "color": "color"}
+    assert dedup(skills, Counter(counts), emb, 0.99)["count"] == "count"
+    labels = cluster(np.array([[1.0, 0.0], [0.9, 0.1], [0.0, 1.0], [0.1, 0.9]]), 2)
+    assert labels[0] == labels[1] != labels[2] == labels[3]
+
+
+def test_rule_taxonomy_tags_and_groups(tmp_path) -> None:
+    result = build_taxonomy(records(tmp_path), tmp_path / "tax", "rule:planted",
+                            TaxonomyConfig(meta_skills=2))
+    assert result["n_questions"] == 12 and result["n_skills"] == 3
+    assert result["skills"]["counting"]["count"] == 6
+    tagged = read_records(tmp_path / "tax" / "records.jsonl")
+    assert [r.skills for r in tagged[:5]] == [("counting",), ("counting",),
+                                             ("color recognition",), ("spatial position",), ()]
+    metas = {r.meta_skill for r in tagged if r.valid}
+    assert len(metas) == 2 and None not in metas
+    assert set(json.loads((tmp_path / "tax" / "taxonomy.json").read_text())["meta_skills"]) == metas
+    only = build_taxonomy(records(tmp_path), tmp_path / "tax2", "rule:planted",
+                          TaxonomyConfig(failures_only=True))
+    assert only["n_questions"] == 6 and set(only["skills"]) == {"counting"}
+
+
+def test_model_tagger_and_namer_through_a_backend(tmp_path) -> None:
+    model = make_llava(tmp_path / "llava")
+    out = tmp_path / "tax"
+    rc = main(["discover", "taxonomy", str(records(tmp_path)), "--out", str(out), "--tagger",
+               f"vlm:{model}", "--namer", f"vlm:{model}", "--device", "cpu"])
+    assert rc == 0
+    tax = json.loads((out / "taxonomy.json").read_text())
+    assert tax["tagger"] == f"vlm:{model}"
+    assert sum(s["count"] for s in tax["skills"].values()) >= tax["n_skills"] >= 1
+    tagged = read_records(out / "records.jsonl")
+    # every valid question got the random model's phrases as skills, canonicalised
+    assert all(r.skills and set(r.skills) <= set(tax["skills"]) for r in tagged if r.valid)
+    assert {r.meta_skill for r in tagged if r.valid} <= set(tax["meta_skills"])

@@ -1,0 +1,84 @@
+"""`discover train`: TRL's GRPO trainer on the tiny questioner against the planted
+rule answerer/verifier, with real MiniLM embeddings in the reward. A killed run
+resumes from its last checkpoint with its banks and journal; the run record
+holds every setting; LoRA runs end in a merged, sampleable model."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.discover_fixtures import planted_folder, tiny_questioner
+from vlmrobust.cli.main import main
+from vlmrobust.evaluation.discover.records import read_records
+
+pytest.importorskip("trl")
+
+COMMON = ["--answerer", "rule:blind=count", "--verifier", "rule:planted",
+          "--max-completion-length", "30", "--device", "cpu", "--images-per-step", "2",
+          "--group-size", "4", "--lr", "3e-3"]
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    root = tmp_path_factory.mktemp("train")
+    return planted_folder(root, n=8), tiny_questioner(root, prior_steps=120)
+
+
+def test_resume_after_a_kill_redoes_nothing_twice(world, tmp_path) -> None:
+    images, q = world
+    out = tmp_path / "run"
+    args = ["discover", "train", "--questioner", str(q), "--images", str(images), "--out",
+            str(out), "--steps", "4", "--save-steps", "2", *COMMON]
+    assert main(args) == 0
+    full = read_records(out / "journal.jsonl")
+    record = json.loads((out / "discover_run.json").read_text())
+    assert record["status"] == "done" and record["steps_done"] == 4
+    assert record["settings"]["train"]["reward"]["use_ifreq"] is True
+    assert record["settings"]["answerer"] == "rule-answerer:blind=count"
+    assert record["grpo"]["num_generations"] == 4 and record["grpo"]["epsilon"] == 0.2
+    assert record["versions"]["trl"] != "absent"
+    assert [h["step"] for h in record["history"]] == [0, 1, 2, 3]
+    assert Counter(r.step for r in full) == {s: 2 * 4 * 2 for s in range(4)}
+    for r in full:  # the journal's rewards are Eq. 5 of its own terms
+        want = (r.delta_emb + r.delta_ifreq) * (r.valid and not r.correct) - (not r.valid)
+        assert r.reward == pytest.approx(want)
+
+    # a kill after the step-2 checkpoint: the last checkpoint, the final model and
+    # the "done" status are gone, the journal holds steps that will be redone
+    shutil.rmtree(out / "checkpoints" / "checkpoint-4")
+    (out / "model.safetensors").unlink()
+    record["status"] = "running"
+    (out / "discover_run.json").write_text(json.dumps(record))
+    banks_at_2 = np.load(out / "checkpoints" / "checkpoint-2" / "discover_banks.npz")
+    assert int(banks_at_2["prefix_counts"].sum()) == sum(r.failure for r in full if r.step < 2)
+    assert main(args) == 0
+    again = read_records(out / "journal.jsonl")
+    assert Counter(r.step for r in again) == {s: 16 for s in range(4)}
+    assert again[:32] == full[:32]  # steps 0-1 kept as they were
+    # the resumed steps started from the restored banks and RNG: same questions
+    assert [r.question for r in again[32:]] == [r.question for r in full[32:]]
+    assert (out / "model.safetensors").is_file()
+
+    other = [a if a != "3e-3" else "1e-3" for a in args]
+    assert main(other) == 1  # other settings, same folder: refused
+
+
+def test_lora_run_is_merged_and_sampleable(world, tmp_path) -> None:
+    pytest.importorskip("peft")
+    images, q = world
+    out = tmp_path / "lora"
+    assert main(["discover", "train", "--questioner", str(q), "--images", str(images),
+                 "--out", str(out), "--steps", "1", "--lora", "--lora-r", "4", *COMMON]) == 0
+    assert not (out / "adapter_config.json").exists()  # merged into the weights
+    recs = tmp_path / "r.jsonl"
+    assert main(["discover", "sample", "--questioner", str(out), "--images", str(images),
+                 "--answerer", "rule:blind=count", "--verifier", "rule:planted", "--out",
+                 str(recs), "--max-new-tokens", "30"]) == 0
+    rs = read_records(recs)
+    assert {r.method for r in rs} == {"rl"} and len(rs) == 16

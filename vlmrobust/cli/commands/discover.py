@@ -1,0 +1,198 @@
+"""`vlmrobust discover planted|train|sample|evaluate|taxonomy`: seed 004's RL
+failure discovery (docs/discover.md)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+
+@dataclass(frozen=True)
+class DiscoverDefaults:
+    """Every default of the discover commands, in one place (docs/discover.md
+    states why each is what it is)."""
+
+    k: int = 2
+    seed: int = 0
+    temperature: float = 1.0
+    top_p: float = 1.0
+    max_new_tokens: int = 128
+    answer_max_new_tokens: int = 64
+    judge_max_new_tokens: int = 512
+    samples_per_image: int = 1
+    batch_size: int = 8
+    planted_images: int = 64
+    min_skill_questions: int = 20
+    prefix_words: int = 2
+
+
+D = DiscoverDefaults()
+
+
+def _role_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--answerer", required=True,
+                   help="vlm:DIR_OR_HUB_ID, endpoint:NAME (with --answerer-url) or "
+                   "rule:blind=TYPE[,TYPE] (the planted rule answerer)")
+    p.add_argument("--verifier", required=True,
+                   help="vlm:DIR_OR_HUB_ID, endpoint:NAME (with --verifier-url) or rule:planted")
+    p.add_argument("--answerer-url", default=None, help="base URL of the answerer's server")
+    p.add_argument("--verifier-url", default=None, help="base URL of the verifier's server")
+    p.add_argument("--api-key-env", default=None,
+                   help="environment variable holding the servers' API key")
+    p.add_argument("--device", default=None, help="torch device for in-process models")
+    p.add_argument("--answer-max-new-tokens", type=int, default=D.answer_max_new_tokens)
+    p.add_argument("--judge-max-new-tokens", type=int, default=D.judge_max_new_tokens,
+                   help="room for the verifier's reasoning before its verdict lines")
+    p.add_argument("--images", type=Path, required=True, help="folder of PNG/JPEG images")
+    p.add_argument("--limit", type=int, default=None, help="first N images only")
+    p.add_argument("--k", type=int, default=D.k, help="questions per completion (seed: 2)")
+    p.add_argument("--seed", type=int, default=D.seed)
+    p.add_argument("--skills", default="none",
+                   help="skill tagger written into the records: none or rule:planted "
+                   "(`discover taxonomy` tags with a model)")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("discover", help="seed 004: an RL questioner that finds a VLM's failures",
+                       description="Failure-mode discovery (seed 004): a questioner asks k "
+                       "questions per image, a frozen answerer answers, a verifier judges "
+                       "validity and correctness. See docs/discover.md.")
+    cmd = p.add_subparsers(dest="discover_command", metavar="STEP", required=True)
+
+    pl = cmd.add_parser("planted", help="write planted-blind-spot images (and a tiny questioner)")
+    pl.add_argument("--out", type=Path, required=True, help="folder for the PNG images")
+    pl.add_argument("--n", type=int, default=D.planted_images)
+    pl.add_argument("--seed", type=int, default=D.seed)
+    pl.add_argument("--questioner-out", type=Path, default=None,
+                    help="also build the tiny text-only questioner here")
+    pl.set_defaults(func=run_planted)
+
+    s = cmd.add_parser("sample", help="ask, answer and verify over a folder of images -> JSONL")
+    s.add_argument("--questioner", required=True,
+                   help="model folder (sampled; e.g. a `discover train` output) or "
+                   "vlm:HUB_ID / endpoint:NAME (greedy)")
+    s.add_argument("--questioner-url", default=None, help="base URL of the questioner's server")
+    _role_args(s)
+    s.add_argument("--out", type=Path, required=True, help="records file (.jsonl)")
+    s.add_argument("--strategy", choices=("zero-shot", "conme"), default="zero-shot",
+                   help="one-turn prompt, or ConMe-style describe-then-ask")
+    s.add_argument("--method", choices=("rl", "zero-shot", "conme", "untrained"), default=None,
+                   help="label in the records (default: rl for a trained folder, else the "
+                   "strategy)")
+    s.add_argument("--samples-per-image", type=int, default=D.samples_per_image)
+    s.add_argument("--batch-size", type=int, default=D.batch_size)
+    s.add_argument("--temperature", type=float, default=D.temperature)
+    s.add_argument("--top-p", type=float, default=D.top_p)
+    s.add_argument("--max-new-tokens", type=int, default=D.max_new_tokens)
+    s.set_defaults(func=run_sample)
+
+    e = cmd.add_parser("evaluate", help="QVR, FDR, SD, LD, #Skills, coverage from records")
+    e.add_argument("records", type=Path, nargs="+", help="records files (.jsonl)")
+    e.add_argument("--out", type=Path, required=True, help="metrics (.json)")
+    e.add_argument("--no-sd", action="store_true", help="skip SD (needs MiniLM)")
+    e.add_argument("--taxonomy", type=Path, default=None,
+                   help="reference skills, one per line, for skill coverage")
+    e.add_argument("--min-skill-questions", type=int, default=D.min_skill_questions)
+    e.add_argument("--prefix-words", type=int, default=D.prefix_words)
+    e.set_defaults(func=run_evaluate)
+
+    from vlmrobust.cli.commands.discover_train import register_taxonomy, register_train
+
+    register_train(cmd)
+    register_taxonomy(cmd)
+
+
+def run_planted(args: argparse.Namespace) -> int:
+    from vlmrobust.evaluation.discover.images import write_planted_images
+
+    paths = write_planted_images(args.out, args.n, args.seed)
+    print(f"wrote {len(paths)} planted images to {args.out}")
+    if args.questioner_out is not None:
+        from vlmrobust.evaluation.discover.tiny import make_tiny_questioner
+
+        make_tiny_questioner(args.questioner_out, seed=args.seed)
+        print(f"wrote the tiny questioner to {args.questioner_out}")
+    return 0
+
+
+def skill_tagger(name: str) -> Any:
+    from vlmrobust.core.errors import VlmrobustError
+
+    if name == "none":
+        return None
+    if name == "rule:planted":
+        from vlmrobust.evaluation.discover.planted import tag_skills
+
+        return lambda images, questions: [tag_skills(q) for q in questions]
+    raise VlmrobustError(f"--skills {name!r}: use none or rule:planted")
+
+
+def make_roles(args: argparse.Namespace) -> tuple[Any, Any]:
+    from vlmrobust.evaluation.discover.roles import make_answerer, make_verifier
+
+    common = {"api_key_env": args.api_key_env, "device": args.device}
+    answerer = make_answerer(args.answerer, args.answer_max_new_tokens,
+                             endpoint_url=args.answerer_url, **common)
+    verifier = make_verifier(args.verifier, args.judge_max_new_tokens,
+                             endpoint_url=args.verifier_url, **common)
+    return answerer, verifier
+
+
+def run_sample(args: argparse.Namespace) -> int:
+    from vlmrobust.evaluation.discover.images import list_images
+    from vlmrobust.evaluation.discover.questioner import make_questioner
+    from vlmrobust.evaluation.discover.sample import run_sample as sample
+
+    refs = list_images(args.images, args.limit)
+    tagger = skill_tagger(args.skills)
+    questioner = make_questioner(
+        args.questioner, args.k, args.strategy, temperature=args.temperature, top_p=args.top_p,
+        max_new_tokens=args.max_new_tokens, device=args.device,
+        **({"endpoint_url": args.questioner_url, "api_key_env": args.api_key_env}
+           if args.questioner.startswith("endpoint:") else {}))
+    answerer, verifier = make_roles(args)
+    trained = (Path(args.questioner) / "discover_run.json").is_file()
+    method = args.method or ("rl" if trained else args.strategy)
+    records = sample(refs, questioner, answerer, verifier, args.out, method=method,
+                     seed=args.seed, samples_per_image=args.samples_per_image,
+                     batch_size=args.batch_size, skill_tagger=tagger)
+    n_valid = sum(r.valid for r in records)
+    print(f"wrote {args.out}: {len(records)} questions, {n_valid} valid, "
+          f"{sum(r.failure for r in records)} failures")
+    return 0
+
+
+def run_evaluate(args: argparse.Namespace) -> int:
+    from vlmrobust.core.atomic import write_text_atomic
+    from vlmrobust.core.bounded import MIB, read_bytes_bounded
+    from vlmrobust.evaluation.discover.evaluate import EvaluateConfig, evaluate_rows
+    from vlmrobust.evaluation.discover.records import read_records
+
+    cfg = EvaluateConfig(prefix_words=args.prefix_words,
+                         min_skill_questions=args.min_skill_questions)
+    records = [r for path in args.records for r in read_records(path)]
+    taxonomy = None
+    if args.taxonomy is not None:
+        text = read_bytes_bounded(args.taxonomy, 16 * MIB, "taxonomy file").decode(
+            "utf-8", "replace")
+        taxonomy = [s.strip() for s in text.splitlines() if s.strip()]
+    embed = None
+    if not args.no_sd:
+        from vlmrobust.models.minilm import TextEmbedder, load_minilm
+
+        embed = TextEmbedder(load_minilm(args_device(args)))
+    result = evaluate_rows(records, cfg, embed, taxonomy)
+    write_text_atomic(args.out, json.dumps(result, indent=2, sort_keys=True) + "\n")
+    for row in result["rows"]:
+        print(f"{row['method']} | {row['questioner']} -> {row['answerer']} "
+              f"(judge {row['verifier']}): QVR {row['qvr']} FDR {row['fdr']} "
+              f"SD {row['sd']} LD {row['ld']} #Skills {row['n_skills']}")
+    print(f"wrote {args.out}")
+    return 0
+
+
+def args_device(args: argparse.Namespace) -> str | None:
+    return getattr(args, "device", None)
