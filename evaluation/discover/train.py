@@ -46,6 +46,7 @@ class TrainConfig:
     images_per_step: int = 4
     group_size: int = 8
     learning_rate: float = 1e-5
+    lr_scheduler: str = "linear"
     beta: float = 0.0
     epsilon: float = 0.2
     temperature: float = 1.0
@@ -67,6 +68,8 @@ class TrainConfig:
             raise VlmrobustError("--lr, --epsilon, --temperature must be > 0 and --beta >= 0")
         if self.save_steps < 1 or self.lora_r < 1 or self.lora_alpha < 1:
             raise VlmrobustError("--save-steps, --lora-r and --lora-alpha must be >= 1")
+        if self.lr_scheduler not in ("linear", "constant", "cosine"):
+            raise VlmrobustError("--lr-scheduler: linear, constant or cosine")
         if self.scale_rewards not in ("group", "batch", "none"):
             raise VlmrobustError("--scale-rewards: group, batch or none")
 
@@ -175,7 +178,8 @@ def run_train(questioner: str, images: Path, answerer: Answerer, verifier: Verif
         output_dir=str(ckpts), per_device_train_batch_size=per_step,
         gradient_accumulation_steps=1, steps_per_generation=1,
         num_generations=config.group_size, max_completion_length=config.max_completion_length,
-        learning_rate=config.learning_rate, max_steps=config.steps, beta=config.beta,
+        learning_rate=config.learning_rate, lr_scheduler_type=config.lr_scheduler,
+        max_steps=config.steps, beta=config.beta,
         epsilon=config.epsilon, temperature=config.temperature, loss_type=config.loss_type,
         scale_rewards=config.scale_rewards, seed=config.seed, data_seed=config.seed,
         save_strategy="steps", save_steps=config.save_steps, save_total_limit=2,

@@ -24,6 +24,8 @@ def register_train(cmd: Any) -> None:
     p.add_argument("--images-per-step", type=int, default=t.images_per_step)
     p.add_argument("--group-size", type=int, default=t.group_size, help="GRPO group (G)")
     p.add_argument("--lr", type=float, default=t.learning_rate)
+    p.add_argument("--lr-scheduler", choices=("linear", "constant", "cosine"),
+                   default=t.lr_scheduler)
     p.add_argument("--beta", type=float, default=t.beta, help="KL coefficient")
     p.add_argument("--epsilon", type=float, default=t.epsilon, help="PPO clip")
     p.add_argument("--temperature", type=float, default=t.temperature)
@@ -68,7 +70,7 @@ def run_train(args: argparse.Namespace) -> int:
         raise VlmrobustError(f"reward settings: {exc}") from None
     config = TrainConfig(
         steps=args.steps, images_per_step=args.images_per_step, group_size=args.group_size,
-        learning_rate=args.lr, beta=args.beta, epsilon=args.epsilon,
+        learning_rate=args.lr, lr_scheduler=args.lr_scheduler, beta=args.beta, epsilon=args.epsilon,
         temperature=args.temperature, max_completion_length=args.max_completion_length,
         loss_type=args.loss_type, scale_rewards=args.scale_rewards, lora=args.lora,
         lora_r=args.lora_r, lora_alpha=args.lora_alpha, save_steps=args.save_steps,
