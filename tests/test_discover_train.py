@@ -81,4 +81,4 @@ def test_lora_run_is_merged_and_sampleable(world, tmp_path) -> None:
                  "--answerer", "rule:blind=count", "--verifier", "rule:planted", "--out",
                  str(recs), "--max-new-tokens", "30"]) == 0
     rs = read_records(recs)
-    assert {r.method for r in rs} == {"rl"} and len(rs) == 16
+    assert {r.method for r in rs} == {"rl"} and {r.step for r in rs} == {1} and len(rs) == 16

@@ -154,11 +154,17 @@ def run_sample(args: argparse.Namespace) -> int:
         **({"endpoint_url": args.questioner_url, "api_key_env": args.api_key_env}
            if args.questioner.startswith("endpoint:") else {}))
     answerer, verifier = make_roles(args)
-    trained = (Path(args.questioner) / "discover_run.json").is_file()
-    method = args.method or ("rl" if trained else args.strategy)
+    run = Path(args.questioner) / "discover_run.json"
+    step = 0
+    if run.is_file():  # a `discover train` output: its records carry the trained step
+        from vlmrobust.core.bounded import MIB, read_json_bounded
+
+        done = read_json_bounded(run, 64 * MIB, "run record").get("steps_done", 0)
+        step = done if isinstance(done, int) and not isinstance(done, bool) and done >= 0 else 0
+    method = args.method or ("rl" if run.is_file() else args.strategy)
     records = sample(refs, questioner, answerer, verifier, args.out, method=method,
                      seed=args.seed, samples_per_image=args.samples_per_image,
-                     batch_size=args.batch_size, skill_tagger=tagger)
+                     batch_size=args.batch_size, skill_tagger=tagger, step=step)
     n_valid = sum(r.valid for r in records)
     print(f"wrote {args.out}: {len(records)} questions, {n_valid} valid, "
           f"{sum(r.failure for r in records)} failures")
