@@ -149,3 +149,12 @@ def test_planted_images_are_deterministic(tmp_path) -> None:
     b = [r.load() for r in list_images(tmp_path / "b")]
     assert [h for _, h in a] == [h for _, h in b]
     assert np.array_equal(np.asarray(a[0][0]), np.asarray(planted.draw(planted.scene_for(0, 1))))
+
+
+def test_docs_state_the_verifier_prompt_verbatim() -> None:
+    from pathlib import Path
+
+    from vlmrobust.evaluation.discover.roles import VERIFIER_PROMPT
+
+    docs = (Path(__file__).parents[1] / "docs" / "discover.md").read_text(encoding="utf-8")
+    assert VERIFIER_PROMPT in docs
