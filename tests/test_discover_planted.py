@@ -58,3 +58,27 @@ def test_counting_blind_spot_is_found(tmp_path: Path) -> None:
     assert count_share(STEPS - 5, STEPS) > count_share(0, 5) + 0.3
     # every discovered failure is a counting question: the answerer's only blind spot
     assert {question_type(r.question) for r in recs if r.failure} == {"count"}
+
+
+def test_why_only_the_prefix_term_reaches_a_second_blind_spot() -> None:
+    """On a fresh image (empty bank: δ_emb = 1 for every failure) a group that
+    collapsed onto counting, with one completion that also finds the colour blind
+    spot: without δ_ifreq every completion scores the same, so GRPO's group-
+    normalised advantages are all zero and nothing moves the questioner towards
+    colour; with δ_ifreq the rarer prefix ("what color": 2 banked vs "how many":
+    20) scores higher and gets the only positive advantage."""
+    from vlmrobust.metrics.discovery_reward import DiscoveryReward
+
+    count, color = "how many shapes are there ?", "what color are the shapes ?"
+    advantages = {}
+    for use_ifreq in (True, False):
+        reward = DiscoveryReward(RewardConfig(use_ifreq=use_ifreq))
+        reward.prefixes.update({"how many": 20, "what color": 2})
+        group = [[count, count]] * 7 + [[count, color]]
+        emb = np.ones((8, 2, 3))
+        scored = reward.score_group(["fresh.png"] * 8, group, emb, np.ones((8, 2), bool),
+                                    np.zeros((8, 2), bool))
+        r = scored.completion
+        advantages[use_ifreq] = (r - r.mean()) / (r.std() + 1e-4)  # TRL's scale_rewards="group"
+    assert np.allclose(advantages[False], 0.0)
+    assert advantages[True][7] > 2 and (advantages[True][:7] < 0).all()
