@@ -79,6 +79,7 @@ def test_why_only_the_prefix_term_reaches_a_second_blind_spot() -> None:
         scored = reward.score_group(["fresh.png"] * 8, group, emb, np.ones((8, 2), bool),
                                     np.zeros((8, 2), bool))
         r = scored.completion
-        advantages[use_ifreq] = (r - r.mean()) / (r.std() + 1e-4)  # TRL's scale_rewards="group"
+        # TRL scale_rewards="group": (r - mean) / (std + 1e-4), torch std (ddof = 1)
+        advantages[use_ifreq] = (r - r.mean()) / (r.std(ddof=1) + 1e-4)
     assert np.allclose(advantages[False], 0.0)
     assert advantages[True][7] > 2 and (advantages[True][:7] < 0).all()
