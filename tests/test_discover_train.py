@@ -82,3 +82,28 @@ def test_lora_run_is_merged_and_sampleable(world, tmp_path) -> None:
                  str(recs), "--max-new-tokens", "30"]) == 0
     rs = read_records(recs)
     assert {r.method for r in rs} == {"rl"} and {r.step for r in rs} == {1} and len(rs) == 16
+
+
+def test_vision_questioner_trains_on_images_and_samples(world, tmp_path) -> None:
+    """An image-text-to-text questioner (tiny random Qwen2-VL): TRL gets the image
+    in the chat prompt; the saved folder is a VLM that `discover sample` prompts
+    with each image. A random model writes no <response_i> tags: every slot is
+    missing, so every reward is −λ_penalty."""
+    from tests.vlm_fixtures import make_qwen2vl
+    from vlmrobust.evaluation.discover.questioner import is_vision_folder
+
+    images, _ = world
+    qwen = make_qwen2vl(tmp_path / "qwen")
+    out = tmp_path / "run"
+    assert main(["discover", "train", "--questioner", str(qwen), "--images", str(images),
+                 "--out", str(out), "--steps", "1", "--max-completion-length", "8",
+                 "--answerer", "rule:blind=count", "--verifier", "rule:planted",
+                 "--device", "cpu", "--images-per-step", "2", "--group-size", "4"]) == 0
+    journal = read_records(out / "journal.jsonl")
+    assert len(journal) == 2 * 4 * 2 and all(r.reward == -1.0 for r in journal)
+    assert is_vision_folder(out)
+    recs = tmp_path / "r.jsonl"
+    assert main(["discover", "sample", "--questioner", str(out), "--images", str(images),
+                 "--answerer", "rule:blind=count", "--verifier", "rule:planted", "--out",
+                 str(recs), "--max-new-tokens", "8", "--device", "cpu"]) == 0
+    assert len(read_records(recs)) == 8 * 2
