@@ -87,3 +87,4 @@ def test_planted_blind_spots(tmp_path: Path) -> None:
                   f"curve {r['curve'][::3]}")
     print(f"minority blind-spot share, mean over seeds: full "
           f"{np.mean(minority[True]):.3f}, without δ_ifreq {np.mean(minority[False]):.3f}")
+    assert np.mean(minority[True]) > np.mean(minority[False])
