@@ -249,3 +249,7 @@ def holistic_sections(lb: Leaderboard) -> list[Section]:
     """Every registered section, in :data:`ORDER` then by name."""
     names = [n for n in ORDER if n in SECTIONS] + [n for n in SECTIONS if n not in ORDER]
     return [sec for n in names for sec in SECTIONS.get(n)(lb)]
+
+
+# sections that live in their own modules register on import
+from vlmrobust.leaderboard import holistic_ood  # noqa: E402, F401

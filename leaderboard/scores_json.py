@@ -11,6 +11,7 @@ from vlmrobust.core.bounded import MAX_SCORES_BYTES, parse_json_bounded, read_by
 from vlmrobust.leaderboard.bench_c_extras import load_extras
 from vlmrobust.leaderboard.fields import Where
 from vlmrobust.leaderboard.holistic_scores import load_shape_bias
+from vlmrobust.leaderboard.ood_scores import load_ood
 from vlmrobust.leaderboard.submission import (
     BENCH_C_METRICS,
     CALIBRATION_FIELDS,
@@ -190,5 +191,6 @@ def parse_scores(raw: Any, path: Path, model_id: str) -> dict[str, DatasetScores
             bench_c=None if bench_c is None else _load_bench_c(w, bench_c, f"{where}.bench_c"),
             shape_bias=load_shape_bias(w, d.get("shape_bias"), f"{where}.shape_bias"),
             kind=w.text(d, "kind", where) or "mcq",
+            ood=load_ood(w, d.get("ood"), f"{where}.ood"),
         )
     return out

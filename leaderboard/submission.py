@@ -16,6 +16,7 @@ from vlmrobust.leaderboard.evidence import DatasetEvidence
 if TYPE_CHECKING:
     from vlmrobust.leaderboard.bench_c_extras import BenchCExtras
     from vlmrobust.leaderboard.holistic_scores import ShapeBiasScore
+    from vlmrobust.leaderboard.ood_scores import OodScores
 
 QUADRANTS = ("degraded", "overconfident", "hesitant", "stable")
 TRANSITIONS = ("RR", "RW", "WR", "WW")
@@ -132,6 +133,7 @@ class DatasetScores:
     # cue-conflict configs: config -> shape bias (vlmrobust.leaderboard.holistic_scores)
     shape_bias: Mapping[str, ShapeBiasScore] = field(default_factory=dict)
     kind: str = "mcq"
+    ood: OodScores | None = None  # ood datasets (vlmrobust.leaderboard.ood_scores)
 
     def __post_init__(self) -> None:
         names = [c.config for c in self.configs]

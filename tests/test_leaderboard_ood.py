@@ -1,0 +1,67 @@
+"""The Holistic page's OOD section: submissions of an ood dataset are re-scored
+and their AUROC / FPR@95 / class-mean AUROC shown beside ID accuracy, with the
+numbers the scorer gives; a damaged ood block is refused in one line."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.ood_fixtures import dataset_ids, write_logits, write_ood
+from tests.score_fixtures import write_meta
+from vlmrobust.evaluation.submissions import add_submission
+from vlmrobust.leaderboard.publish import build_site
+from vlmrobust.leaderboard.submission import LeaderboardInputError
+
+
+def _submit(tmp_path: Path) -> tuple[Path, Path, dict[str, dict[str, object]]]:
+    ds = write_ood(tmp_path / "ds")
+    ids = [r[1] for r in dataset_ids(ds)]
+    subs = tmp_path / "subs"
+    sections = {}
+    for i, (model, family, extra) in enumerate((("toy-classifier", "classifier", {}),
+                                                ("toy-clip", "clip", {"logit_scale": 100.0}))):
+        rng = np.random.default_rng(i)
+        z = rng.uniform(-0.3, 0.4, size=(len(ids), 4)) * (100.0 if family == "clip" else 8.0)
+        preds = write_logits(tmp_path / f"{model}.parquet", ids, z)
+        write_meta(preds, ds, model=model, family=family, **extra)
+        scores = add_submission(subs, model, ds, preds)
+        sections[model] = scores["datasets"]["ood"]["ood"]
+    return ds, subs, sections
+
+
+def test_holistic_page_shows_rescored_ood_numbers(tmp_path: Path) -> None:
+    ds, subs, sections = _submit(tmp_path)
+    build_site(subs, tmp_path / "site", datasets=[ds])
+    site = tmp_path / "site"
+    page = (site / "holistic.html").read_text()
+    assert 'id="ood-ood"' in page and "ninco class-mean AUROC %" in page
+    for model, block in sections.items():
+        row = re.search(rf'<tr data-model="{model}">(.*?)</tr>', page, re.S)
+        assert row is not None
+        values = re.findall(r'data-v="([^"]*)"', row.group(1))[1:]  # after the name cell
+        want = [block["id_accuracy"]]
+        for s in ("textures", "ninco"):  # seed 001's order
+            want += [block["sets"][s]["auroc"], block["sets"][s]["fpr95"]]
+            if s == "ninco":
+                want.append(block["sets"][s]["class_mean_auroc"])
+        want += [block["mean_auroc"], block["mean_fpr95"]]
+        assert [float(v) for v in values] == pytest.approx(want, abs=1e-12), model
+    assert sections["toy-clip"]["score"] == "mcm" and "MCM; 7 OOD rows vs 12 ID" in page
+    assert sections["toy-classifier"]["score"] == "msp"
+
+
+def test_a_damaged_ood_block_is_refused(tmp_path: Path) -> None:
+    from vlmrobust.leaderboard.load import load_submissions
+
+    _, subs, _ = _submit(tmp_path)
+    path = subs / "toy-clip" / "scores.json"
+    data = json.loads(path.read_text())
+    data["datasets"]["ood"]["ood"]["sets"]["ninco"]["auroc_ci"] = [0.9, 0.1]
+    path.write_text(json.dumps(data))
+    with pytest.raises(LeaderboardInputError, match=r"sets\.ninco\.auroc_ci: \[0\.9, 0\.1\] is not an interval"):
+        load_submissions(subs)
