@@ -198,7 +198,7 @@ def ood_score_report(report: ValidationReport, model_id: str | None, seed: int) 
         "dataset": {"name": index.name, "version": str(manifest.get("spec", {}).get("version", "")),
                     "fingerprint": manifest.get("fingerprint"),
                     "sample": bool(manifest.get("sample", False))},
-        "predictions_sha256": report.sha256, "has_logits": report.has_logits,
+        "kind": "ood", "predictions_sha256": report.sha256, "has_logits": report.has_logits,
         "has_text": report.file.has_text, "no_answer": 0, "reference_variant": None,
         "configs": configs, "bench_c": None, **extra}
     if report.partial is not None:
