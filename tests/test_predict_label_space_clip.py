@@ -97,3 +97,57 @@ def test_openai_80_is_the_published_table() -> None:
     table = json.loads(src.read_text(encoding="utf-8"))["imagenet1k"]
     assert len(OPENAI_IMAGENET_TEMPLATES) == 80 == len(set(OPENAI_IMAGENET_TEMPLATES))
     assert [t.replace("{option}", "{c}") for t in OPENAI_IMAGENET_TEMPLATES] == table
+
+
+@pytest.fixture(scope="module")
+def hf_clip_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny random transformers CLIPModel with an offline BPE tokenizer that
+    ends every text with its EOS token (CLIP pools the text at EOS)."""
+    from tokenizers.processors import TemplateProcessing
+    from transformers import CLIPConfig, CLIPImageProcessor, CLIPModel
+
+    from tests.vlm_fixtures import make_tokenizer
+
+    tok = make_tokenizer()
+    eos = tok.convert_tokens_to_ids("</s>")
+    tok._tokenizer.post_processor = TemplateProcessing(single="$A </s>",
+                                                       special_tokens=[("</s>", eos)])
+    cfg = CLIPConfig(
+        text_config={"vocab_size": len(tok), "hidden_size": 32, "intermediate_size": 64,
+                     "num_hidden_layers": 1, "num_attention_heads": 2,
+                     "max_position_embeddings": 64, "eos_token_id": eos,
+                     "pad_token_id": tok.pad_token_id, "bos_token_id": tok.bos_token_id},
+        vision_config={"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 1,
+                       "num_attention_heads": 2, "image_size": 32, "patch_size": 16},
+        projection_dim=16, logit_scale_init_value=float(np.log(23.0)))
+    with torch.random.fork_rng():
+        torch.manual_seed(2)
+        model = CLIPModel(cfg).eval()
+    folder = tmp_path_factory.mktemp("hf_clip") / "m"
+    model.save_pretrained(folder)
+    tok.save_pretrained(folder)
+    CLIPImageProcessor(size={"shortest_edge": 32},
+                       crop_size={"height": 32, "width": 32}).save_pretrained(folder)
+    return folder
+
+
+def test_transformers_clip_equals_its_own_forward(hf_clip_dir: Path, dataset: Path,
+                                                  tmp_path: Path) -> None:
+    """clip:hf: over the label space gives CLIPModel's own logits_per_image for
+    "a photo of a <class>." (its forward normalises and scales itself)."""
+    from transformers import AutoImageProcessor, AutoTokenizer, CLIPModel
+
+    out = predict_dataset(f"clip:hf:{hf_clip_dir}", dataset, tmp_path / "p.parquet",
+                          device="cpu", progress=False, threads=1, config="full")
+    pf = read_predictions(out)
+    assert pf.logits_flat is not None
+    model = CLIPModel.from_pretrained(hf_clip_dir).eval()
+    tok = AutoTokenizer.from_pretrained(hf_clip_dir)
+    proc = AutoImageProcessor.from_pretrained(hf_clip_dir)
+    text = tok([f"a photo of a {n}." for n in SPACE.names], padding=True, return_tensors="pt")
+    pixels = proc(images=[im.convert("RGB") for im in photos()], return_tensors="pt")
+    with torch.no_grad():
+        want = model(input_ids=text["input_ids"], attention_mask=text["attention_mask"],
+                     pixel_values=pixels["pixel_values"]).logits_per_image.numpy()
+    np.testing.assert_allclose(pf.logits_flat.reshape(4, 4), want, rtol=1e-4, atol=1e-4)
+    assert read_prediction_meta(out)["logit_scale"] == pytest.approx(23.0, rel=1e-5)

@@ -5,8 +5,10 @@ per space: argmax over the space is seed 002's CLIP protocol.
 
 Names: ``clip:<arch>:<pretrained tag or checkpoint file>`` (``clip:ViT-B-32:openai``),
 ``clip:local-dir:<folder with open_clip_config.json + weights>``,
-``clip:hf-hub:<org/repo>``; ``clip:<arch>:none`` builds a randomly initialised
-model (for tests and debugging only).
+``clip:hf-hub:<org/repo>`` (open_clip weights on the hub),
+``clip:hf:<hub id or folder>`` (a transformers CLIPModel: models/hf_clip.py);
+``clip:<arch>:none`` builds a randomly initialised model (for tests and
+debugging only).
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from vlmrobust.models.label_logits import per_row
 from vlmrobust.models.prompts import resolve_prompt
 from vlmrobust.models.runtime import preferred_dtype, resolve_device, to_pil
 
-SCHEMAS = ("local-dir:", "hf-hub:")
+SCHEMAS = ("local-dir:", "hf-hub:", "hf:")
 TEXT_CHUNK = 1024  # prompts per text forward
 RANDOM_INIT = "none"
 
@@ -53,7 +55,11 @@ def split_target(target: str) -> tuple[str, str | None]:
 
 def _parse(name: str, target: str) -> AdapterSpec:
     arch, pretrained = split_target(target)
-    if arch.startswith("local-dir:"):
+    if arch.startswith("hf:"):
+        from vlmrobust.models.hf_clip import check_target
+
+        check_target(name, arch[len("hf:"):])
+    elif arch.startswith("local-dir:"):
         folder = Path(arch[len("local-dir:"):])
         if not (folder / "open_clip_config.json").is_file():
             raise VlmrobustError(f"{name}: {folder}/open_clip_config.json not found")
@@ -191,6 +197,13 @@ def _load(spec: AdapterSpec, device: str | None, prompt: str | None = None,
 
     dev = resolve_device(device)
     arch, pretrained = split_target(spec.target)
+    if arch.startswith("hf:"):
+        from vlmrobust.models.hf_clip import load_hf_clip
+
+        model, preprocess, tokenizer = load_hf_clip(arch[len("hf:"):], dev)
+        vision = getattr(model.inner.config, "vision_config", None)
+        return ClipAdapter(spec.name, model, preprocess, tokenizer, dev, prompt=prompt,
+                           vision_encoder=getattr(vision, "model_type", None))
     if pretrained == RANDOM_INIT:
         pretrained = None
     try:
@@ -208,4 +221,5 @@ def _load(spec: AdapterSpec, device: str | None, prompt: str | None = None,
                        vision_encoder=arch)
 
 
-ADAPTER_FAMILIES.add("clip", AdapterFamily("clip", _parse, _load, help="open_clip zero-shot"))
+ADAPTER_FAMILIES.add("clip", AdapterFamily("clip", _parse, _load,
+                                           help="open_clip or transformers CLIP zero-shot"))

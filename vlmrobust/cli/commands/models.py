@@ -14,6 +14,7 @@ FORMS = (
      "a local checkpoint file, or 'none' for random weights"),
     ("clip:DIR", "an open_clip model saved in a local folder (open_clip_config.json + weights)"),
     ("clip:hf-hub:OWNER/NAME", "an open_clip model on the hub"),
+    ("clip:hf:OWNER/NAME | clip:hf:DIR", "a transformers CLIPModel (hub id or saved folder)"),
     ("vlm:OWNER/NAME | vlm:DIR", "a transformers image-text-to-text model (hub id or saved "
      "folder) in this process (backend hf), read in an answer mode (--mode, below)"),
     ("endpoint:SERVED_NAME", "a model behind an OpenAI-compatible server (vLLM, SGLang, TGI, "
