@@ -25,10 +25,12 @@ from tests.score_fixtures import write_meta
 from vlmrobust.builders.classification.build import build, build_dataset, read_sources
 from vlmrobust.builders.classification.spec import parse_spec
 from vlmrobust.builders.families import BuildOptions
+from vlmrobust.core.classes import load_imagenet_classes
 from vlmrobust.core.datadir import read_manifest, read_table
 from vlmrobust.core.errors import SourceError, VlmrobustError
 from vlmrobust.core.label_space import read_label_space
 
+CLASSES_BY_WNID = {c.wnid: c.index for c in load_imagenet_classes()}
 BASE = {"imagenet-val", "imagenet-v2", "imagenet-r", "imagenet-sketch", "imagenet-a", "objectnet",
         "flowers102", "stanford-cars", "caltech101", "imagenet-vid-robust", "imagenet-d-background",
         "imagenet-d-texture", "imagenet-d-material", "3dcc-near_focus-1", "3dcc-near_focus-2"}
@@ -243,3 +245,36 @@ def test_absent_variants_are_skipped_and_named_or_refused(root: Path, tmp_path: 
         build(raw_spec(variants=["stanford-cars"], skip_missing=False), Path("x.yaml"),
               BuildOptions(out=tmp_path / "out2", source_root=empty, progress=False))
     assert json.loads((tmp_path / "out" / "manifest.json").read_text())["configs"]["flowers102"] == 5
+
+
+def test_imagenet_val_takes_kisel_clean_labels_as_published(root: Path, tmp_path: Path) -> None:
+    """Kisel et al.'s clean_validation.csv beside the images: only listed images,
+    every proposed label valid, the image's own label first when it is among them."""
+    src = tmp_path / "src"
+    shutil.copytree(root / "imagenet-val", src / "imagenet-val")
+    files = sorted(p.name for p in (src / "imagenet-val").rglob("*.JPEG"))
+    own = {p.name: CLASSES_BY_WNID[p.parent.name] for p in (src / "imagenet-val").rglob("*.JPEG")}
+    lines = ["id,original_label,proposed_labels,validation",
+             f'{files[0]},{own[files[0]]},"{own[files[0]]}, 5",*',
+             f"{files[1]},{own[files[1]]},7,+",
+             f"{files[2]},{own[files[2]]},{own[files[2]]},*"]
+    (src / "clean_validation.csv").write_text("\n".join(lines) + "\n")
+    m = build(raw_spec(variants=["imagenet-val"], label_set_sizes=[5]), Path("x.yaml"),
+              BuildOptions(out=tmp_path / "out", source_root=src, progress=False))
+    assert m["configs"]["imagenet-val"] == 3 and m["notes"]["imagenet-val"]["clean_labels"] == \
+        "clean_validation.csv"
+    rows = {r["source_file"].split("/")[1]: r for r in _table(tmp_path / "out", "imagenet-val")}
+    assert rows[files[0]]["valid_labels"] == [own[files[0]], 5]
+    assert rows[files[1]]["label"] == 7 and rows[files[1]]["valid_labels"] == [7]
+    for r in _table(tmp_path / "out", "imagenet-val-k5"):
+        assert not set(r["candidates"]) & (set(r["valid_labels"]) - {r["label"]})
+
+
+def test_the_card_passes_the_hub_header_check_and_names_what_numbers_are_over(built: Path) -> None:
+    from vlmrobust.builders.card_meta import validate_card
+
+    text = (built / "README.md").read_text()
+    data = validate_card(text)
+    assert data["task_categories"] == ["image-classification"]
+    assert "whole label space" in text and "K candidates" in text
+    assert "imagenet-d-<split>-4opt" in text and "classifier:efficientnet-lite0" in text
