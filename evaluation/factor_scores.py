@@ -47,7 +47,8 @@ def factor_block(index: DatasetIndex, rows: NDArray[np.int64], correct: NDArray[
     variants = set(cols["variant"][rows].tolist())
     if variants != {FACTOR_VARIANT}:
         return None
-    keys = [str(k) for k in cols["source_file"][rows].tolist()]
+    # ImageNet val file names are unique: a class-folder path joins by its base name
+    keys = [str(k).rpartition("/")[2] for k in cols["source_file"][rows].tolist()]
     return factor_accuracies(correct, keys, annotations.factors, NAMED_FACTORS)
 
 

@@ -196,3 +196,44 @@ def test_classification_imagenet_val_gets_factors_over_the_full_label_space(tmp_
     assert f["annotated"] == {"n": 4, "accuracy": 0.75}
     assert cfgs["imagenet-val"]["factor_annotations"]["file"] == "imagenet_x_val_top_factor.jsonl"
     assert "factors" not in cfgs["imagenet-val-k2"]
+
+
+def test_classification_build_card_and_class_folder_source_files(tmp_path: Path) -> None:
+    """The classification family's imagenet-val config (class-folder layout:
+    source_file ``nXXXXXXXX/ILSVRC2012_val_*.JPEG``) joins ImageNet-X on the file's
+    base name, and its card names the annotation file and the images per factor."""
+    import re
+
+    from tests.classification_layouts import imagenet_layouts, raw_spec
+    from vlmrobust.builders.classification.build import build
+    from vlmrobust.builders.families import BuildOptions
+    from vlmrobust.core.datadir import read_table
+    from vlmrobust.evaluation.predictions_api import write_predictions
+    from vlmrobust.evaluation.score import score
+
+    imagenet_layouts(tmp_path / "src")
+    raw = raw_spec()
+    raw["variants"] = [v for v in raw["variants"] if v["name"] == "imagenet-val"]
+    ds = tmp_path / "ds"
+    build(raw, Path("classification.yaml"),
+          BuildOptions(out=ds, source_root=tmp_path / "src", progress=False, device="cpu"))
+    card = (ds / "README.md").read_text(encoding="utf-8")
+    if packaged_annotations() is not None:
+        assert "## ImageNet-X factors" in card and "`imagenet_x_val_top_factor.jsonl`" in card
+        n_rows = len(read_table(ds, "imagenet-val", columns=["id"]))
+        assert re.search(rf"\d+ of this build's {n_rows} imagenet-val images are annotated", card)
+        assert "| pose |" in card and "| larger |" in card
+    rows = read_table(ds, "imagenet-val", columns=["id", "label", "source_file"]).to_pylist()
+    assert all("/" in r["source_file"] for r in rows)  # the class-folder path
+    names = [r["source_file"].rpartition("/")[2] for r in rows]
+    ann = tmp_path / "imagenet_x_val_top_factor.jsonl"
+    ann.write_text("\n".join(_line(n, 0, pose=1) for n in names[:4]) + "\n")
+    space_n = 1000
+    ids = [r["id"] for r in rows]
+    logits = [[1.0 if j == (r["label"] if i % 2 == 0 else (r["label"] + 1) % space_n) else 0.0
+               for j in range(space_n)] for i, r in enumerate(rows)]
+    preds = write_predictions(ds, ids, logits, model="m", family="clip", out=tmp_path / "p.parquet",
+                              configs=["imagenet-val"])
+    cfg = score(ds, preds, tmp_path / "s.json", config="imagenet-val", imagenet_x=ann)[
+        "datasets"]["classification"]["configs"]["imagenet-val"]
+    assert cfg["factors"]["pose"] == {"n": 4, "accuracy": 0.5}  # rows 0, 2 right; 1, 3 wrong

@@ -22,7 +22,7 @@ swaps the directory in atomically.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -181,6 +181,18 @@ def features(columns: Sequence[str]) -> Any:
     return Features(cols)
 
 
+def _imagenet_x_lines(sources: Sequence[VariantSource],
+                      chosen: Mapping[str, Sequence[SourceItem]]) -> list[str]:
+    """The card's ImageNet-X paragraph for the imagenet-val config, if built."""
+    from vlmrobust.builders.imagenet_x_card import imagenet_x_section
+
+    val = next((s.config for s in sources if s.variant == "imagenet-val"), None)
+    if val is None or not chosen.get(val):
+        return []
+    return imagenet_x_section((it.key.rpartition("/")[2] for it in chosen[val]),
+                              "top-1 over the full label space")
+
+
 def _rows(config: str, src: VariantSource, items: Sequence[SourceItem],
           candidates: Sequence[list[int]] | None, columns: Sequence[str]) -> Iterator[dict[str, Any]]:
     defaults: dict[str, Any] = {"corruption": "none", "severity": 0, "pmset": None}
@@ -259,7 +271,8 @@ def build_dataset(spec: ClassificationSpec, sources: Sequence[VariantSource], ou
     feats = features(columns)
     card = render_card(spec, sources, {c: len(v) for c, v in chosen.items()},
                        {c: len(v[1][0]) if v[1] else 0 for c, v in k_of.items()},
-                       absent=absent, sample=sample, limit=limit)
+                       absent=absent, sample=sample, limit=limit,
+                       imagenet_x_lines=_imagenet_x_lines(sources, chosen))
     extra = {"family": FAMILY, "variants": sorted({s.variant for s in sources}),
              "source_folders": {s.config: s.folder for s in sources if s.folder},
              "imagenet_v2_release": next((s.notes.get("release") for s in sources

@@ -41,7 +41,8 @@ LICENCES = (
 
 def render_card(spec: ClassificationSpec, sources: Sequence[VariantSource],
                 counts: Mapping[str, int], k_configs: Mapping[str, int], *,
-                absent: Sequence[str], sample: bool, limit: int | None) -> str:
+                absent: Sequence[str], sample: bool, limit: int | None,
+                imagenet_x_lines: Sequence[str] = ()) -> str:
     base_rows = []
     for s in sources:
         ids = sum(1 for c in s.space.classes if c.imagenet_ids)
@@ -90,6 +91,7 @@ def render_card(spec: ClassificationSpec, sources: Sequence[VariantSource],
         f"selection model's ({spec.hard_options.selector}) K - 1 highest-scoring wrong classes "
         "(each class scored by the max over its ImageNet group), in a seeded order.",
         "",
+        *imagenet_x_lines,
         "## Layouts read",
         "",
         *layout_lines,

@@ -3,9 +3,10 @@ seed 001 uses them: the **top-factor** file of the PyPI package ``imagenet-x``
 (``annotations/imagenet_x_val_top_factor.jsonl``: one JSON object per line,
 ``file_name`` = ``ILSVRC2012_val_XXXXXXXX.JPEG``, one 0/1 field per factor, at
 most one of them 1: the annotators' main factor) with the package's
-prototypical images removed (``annotations/prototypical_paths.csv``, the
-3,000 images the annotators were shown as class examples), which is what the
-package's own ``load_annotations()`` returns by default: 46,110 images.
+prototypical images removed (``annotations/prototypical_paths.csv`` lists
+3,000 class-example images; 2,758 of them are among the file's 48,868 val
+images), which is what the package's own ``load_annotations()`` returns by
+default: 46,110 images.
 
 Seed 001's 10 factors (:data:`NAMED_FACTORS`) are the 10 most frequent top
 factors of that set. The multi-factor file (an image may carry several
