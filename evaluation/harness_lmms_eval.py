@@ -36,6 +36,7 @@ from vlmrobust.evaluation.lmms_eval_task import (
 
 RECORD = "vlmrobust_tasks.json"
 UTILS = "utils.py"
+CACHE = ".hf-datasets-cache"
 
 
 @dataclass(frozen=True)
@@ -60,7 +61,7 @@ def _owned(folder: Path) -> bool:
     names = {e.name for e in os.scandir(folder)}
     if RECORD not in names:
         return False
-    return all(n in (RECORD, UTILS, "__pycache__") or n.endswith(".yaml") for n in names)
+    return all(n in (RECORD, UTILS, CACHE, "__pycache__") or n.endswith(".yaml") for n in names)
 
 
 def export_lmms_eval(dataset: str | Path, out: str | Path, config: str | None = None,
@@ -106,6 +107,7 @@ def export_lmms_eval(dataset: str | Path, out: str | Path, config: str | None = 
         dataset_path, revision = repo, rev or None
     specs = [TaskSpec(name=task_name(info.name, cfg, t), config=cfg, output_type=t,
                       dataset_path=dataset_path, revision=revision,
+                      cache_dir=str(out.resolve() / CACHE / info.fingerprint[:16]),
                       fingerprint=info.fingerprint, family=info.name, version=info.version,
                       prompt_id=prompt_id)
              for cfg in configs for t in output_types]

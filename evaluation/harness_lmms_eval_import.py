@@ -254,6 +254,10 @@ def import_lmms_eval(samples: Sequence[str | Path], dataset: str | Path, out: st
                 per_row[doc] = ([-v for v in losses], None)
             else:
                 per_row[doc] = (None, _text(resps, where))
+        if otype == GENERATE_UNTIL and n and all(not t for _, t in per_row.values()):
+            raise VlmrobustError(
+                f"{sf.path}: every response is empty; lmms-eval logs '' for a row whose "
+                "generation failed (its log says 'Error ... in generating'): fix the run first")
         missing = [i for i in range(n) if i not in seen]
         if missing:
             raise VlmrobustError(

@@ -54,6 +54,11 @@ class TaskSpec:
     output_type: str
     dataset_path: str
     revision: str | None
+    # datasets' cache for this build: inside the task folder, named by the fingerprint.
+    # datasets reuses a local folder's cached copy across rebuilds of the same folder
+    # (same path, config and file names: seen with datasets 4.8), so a shared cache
+    # could hand lmms-eval an older build's rows.
+    cache_dir: str
     fingerprint: str
     family: str
     version: str
@@ -75,7 +80,9 @@ def _q(text: str) -> str:
 def task_yaml(spec: TaskSpec, tool_version: str) -> str:
     """The task's YAML: the dataset read from ``dataset_path`` / ``dataset_name``
     (a local dataset directory or a hub id), the rows made by ``utils.py``."""
-    kwargs = f"\n  revision: {_q(spec.revision)}" if spec.revision else " {}"
+    kwargs = f"\n  cache_dir: {_q(spec.cache_dir)}"
+    if spec.revision:
+        kwargs += f"\n  revision: {_q(spec.revision)}"
     lines = [
         f"# written by vlmrobust {tool_version} (vlmrobust export lmms-eval); dataset "
         f"{spec.family} {spec.version}, build {spec.fingerprint[:12]}",

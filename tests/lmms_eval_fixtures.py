@@ -48,6 +48,10 @@ def make_llava_for_lmms(out: Path, image_size: int = 8) -> Path:
 
     tok = make_tokenizer()
     tok.chat_template = STRING_TEMPLATE
+    # as LLaVA's Llama tokenizer: no token_type_ids, which generate() refuses for LLaVA
+    # (lmms-eval's llava_hf then logs an empty text for every row)
+    tok.model_input_names = ["input_ids", "attention_mask"]
+    tok.init_kwargs["model_input_names"] = tok.model_input_names  # saved with it
     vision = CLIPVisionConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=2,
                               num_attention_heads=4, image_size=image_size, patch_size=8)
     cfg = LlavaConfig(vision_config=vision, text_config=LlamaConfig(**_text_config(len(tok))),

@@ -75,6 +75,9 @@ def test_export_writes_one_task_per_config_and_output_type(
             "vlmrobust_imagenet_mcq_" + cfg["dataset_name"].replace("-", "_"))
         assert cfg["metadata"]["vlmrobust_fingerprint"] == fingerprint
         assert cfg["metadata"]["vlmrobust_config"] == cfg["dataset_name"]
+        # datasets' cache per build, inside the task folder (a shared one served stale rows)
+        assert cfg["dataset_kwargs"]["cache_dir"] == str(
+            out.resolve() / ".hf-datasets-cache" / fingerprint[:16])
         assert cfg["output_type"] == ("generate_until" if name.endswith("_gen") else "multiple_choice")
     record = json.loads((out / "vlmrobust_tasks.json").read_text())
     assert record["dataset"]["fingerprint"] == fingerprint and set(record["tasks"]) == names

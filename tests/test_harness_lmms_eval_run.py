@@ -16,7 +16,8 @@ Why the settings are what they are (each is lmms-eval 0.7.3's behaviour):
   LLaVA's processor expands ``<image>`` into one token per patch only when it is
   given the image, so with N image tokens the mean also covers the last N - 1
   prompt tokens. The model here has one 8x8 patch, so N = 1 and nothing extra is
-  averaged (with a 32x32 image, N = 16, the logits differed by up to 0.05).
+  averaged (with a 32x32 image, N = 16, they differ by up to 0.04: the second test
+  reproduces that value from the formula).
 - The model's chat template renders lmms-eval's string turn ``<image>\\n{q}``
   and our structured turn alike and ends the assistant turn right after the
   option (tests/lmms_eval_fixtures.py), so both tools score the same tokens.
@@ -140,8 +141,89 @@ def test_exported_tasks_run_in_lmms_eval_and_import(env: Path, tmp_path: Path,
     assert rc == 0, err
     rows = [json.loads(line) for line in preds.read_text().splitlines()]
     assert len(rows) == 8 and all(isinstance(r["text"], str) for r in rows)
+    # the same lettered prompt through the processor's template: the same greedy text
+    ours = tmp_path / "ours-gen.jsonl"
+    predict_dataset(f"vlm:{model}", ds, ours, mode="generate", progress=False, threads=1,
+                    device="cpu")
+    mine_text = {r["id"]: r["text"] for r in map(json.loads, ours.read_text().splitlines())}
+    assert {r["id"]: r["text"] for r in rows} == mine_text
     rc, err = run_cli(["score", "--dataset", str(ds), "--predictions", str(preds), "--out",
                        str(tmp_path / "gen-scores.json")], capsys)
     assert rc == 0, err
     section = json.loads((tmp_path / "gen-scores.json").read_text())["datasets"]["imagenet-mcq"]
     assert section["has_text"] and not section["has_logits"]
+
+
+def _llava_hf_value(model: object, processor: object, question: str, option: str, image: object,
+                    masked: int | None) -> float:
+    """lmms-eval 0.7.3's llava_hf.loglikelihood, written out: the mean loss over
+    every token after the first ``masked`` (default: the prompt tokenised without
+    the image, as llava_hf masks it; None: the prompt with its image tokens)."""
+    import torch
+
+    tok = processor.tokenizer  # type: ignore[attr-defined]
+    user = {"role": "user", "content": f"<image>\n{question}"}
+    prompt = tok.apply_chat_template([user], tokenize=False, add_generation_prompt=True)
+    full = tok.apply_chat_template([user, {"role": "assistant", "content": f" {option}"}],
+                                   tokenize=False)
+    inputs = processor(text=[full], images=[image], return_tensors="pt")  # type: ignore[operator]
+    if masked is None:
+        masked = len(processor(text=[prompt], images=[image])["input_ids"][0])  # type: ignore[operator]
+    labels = inputs["input_ids"].clone()
+    labels[:, :masked] = -100
+    with torch.inference_mode():
+        return float(model(**inputs, labels=labels).loss)  # type: ignore[operator]
+
+
+def test_llava_hf_mean_also_covers_prompt_tokens_when_an_image_has_several(
+        env: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The one difference between lmms-eval's llava_hf and our likelihood:avg,
+    measured on a tiny LLaVA with 16 image tokens: its value is the mean loss
+    from the prompt's length *without* image tokens on (15 prompt tokens too);
+    masking the expanded prompt instead gives our likelihood:avg."""
+    import pyarrow.parquet as pq
+    from transformers import AutoProcessor, LlavaForConditionalGeneration
+
+    from vlmrobust.core.datadir import read_table
+    from vlmrobust.evaluation.predict import predict_dataset
+    from vlmrobust.models.runtime import to_pil
+
+    ds = write_mcq(tmp_path / "ds", n=3, k=3)
+    model_dir = tmp_path / "tiny-llava-16"
+    _run([str(env / "bin" / "python"), "-c",
+          "import sys; from pathlib import Path; sys.path.insert(0, sys.argv[1]); "
+          "from tests.lmms_eval_fixtures import make_llava_for_lmms; "
+          "make_llava_for_lmms(Path(sys.argv[2]), image_size=32)", str(REPO), str(model_dir)],
+         tmp_path, "tiny model")
+    tasks = tmp_path / "tasks"
+    rc, err = run_cli(["export", "lmms-eval", str(ds), "--out", str(tasks), "--config", CONFIGS[0],
+                       "--output-type", "multiple_choice"], capsys)
+    assert rc == 0, err
+    (samples,) = _lmms_eval(env, model_dir, tasks, ["vlmrobust_imagenet_mcq_sample_photo_random"],
+                            tmp_path / "logs", simple=True)
+    preds = tmp_path / "mc.parquet"
+    rc, err = run_cli(["import", "lmms-eval", str(samples), "--dataset", str(ds), "--out",
+                       str(preds)], capsys)
+    assert rc == 0, err
+    theirs = {r["id"]: r["logits"] for r in pq.read_table(preds).to_pylist()}
+    ours = tmp_path / "ours.parquet"
+    predict_dataset(f"vlm:{model_dir}", ds, ours, config=CONFIGS[0], mode="likelihood:avg",
+                    progress=False, threads=1, device="cpu")
+    mine = {r["id"]: r["logits"] for r in pq.read_table(ours).to_pylist()}
+    model = LlavaForConditionalGeneration.from_pretrained(model_dir, dtype="float32").eval()
+    processor = AutoProcessor.from_pretrained(model_dir)
+    gap = 0.0
+    for row in read_table(ds, CONFIGS[0], ["id", "image", "question", "options"]).to_pylist():
+        image = to_pil(row["image"])
+        unexpanded = len(processor.tokenizer(processor.tokenizer.apply_chat_template(
+            [{"role": "user", "content": f"<image>\n{row['question']}"}], tokenize=False,
+            add_generation_prompt=True))["input_ids"])
+        for k, option in enumerate(row["options"]):
+            as_lmms = -_llava_hf_value(model, processor, row["question"], option, image, unexpanded)
+            as_ours = -_llava_hf_value(model, processor, row["question"], option, image, None)
+            assert theirs[row["id"]][k] == pytest.approx(as_lmms, abs=1e-4)
+            assert mine[row["id"]][k] == pytest.approx(as_ours, abs=1e-4)
+            gap = max(gap, abs(theirs[row["id"]][k] - mine[row["id"]][k]))
+    with capsys.disabled():
+        print(f"\n16 image tokens: lmms-eval llava_hf vs likelihood:avg differ by up to {gap:.3f}")
+    assert gap > 1e-3
