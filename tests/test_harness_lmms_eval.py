@@ -315,3 +315,25 @@ def test_export_refuses_a_foreign_folder_and_non_mcq(ds: Path, tmp_path: Path,
     rc, err = run_cli(["import", "lmms-eval", str(tmp_path / "results.jsonl"), "--dataset",
                        str(ds), "--out", str(tmp_path / "p.parquet")], capsys)
     assert rc == 1 and "no such file" in err
+
+
+def test_refuses_a_generate_log_whose_every_text_is_empty(
+        ds: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """lmms-eval's llava_hf logs '' for a row whose generation raised; a log of
+    nothing but '' is a failed run, not a model that never answers."""
+    tasks = tmp_path / "tasks"
+    _export(ds, tasks, capsys)
+    paths = _log(ds, tasks, tmp_path / "logs", "generate_until", lambda i, doc: "")
+    preds = tmp_path / "preds.parquet"
+    rc, err = _import(paths, ds, preds, capsys, "--model", "m")
+    assert rc == 1 and "every response is empty" in err
+    one_line_error(err)
+    assert not preds.exists()
+    paths = _log(ds, tasks, tmp_path / "logs2", "generate_until",
+                 lambda i, doc: "B" if i == 0 and doc["id"].startswith("sample-photo") else "")
+    rc, err = _import(paths, ds, preds, capsys, "--model", "m")
+    assert rc == 1 and "every response is empty" in err  # the second config's
+    paths = _log(ds, tasks, tmp_path / "logs3", "generate_until", lambda i, doc: "" if i else "B")[:1]
+    rc, err = _import(paths, ds, preds, capsys, "--model", "m", "--results",
+                      str(tmp_path / "logs3" / "20261126_063610_results.json"))
+    assert rc == 0, err
