@@ -110,6 +110,7 @@ class EndpointBackend:
         self.sent = 0  # request bodies that went to the server (not answered by the cache)
         self._lock = threading.Lock()
         self._version: tuple[str | None] | None = None
+        self._limit: tuple[tuple[int, str] | None] | None = None
         # optional primitive -> why the server lacks it (None: offered)
         self._features = self._probe(set(probe)) if features is None else {
             p: None if p in features else "was declared without it" for p in OPTIONAL}
@@ -306,6 +307,22 @@ class EndpointBackend:
             out.append(row)
             k += 1 + len(conts)
         return out
+
+    # ---- context (optional: only where the server advertises it) ----
+
+    def context_limit(self) -> tuple[int, str] | None:
+        """The served model's context as the server advertises it (endpoint_limits)."""
+        if self._limit is None:
+            from vlmrobust.models.backends.endpoint_limits import advertised_limit
+
+            self._limit = (advertised_limit(self.client, self.options.model),)
+        return self._limit[0]
+
+    def prompt_tokens(self, prompt: Prompt) -> int | None:
+        """The request's tokens as the server counts them (None: it cannot say)."""
+        from vlmrobust.models.backends.endpoint_limits import served_token_count
+
+        return served_token_count(self.client, self._body(prompt))
 
     # ---- provenance ----
 

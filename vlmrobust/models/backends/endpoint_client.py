@@ -154,6 +154,12 @@ class HttpClient:
         data = json.dumps(body, ensure_ascii=False).encode("utf-8")
         return self._with_retries(path, lambda: self._once(self.url(path), data))
 
+    def post_json_once(self, url: str, body: Mapping[str, Any],
+                       timeout_s: float | None = None) -> Any:
+        """One POST to an absolute URL, no retries (for optional server routes)."""
+        return self._once(url, json.dumps(body, ensure_ascii=False).encode("utf-8"),
+                          timeout_s=timeout_s)
+
     def get_json(self, url: str, timeout_s: float | None = None) -> Any:
         """One GET of an absolute URL, no retries (for optional server information)."""
         return self._once(url, None, timeout_s=timeout_s)

@@ -178,6 +178,8 @@ class LabelSpaceReads:
             if limit is None:
                 return
             tokens = self._needed(r, space, w, count)
+            if tokens is None:  # the backend cannot count (a server without /tokenize)
+                return
             if tokens > limit[0]:
                 raise VlmrobustError(
                     f"{self.backend.name}: --mode {self.reader.mode} over label space "
@@ -186,13 +188,16 @@ class LabelSpaceReads:
                     "--mode likelihood:sum or a model with a longer context")
             self._checked.add((space.sha256(), k))
 
-    def _needed(self, row: Mapping[str, Any], space: LabelSpace, where: str, count: Any) -> int:
+    def _needed(self, row: Mapping[str, Any], space: LabelSpace, where: str,
+                count: Any) -> int | None:
         prompt = self.main_prompt(row, space, where)
         if self.reader.mode == "generate" or self.reader.mode == "open-world":
             from vlmrobust.models.readers.base import ReadOptions
 
             opts = self.options if isinstance(self.options, ReadOptions) else ReadOptions()
-            return int(count(prompt)) + opts.max_new_tokens
+            n = count(prompt)
+            return None if n is None else int(n) + opts.max_new_tokens
         names = class_names(space, row_candidates(row, len(space), where))
         longest = max(names, key=len)
-        return int(count(Prompt(prompt.text, image=prompt.image, assistant_prefix=longest)))
+        n = count(Prompt(prompt.text, image=prompt.image, assistant_prefix=longest))
+        return None if n is None else int(n)
