@@ -160,8 +160,6 @@ def test_spec_and_options_are_checked(tmp_path: Path) -> None:
     raw = {**load_spec_yaml(SPEC), "variants": {"imagenet-c": "x"}}
     with pytest.raises(SpecError, match=r"cue-conflict\.yaml: variants: 'imagenet-c' is not one"):
         build(raw, SPEC, BuildOptions(out=tmp_path / "o", source_root=tmp_path))
-    with pytest.raises(VlmrobustError, match="no embedded sample"):
-        build(load_spec_yaml(SPEC), SPEC, BuildOptions(out=tmp_path / "o", sample=True))
     with pytest.raises(VlmrobustError, match="pass --source-root"):
         build(load_spec_yaml(SPEC), SPEC, BuildOptions(out=tmp_path / "o"))
 
@@ -176,3 +174,26 @@ def test_cli_build_refuses_a_wrong_layout_with_one_error_line(
                str(tmp_path / "ds")])
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 1 and len(err) == 1 and err[0].startswith("error: ")
+
+
+def test_embedded_sample_is_a_named_stand_in_read_by_the_real_reader(tmp_path: Path) -> None:
+    out = tmp_path / "sample"
+    opts = BuildOptions(out=out, sample=True, progress=False)
+    manifest = build(load_spec_yaml(SPEC), SPEC, opts)
+    assert manifest["sample"] is True and manifest["configs"] == {"cue-conflict": 42}
+    rows = _table(out, "cue-conflict")
+    shapes = {r["shape_category"] for r in rows}
+    textures = {r["texture_category"] for r in rows}
+    assert shapes == {"airplane", "bear", "bird", "boat", "bottle", "truck"}
+    assert textures == {"airplane", "bear", "bird", "cat", "dog", "elephant", "truck"}
+    assert sum(r["shape_category"] == r["texture_category"] for r in rows) == 4
+    for r in rows:  # the published naming, label = shape
+        assert r["source_file"] == (f"{r['shape_category']}/{r['shape_category']}1-"
+                                    f"{r['texture_category']}1.png")
+        assert CATEGORIES[r["label"]] == r["shape_category"]
+    card = (out / "README.md").read_text(encoding="utf-8")
+    assert "a stand-in, not Geirhos's stimuli" in card and "rendition-noto-" in card
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["sample"]  # scratch removed
+    again = build(load_spec_yaml(SPEC), SPEC, BuildOptions(out=tmp_path / "again", sample=True,
+                                                            progress=False))
+    assert again["fingerprint"] == manifest["fingerprint"]

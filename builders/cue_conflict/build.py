@@ -22,6 +22,7 @@ from vlmrobust.builders import card_meta
 from vlmrobust.builders.cue_conflict.card import render_card
 from vlmrobust.builders.cue_conflict.categories import CATEGORIES, label_space
 from vlmrobust.builders.cue_conflict.layout import (
+    CUE_CONFLICT,
     READERS,
     STYLIZED,
     VARIANTS,
@@ -139,9 +140,7 @@ def read_sources(spec: CueConflictSpec, root: Path,
 def build(raw_spec: dict[str, Any], spec_path: Path, options: BuildOptions) -> dict[str, Any]:
     spec = parse_spec(raw_spec, spec_path)
     if options.sample:
-        raise VlmrobustError("cue-conflict has no embedded sample yet; fix: build from "
-                             "--source-root DIR holding cue-conflict/<category>/<shape><i>-"
-                             "<texture><j>.png")
+        return _build_sample(spec, options)
     if options.source_root is None:
         raise VlmrobustError("cue-conflict builds from the published stimuli; fix: pass "
                              "--source-root DIR (DIR/cue-conflict/<category>/...)")
@@ -162,3 +161,36 @@ def build(raw_spec: dict[str, Any], spec_path: Path, options: BuildOptions) -> d
                          features=feats, card=card, info=info, kind=CLASSIFICATION,
                          label_spaces={v: space for v in found},
                          card_header=card_meta.header(FAMILY, sample=False, features=feats))
+
+
+def _build_sample(spec: CueConflictSpec, options: BuildOptions) -> dict[str, Any]:
+    """The embedded stand-in (sample.py): written in the published layout to a
+    scratch folder beside the output, read back by the real reader."""
+    import shutil
+    import tempfile
+
+    from vlmrobust.builders.cue_conflict.layout import read_cue_conflict
+    from vlmrobust.builders.cue_conflict.sample import provenance_lines, write_sample_stimuli
+
+    out = Path(options.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix=f".{out.name}.cue-conflict-", dir=out.parent))
+    try:
+        made = write_sample_stimuli(scratch / CUE_CONFLICT)
+        stimuli = read_cue_conflict(scratch / CUE_CONFLICT)
+        if options.limit is not None:
+            stimuli = stimuli[:options.limit]
+        space = label_space()
+        feats = features()
+        found = {CUE_CONFLICT: stimuli}
+        card = render_card(found, [], space, limit=options.limit,
+                           sample_sources=provenance_lines(made))
+        info = BuildInfo(spec.name, spec.version, spec.seed, sample=True,
+                         extra={"family": FAMILY, "variant_counts": {CUE_CONFLICT: len(stimuli)},
+                                "absent_variants": [STYLIZED]})
+        return write_dataset(out, configs={CUE_CONFLICT: rows(CUE_CONFLICT, stimuli)},
+                             features=feats, card=card, info=info, kind=CLASSIFICATION,
+                             label_spaces={CUE_CONFLICT: space},
+                             card_header=card_meta.header(FAMILY, sample=True, features=feats))
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)

@@ -39,8 +39,20 @@ def _count_line(variant: str, stimuli: Sequence[Stimulus], limit: int | None) ->
     return f"| `{variant}` | {n:,}{note} | {extra.lstrip('; ')} |"
 
 
+SAMPLE_NOTE = (
+    "**Embedded sample: a stand-in, not Geirhos's stimuli.** No cue-conflict image ships in any "
+    "package, so each stimulus here is an emoji rendition's silhouette (the noto artwork of a "
+    "category's ImageNet class: the shape) filled with a tiled patch cut from a photo of a "
+    "category (the texture), both from vlmrobust's embedded sample. Only 6 categories have a "
+    "silhouette (airplane, bear, bird, boat, bottle, truck) and 7 a photo (airplane, bear, bird, "
+    "cat, dog, elephant, truck): 42 stimuli, 4 with equal shape and texture. The naming, the "
+    "16-category label space and the scoring are the real ones; the numbers say how the "
+    "pipeline works, not how shape-biased a model is.")
+
+
 def render_card(found: Mapping[str, Sequence[Stimulus]], absent: Sequence[str],
-                space: LabelSpace, *, limit: int | None) -> str:
+                space: LabelSpace, *, limit: int | None,
+                sample_sources: Sequence[str] = ()) -> str:
     per_cat = {v: Counter(s.shape for s in st) for v, st in found.items()}
     cat_rows = "\n".join(
         f"| {c} | {len(space.classes[i].imagenet_ids)} | "
@@ -57,6 +69,8 @@ def render_card(found: Mapping[str, Sequence[Stimulus]], absent: Sequence[str],
         "model-vs-human and seed 001 (\"Toward a Holistic Evaluation of Robustness in CLIP "
         "Models\", Table I). Question kind: `classification` over the 16 categories.",
         "",
+        *([SAMPLE_NOTE, "", "| source image | licence |", "|---|---|", *sample_sources, ""]
+          if sample_sources else []),
         "| config | images | note |",
         "|---|---|---|",
         *[_count_line(v, st, limit) for v, st in found.items()],
