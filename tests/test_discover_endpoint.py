@@ -14,7 +14,7 @@ from tests.discover_fixtures import planted_folder, tiny_questioner
 from tests.endpoint_fixtures import transformers_serve
 from tests.vlm_fixtures import make_llava
 from vlmrobust.cli.main import main
-from vlmrobust.evaluation.discover.records import read_records
+from vlmrobust.core.discover_records import read_records
 
 pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")

@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 
 from tests.discover_fixtures import planted_folder, tiny_questioner
+from vlmrobust.core.discover_records import read_records
 from vlmrobust.evaluation.discover.planted import question_type
-from vlmrobust.evaluation.discover.records import read_records
 from vlmrobust.evaluation.discover.roles import make_answerer, make_verifier
 from vlmrobust.evaluation.discover.train import TrainConfig, run_train
 from vlmrobust.metrics.discovery_reward import RewardConfig

@@ -7,13 +7,13 @@ import json
 import numpy as np
 import pytest
 
-from vlmrobust.core.errors import VlmrobustError
-from vlmrobust.evaluation.discover import planted
-from vlmrobust.evaluation.discover.records import (
+from vlmrobust.core.discover_records import (
     DiscoveryRecord,
     read_records,
     write_records,
 )
+from vlmrobust.core.errors import VlmrobustError
+from vlmrobust.evaluation.discover import planted
 from vlmrobust.evaluation.discover.roles import (
     MISSING,
     PlantedVerifier,

@@ -14,11 +14,11 @@ import pytest
 
 from tests.discover_fixtures import planted_folder, tiny_questioner
 from vlmrobust.cli.main import main
+from vlmrobust.core.discover_records import read_records
 from vlmrobust.evaluation.discover.evaluate import evaluate_rows
 from vlmrobust.evaluation.discover.images import list_images
 from vlmrobust.evaluation.discover.planted import question_type
 from vlmrobust.evaluation.discover.questioner import make_questioner
-from vlmrobust.evaluation.discover.records import read_records
 from vlmrobust.evaluation.discover.roles import make_answerer, make_verifier
 from vlmrobust.evaluation.discover.sample import run_sample
 

@@ -10,7 +10,7 @@ import numpy as np
 
 from tests.vlm_fixtures import make_llava
 from vlmrobust.cli.main import main
-from vlmrobust.evaluation.discover.records import DiscoveryRecord, read_records, write_records
+from vlmrobust.core.discover_records import DiscoveryRecord, read_records, write_records
 from vlmrobust.evaluation.discover.taxonomy import (
     TaxonomyConfig,
     build_taxonomy,

@@ -15,7 +15,7 @@ import pytest
 
 from tests.discover_fixtures import planted_folder, tiny_questioner
 from vlmrobust.cli.main import main
-from vlmrobust.evaluation.discover.records import read_records
+from vlmrobust.core.discover_records import read_records
 
 pytest.importorskip("trl")
 

@@ -23,8 +23,8 @@ from typing import Any
 
 import numpy as np
 
+from vlmrobust.core.discover_records import DiscoveryRecord
 from vlmrobust.core.errors import VlmrobustError
-from vlmrobust.evaluation.discover.records import DiscoveryRecord
 from vlmrobust.metrics.discovery import (
     fdr,
     fdr_by_group,

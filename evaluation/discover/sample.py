@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from vlmrobust.core.discover_records import METHODS, DiscoveryRecord, write_records
 from vlmrobust.core.errors import VlmrobustError
 from vlmrobust.evaluation.discover.images import ImageRef
 from vlmrobust.evaluation.discover.questioner import Questioner
-from vlmrobust.evaluation.discover.records import METHODS, DiscoveryRecord, write_records
 from vlmrobust.evaluation.discover.roles import Answerer, Verdict, Verifier
 from vlmrobust.metrics.discovery import parse_questions
 

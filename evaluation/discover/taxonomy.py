@@ -31,8 +31,8 @@ from typing import Any
 import numpy as np
 
 from vlmrobust.core.atomic import atomic_directory
+from vlmrobust.core.discover_records import read_records, write_records
 from vlmrobust.core.errors import VlmrobustError
-from vlmrobust.evaluation.discover.records import read_records, write_records
 from vlmrobust.models.backends.base import GenerationConfig, Prompt
 
 SKILL_PROMPT = ("Which visual skills does answering this question about the image need? "

@@ -20,9 +20,9 @@ from typing import Any
 import numpy as np
 
 from vlmrobust.core.bounded import MIB
+from vlmrobust.core.discover_records import DiscoveryRecord, iter_records
 from vlmrobust.core.errors import VlmrobustError
 from vlmrobust.evaluation.discover.images import ImageRef
-from vlmrobust.evaluation.discover.records import DiscoveryRecord, iter_records
 from vlmrobust.evaluation.discover.roles import Answerer, Verifier
 from vlmrobust.evaluation.discover.sample import judge_completions
 from vlmrobust.metrics.discovery_reward import DiscoveryReward

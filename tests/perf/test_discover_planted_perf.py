@@ -24,9 +24,9 @@ from typing import Any
 import numpy as np
 import pytest
 
+from vlmrobust.core.discover_records import read_records
 from vlmrobust.evaluation.discover.images import write_planted_images
 from vlmrobust.evaluation.discover.planted import question_type
-from vlmrobust.evaluation.discover.records import read_records
 from vlmrobust.evaluation.discover.roles import make_answerer, make_verifier
 from vlmrobust.evaluation.discover.tiny import make_tiny_questioner
 from vlmrobust.evaluation.discover.train import TrainConfig, run_train

@@ -174,8 +174,8 @@ def run_sample(args: argparse.Namespace) -> int:
 def run_evaluate(args: argparse.Namespace) -> int:
     from vlmrobust.core.atomic import write_text_atomic
     from vlmrobust.core.bounded import MIB, read_bytes_bounded
+    from vlmrobust.core.discover_records import read_records
     from vlmrobust.evaluation.discover.evaluate import EvaluateConfig, evaluate_rows
-    from vlmrobust.evaluation.discover.records import read_records
 
     cfg = EvaluateConfig(prefix_words=args.prefix_words,
                          min_skill_questions=args.min_skill_questions)
