@@ -57,6 +57,8 @@ class TrainConfig:
     lora_r: int = 16
     lora_alpha: int = 32
     save_steps: int = 50
+    dtype: str = "float32"
+    use_vllm: bool = False
     seed: int = 0
     reward: RewardConfig = field(default_factory=RewardConfig)
 
@@ -68,6 +70,8 @@ class TrainConfig:
             raise VlmrobustError("--lr, --epsilon, --temperature must be > 0 and --beta >= 0")
         if self.save_steps < 1 or self.lora_r < 1 or self.lora_alpha < 1:
             raise VlmrobustError("--save-steps, --lora-r and --lora-alpha must be >= 1")
+        if self.dtype not in ("float32", "bfloat16"):
+            raise VlmrobustError("--dtype: float32 or bfloat16")
         if self.lr_scheduler not in ("linear", "constant", "cosine"):
             raise VlmrobustError("--lr-scheduler: linear, constant or cosine")
         if self.scale_rewards not in ("group", "batch", "none"):
@@ -184,7 +188,10 @@ def run_train(questioner: str, images: Path, answerer: Answerer, verifier: Verif
         scale_rewards=config.scale_rewards, seed=config.seed, data_seed=config.seed,
         save_strategy="steps", save_steps=config.save_steps, save_total_limit=2,
         logging_steps=max(1, config.steps // 20), report_to=[], disable_tqdm=True,
-        use_cpu=(device == "cpu"), shuffle_dataset=False, remove_unused_columns=False)
+        use_cpu=(device == "cpu"), shuffle_dataset=False, remove_unused_columns=False,
+        model_init_kwargs={"dtype": config.dtype}, bf16=config.dtype == "bfloat16",
+        # generation by a colocated vLLM engine (GPU only; TRL's own integration)
+        use_vllm=config.use_vllm, vllm_mode="colocate")
     peft_config = None
     if config.lora:
         from peft import LoraConfig

@@ -36,6 +36,10 @@ def register_train(cmd: Any) -> None:
     p.add_argument("--lora-r", type=int, default=t.lora_r)
     p.add_argument("--lora-alpha", type=int, default=t.lora_alpha)
     p.add_argument("--save-steps", type=int, default=t.save_steps)
+    p.add_argument("--dtype", choices=("float32", "bfloat16"), default=t.dtype,
+                   help="weights and training precision (bfloat16 on GPUs)")
+    p.add_argument("--use-vllm", action="store_true",
+                   help="generate with a colocated vLLM engine (TRL; needs a GPU and vllm)")
     p.add_argument("--lambda-scale", type=float, default=r.lambda_scale)
     p.add_argument("--lambda-penalty", type=float, default=r.lambda_penalty)
     p.add_argument("--prefix-len", type=int, default=r.prefix_len, help="L of δ_ifreq")
@@ -74,6 +78,7 @@ def run_train(args: argparse.Namespace) -> int:
         temperature=args.temperature, max_completion_length=args.max_completion_length,
         loss_type=args.loss_type, scale_rewards=args.scale_rewards, lora=args.lora,
         lora_r=args.lora_r, lora_alpha=args.lora_alpha, save_steps=args.save_steps,
+        dtype=args.dtype, use_vllm=args.use_vllm,
         seed=args.seed, reward=reward)
     answerer, verifier = make_roles(args)
     embed = TextEmbedder(load_minilm(args.device))
@@ -89,6 +94,9 @@ def run_train(args: argparse.Namespace) -> int:
 
 
 def register_taxonomy(cmd: Any) -> None:
+    from vlmrobust.evaluation.discover.taxonomy import TaxonomyConfig
+
+    tx = TaxonomyConfig()
     p = cmd.add_parser("taxonomy", help="skills per question, dedup, clusters, meta-skills")
     p.add_argument("records", type=Path, help="records file (.jsonl)")
     p.add_argument("--out", type=Path, required=True,
@@ -104,9 +112,10 @@ def register_taxonomy(cmd: Any) -> None:
     p.add_argument("--namer-url", default=None)
     p.add_argument("--api-key-env", default=None)
     p.add_argument("--device", default=None)
-    p.add_argument("--dedup-threshold", type=float, default=0.9,
+    p.add_argument("--dedup-threshold", type=float, default=tx.dedup_threshold,
                    help="skills whose MiniLM cosine is at least this are merged")
-    p.add_argument("--meta-skills", type=int, default=8, help="number of meta-skill clusters")
+    p.add_argument("--meta-skills", type=int, default=tx.meta_skills,
+                   help="number of meta-skill clusters")
     p.add_argument("--failures-only", action="store_true",
                    help="tag only failures (V = 1, C = 0) instead of every valid question")
     p.set_defaults(func=run_taxonomy)
