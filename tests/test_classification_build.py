@@ -80,7 +80,7 @@ def test_every_variant_is_a_config_over_its_label_space(built: Path) -> None:
     assert sizes["objectnet"] == 3 and sizes["flowers102"] == 3 and sizes["caltech101"] == 2
     assert sizes["imagenet-vid-robust"] == 3 and sizes["imagenet-d-texture"] == len(IMAGENET_D)
     # the manifest names the V2 folder actually read
-    assert m["imagenet_v2_release"] == "matched-frequency"
+    assert m["imagenet_v2_release"] == "matched-frequency" and m["reference_config"] == "imagenet-val"
     assert m["source_folders"]["imagenet-v2"] == "imagenetv2-matched-frequency-format-val"
 
 

@@ -1,12 +1,11 @@
 """K-config candidates (issue 23.2): always the ground truth, distractors
 uniform over the non-valid classes (chi-square on a large seeded draw), the
 label's position uniform, one row's draw independent of the others; ImageNet-D's
-hardest wrong classes; and the embedded sample's classification config."""
+hardest wrong classes."""
 
 from __future__ import annotations
 
 from collections import Counter
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -88,27 +87,3 @@ def test_hardest_candidates_against_a_direct_sort() -> None:
     groups = [[1, 5, 9], [2], [100, 3]]
     direct = np.array([[row[g].max() for g in groups] for row in logits])
     assert np.array_equal(group_scores(logits, groups), direct)
-
-
-def test_sample_classification_config(tmp_path: Path) -> None:
-    from datasets import load_dataset
-
-    from tests.classification_fixtures import index_rows
-    from tests.classification_layouts import raw_spec
-    from vlmrobust.builders.classification.build import build
-    from vlmrobust.builders.families import BuildOptions
-    from vlmrobust.builders.sample import load_sample
-    from vlmrobust.core.label_space import read_label_space
-
-    out = tmp_path / "ds"
-    raw = {**raw_spec(), "sample": {"label_set_sizes": [5]}}
-    m = build(raw, Path("x.yaml"), BuildOptions(out=out, sample=True, progress=False))
-    photos = {im.key: im.class_index for im in load_sample() if im.group == "photo"}
-    assert set(m["configs"]) == {"sample-photo", "sample-rendition", "sample-photo-k5",
-                                 "sample-rendition-k5"}
-    assert m["configs"]["sample-photo"] == len(photos) and m["sample"] is True
-    ds = load_dataset(str(out), "sample-photo", split="test", cache_dir=str(tmp_path / "hf"))
-    space = read_label_space(out, "sample-photo")
-    assert len(space) == 1000
-    assert {r["source_file"]: r["label"] for r in ds} == photos
-    assert all(len(r["candidates"]) == 5 for r in index_rows(out) if r["config"].endswith("k5"))

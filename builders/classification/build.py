@@ -273,7 +273,10 @@ def build_dataset(spec: ClassificationSpec, sources: Sequence[VariantSource], ou
                        {c: len(v[1][0]) if v[1] else 0 for c, v in k_of.items()},
                        absent=absent, sample=sample, limit=limit,
                        imagenet_x_lines=_imagenet_x_lines(sources, chosen))
+    # seed 001 fits its temperature on ImageNet val (the sample: on its photos)
+    reference = "sample-photo" if sample else "imagenet-val"
     extra = {"family": FAMILY, "variants": sorted({s.variant for s in sources}),
+             "reference_config": reference if reference in chosen else None,
              "source_folders": {s.config: s.folder for s in sources if s.folder},
              "imagenet_v2_release": next((s.notes.get("release") for s in sources
                                           if s.variant == "imagenet-v2"), None),
