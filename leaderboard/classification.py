@@ -50,18 +50,29 @@ def setting(mode: str | None) -> str:
     return SETTINGS.get(mode, mode)
 
 
+# Variants with label spaces of their own, not shifts of ImageNet: no ER line
+# against ImageNet val (seed 002 reports their accuracy only).
+NOT_SHIFTS = frozenset({"flowers102", "stanford-cars", "caltech101"})
+
+
 def full_configs(d: DatasetScores) -> list[ConfigScore]:
     """The configs scored over their whole label space (with a variant)."""
     return [c for c in d.configs if c.over == LABEL_SPACE and c.variant is not None]
 
 
+def _er_configs(d: DatasetScores) -> list[ConfigScore]:
+    return [c for c in full_configs(d) if c.accuracy is not None and c.variant not in NOT_SHIFTS]
+
+
 def full_acc(d: DatasetScores) -> dict[tuple[str, str], float]:
-    """(``label-space``, variant) -> full-label-space accuracy."""
-    return {(LABEL_SPACE, str(c.variant)): c.accuracy for c in full_configs(d) if c.accuracy is not None}
+    """(``label-space``, config) -> full-label-space accuracy of every config of
+    an ImageNet variant (keyed by config: 3DCC has one per corruption and
+    severity; the reference config ``imagenet-val`` is named as its variant)."""
+    return {(LABEL_SPACE, c.config): float(c.accuracy or 0.0) for c in _er_configs(d)}
 
 
 def full_n(d: DatasetScores) -> dict[tuple[str, str], int]:
-    return {(LABEL_SPACE, str(c.variant)): c.n for c in full_configs(d) if c.accuracy is not None}
+    return {(LABEL_SPACE, c.config): c.n for c in _er_configs(d)}
 
 
 @dataclass(frozen=True)
@@ -138,12 +149,22 @@ def variants(sections: Sequence[tuple[Submission, DatasetScores]]) -> list[str]:
 
 
 def k_points(d: DatasetScores, model_id: str) -> list[KPoint]:
-    """A section's K-curve points: every K-option config and the full label
-    space of each variant that has K-option configs."""
-    ks = [c for c in d.configs if c.over == K_OPTIONS and c.k is not None and c.accuracy is not None
-          and c.variant is not None]
-    with_k = {c.variant for c in ks}
-    out = [KPoint(model_id, str(c.variant), int(c.k or 0), float(c.accuracy or 0.0), False) for c in ks]
-    out += [KPoint(model_id, str(c.variant), int(c.n_classes), float(c.accuracy), True)
-            for c in full_configs(d) if c.variant in with_k and c.n_classes and c.accuracy is not None]
+    """A section's K-curve points: every K-option config ``<config>-k<K>`` (the
+    builder's naming) and the full label space of ``<config>``, keyed by
+    ``<config>`` (in ``variant``)."""
+    full = {c.config: c for c in full_configs(d)}
+    out = []
+    bases = set()
+    for c in d.configs:
+        if c.over != K_OPTIONS or c.k is None or c.accuracy is None:
+            continue
+        base = c.config.removesuffix(f"-k{c.k}")
+        if base == c.config:
+            continue  # not a label-set-size config (e.g. ImageNet-D's 4 hardest options)
+        bases.add(base)
+        out.append(KPoint(model_id, base, int(c.k), float(c.accuracy), False))
+    for base in sorted(bases):
+        c = full.get(base)
+        if c is not None and c.n_classes and c.accuracy is not None:
+            out.append(KPoint(model_id, base, int(c.n_classes), float(c.accuracy), True))
     return sorted(out, key=lambda p: (variant_key(p.variant), p.k))

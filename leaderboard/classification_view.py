@@ -34,6 +34,7 @@ from vlmrobust.leaderboard.classification import (
 )
 from vlmrobust.leaderboard.downloads import to_csv
 from vlmrobust.leaderboard.fit_plots import shift_charts
+from vlmrobust.leaderboard.submission import ConfigScore, DatasetScores
 
 CONFIG_COLUMNS = ["model_id", "name", "family", "setting", "prompt_id", "dataset", "config", "variant",
                   "over", "k", "n_classes", "n", "accuracy", "accuracy_ci_low", "accuracy_ci_high",
@@ -78,9 +79,39 @@ def per_class_records(ev: Any, key: str) -> list[dict[str, Any]]:
     return out
 
 
-def _er_of(board: ClassificationBoard, key: str, model_id: str, variant: str) -> float | None:
+def _er_of(board: ClassificationBoard, key: str, model_id: str, config: str) -> float | None:
     vals = board.er[key].er.get(model_id, ())
-    return next((v.er for v in vals if v.shift == variant), None)
+    return next((v.er for v in vals if v.shift == config), None)
+
+
+@dataclasses.dataclass(frozen=True)
+class Cell:
+    """One Table 1 cell: a variant's accuracy, pooled (n-weighted) over its
+    configs where it has several (3DCC's corruption × severity cells)."""
+
+    accuracy: float | None
+    n: int
+    n_classes: int | None
+    configs: int
+    accuracy_ci: tuple[float, float] | None = None
+    mean_per_class: float | None = None
+
+
+def variant_cells(d: DatasetScores) -> dict[str, Cell]:
+    by_variant: dict[str, list[ConfigScore]] = defaultdict(list)
+    for c in full_configs(d):
+        by_variant[str(c.variant)].append(c)
+    out = {}
+    for v, cs in by_variant.items():
+        if len(cs) == 1:
+            c = cs[0]
+            out[v] = Cell(c.accuracy, c.n, c.n_classes, 1, c.accuracy_ci, c.mean_per_class)
+            continue
+        scored = [c for c in cs if c.accuracy is not None]
+        n = sum(c.n for c in scored)
+        acc = sum((c.accuracy or 0.0) * c.n for c in scored) / n if n else None
+        out[v] = Cell(acc, n, cs[0].n_classes, len(cs))
+    return out
 
 
 def _family_colours(lb: Leaderboard) -> dict[str, str]:
@@ -105,7 +136,7 @@ def classification_page(lb: Leaderboard) -> tuple[dict[str, Any], dict[str, byte
     calibration: dict[str, list[tuple[Any, Any]]] = defaultdict(list)
     cal_points: list[tuple[str, float, float]] = []
     for s, d in sections:
-        full = {str(c.variant): c for c in full_configs(d)}
+        full = variant_cells(d)
         table.append({"s": s, "d": d, "setting": board.settings.get(s.model_id, ""),
                       "cells": [full.get(v) for v in cols]})
         for c in d.configs:
@@ -118,7 +149,7 @@ def classification_page(lb: Leaderboard) -> tuple[dict[str, Any], dict[str, byte
                 "accuracy_ci_low": ci[0] if ci else None, "accuracy_ci_high": ci[1] if ci else None,
                 "mean_per_class_accuracy": c.mean_per_class,
                 **{k: c.calibration.get(k) for k in ("ece", "nll", "temperature", "ece_ts", "nll_ts")},
-                "er": (_er_of(board, d.key, s.model_id, str(c.variant))
+                "er": (_er_of(board, d.key, s.model_id, c.config)
                        if c.over == LABEL_SPACE and c.variant is not None else None)})
             if c.over == LABEL_SPACE and c.calibration.get("ece") is not None:
                 calibration[str(c.variant)].append((s, c))

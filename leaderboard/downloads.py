@@ -180,6 +180,9 @@ def to_json(lb: Leaderboard, columns: list[str], records: list[dict[str, Any]]) 
         {"schema_version": DOWNLOADS_SCHEMA, "overview_strategy": lb.strategy,
          "column_notes": BENCH_C_COLUMN_NOTES,
          "baselines": lb.spec.as_record(), "fits": [f.as_record() for f in lb.fits],
+         # full-label-space lines of the classification datasets (their own reference line)
+         "classification_fits": [f.as_record() for k in (lb.classification.datasets if lb.classification else ())
+                                 for f in lb.classification.er[k].fits] if lb.classification else [],
          "reference_runs": None if lb.record is None else lb.record.as_record(),
          "pairwise": pairwise_records(lb),
          "columns": columns, "rows": records},

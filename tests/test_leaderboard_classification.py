@@ -28,7 +28,9 @@ from vlmrobust.leaderboard.load import load_submissions
 from vlmrobust.leaderboard.render import render_site
 
 C, K = 20, 5
-CONFIGS = (("imagenet-val", 200, None), ("imagenet-r", 150, None), ("imagenet-val-k5", 100, K))
+CONFIGS = (("imagenet-val", 200, None), ("imagenet-r", 150, None), ("imagenet-val-k5", 100, K),
+           ("3dcc-fog-1", 60, None), ("3dcc-fog-5", 60, None), ("flowers102", 50, None))
+VARIANT = {"imagenet-val-k5": "imagenet-val", "3dcc-fog-1": "3dcc", "3dcc-fog-5": "3dcc"}
 # (model id, name, family, mode, skill on val, skill on the shift)
 MODELS = (("cls-a", "Classifier A", "classifier", "class-logits", 1.0, 0.3),
           ("cls-b", "Classifier B", "classifier", "class-logits", 2.0, 1.0),
@@ -44,7 +46,7 @@ def _dataset() -> tuple[pa.Table, dict[str, Any]]:
         cols["id"] += [f"{name}/{i}" for i in range(n)]
         cols["n_options"] += [k or C] * n
         cols["answer"] += rng.integers(0, k or C, size=n).tolist()
-        cols["variant"] += ["imagenet-r" if name == "imagenet-r" else "imagenet-val"] * n
+        cols["variant"] += [VARIANT.get(name, name)] * n
         cols["config"] += [name] * n
     manifest = {"spec": {"name": "classification", "version": "1"}, "fingerprint": "f" * 64,
                 "kind": "classification", "configs": {name: n for name, n, _ in CONFIGS},
@@ -57,7 +59,7 @@ def _predictions(table: pa.Table, seed: int, skill_val: float, skill_shift: floa
     rng = np.random.default_rng(seed)
     answer = np.asarray(table.column("answer").to_numpy())
     width = np.asarray(table.column("n_options").to_numpy())
-    shift = np.asarray(table.column("variant").to_pylist()) == "imagenet-r"
+    shift = np.isin(np.asarray(table.column("variant").to_pylist()), ["imagenet-r", "3dcc", "flowers102"])
     rows = []
     for a, w, sh in zip(answer.tolist(), width.tolist(), shift.tolist(), strict=True):
         z = rng.normal(size=w) * 2.0
@@ -98,9 +100,11 @@ def test_full_label_space_er_uses_its_own_reference_line(built: tuple[Any, dict[
     board = lb.classification
     assert board is not None and board.datasets == ("classification",)
     fits = board.er["classification"].fits
+    # one line per shifted config (3DCC's cells apart); flowers102 is not an ImageNet shift
     assert {(f.reference, f.shift, f.strategy, f.dataset) for f in fits} == {
-        ("imagenet-val", "imagenet-r", "label-space", "classification")}
-    ref = next(f for f in fits if f.kind == "reference")
+        ("imagenet-val", shift, "label-space", "classification")
+        for shift in ("imagenet-r", "3dcc-fog-1", "3dcc-fog-5")}
+    ref = next(f for f in fits if f.kind == "reference" and f.shift == "imagenet-r")
     assert sorted(ref.baselines) == ["cls-a", "cls-b", "cls-c"]
     acc = {m: (scored[m]["configs"]["imagenet-val"]["accuracy"], scored[m]["configs"]["imagenet-r"]["accuracy"])
            for m in scored}
@@ -108,7 +112,7 @@ def test_full_label_space_er_uses_its_own_reference_line(built: tuple[Any, dict[
     y = norm.ppf([acc[m][1] for m in ("cls-a", "cls-b", "cls-c")])
     a, b = np.polyfit(x, y, 1)
     assert ref.slope == pytest.approx(a, rel=1e-9) and ref.intercept == pytest.approx(b, rel=1e-9)
-    er = board.er["classification"].er["clip-a"][0].er
+    er = next(v.er for v in board.er["classification"].er["clip-a"] if v.shift == "imagenet-r")
     assert er == pytest.approx(acc["clip-a"][1] - norm.cdf(a * norm.ppf(acc["clip-a"][0]) + b), abs=1e-9)
     assert er > 0.1  # CLIP keeps its accuracy on the shift
     # the MCQ lines stay apart: no imagenet-mcq section, no MCQ fits
@@ -129,6 +133,10 @@ def test_page_tables_k_curve_calibration_and_escaping(built: tuple[Any, dict[str
     k5 = np.mean([scored[m]["configs"]["imagenet-val-k5"]["accuracy"] for m in ("cls-a", "cls-b", "cls-c")])
     assert f"K = 5, {k5:.3f}" in curve
     assert "plots/classification/ece-ts.svg" in files and "plots/classification/er-000.svg" in files
+    # a variant with several configs (3DCC) is pooled, n-weighted, in Table 1
+    fog = [scored["cls-b"]["configs"][c] for c in ("3dcc-fog-1", "3dcc-fog-5")]
+    pooled = sum(c["accuracy"] * c["n"] for c in fog) / sum(c["n"] for c in fog)
+    assert f'data-v="{pooled!r}" title="120 images, 20 classes; pooled over its 2 configs' in page
 
 
 def test_downloads_hold_every_config_and_the_per_class_accuracies(
@@ -147,7 +155,7 @@ def test_downloads_hold_every_config_and_the_per_class_accuracies(
         path = f"downloads/{Path(lb.pages[mid]).stem}/classification.per-class.csv"
         assert path in page
         per_class = list(csv.DictReader(io.StringIO(files[path].decode("utf-8"))))
-        assert {r["config"] for r in per_class} == {"imagenet-val", "imagenet-r"}  # not the K config
+        assert {r["config"] for r in per_class} == {c for c, _, k in CONFIGS if k is None}  # not the K config
         ev = next(s for s in lb.submissions if s.model_id == mid).evidence["classification"]
         rows_r = np.flatnonzero(ev.index.config == "imagenet-r")
         y, ok = ev.index.answer[rows_r], ev.correct[rows_r]
@@ -176,3 +184,37 @@ def test_the_site_with_the_page_passes_the_site_check(built: tuple[Any, dict[str
     _, _, files = built
     script, style, csp = site_assets()
     check_files(files, scripts=[script], styles=[style], csp=csp)  # raises on a broken link or markup
+
+
+def test_per_class_rows_name_the_classes_of_a_dataset_directory(tmp_path: Path) -> None:
+    from tests.classification_fixtures import write_classification
+    from vlmrobust.core.label_space import read_label_space
+    from vlmrobust.evaluation.dataset_index import load_dataset_index
+    from vlmrobust.leaderboard.classification_view import per_class_records
+
+    ds = write_classification(tmp_path / "ds", n=24, k=3)
+    index = load_dataset_index(ds)
+    correct = np.arange(index.n_rows) % 4 != 0
+    ev = DatasetEvidence("0" * 64, "1" * 64, "m", None, None, {}, index=index, correct=correct)
+    recs = per_class_records(ev, "classification")
+    assert {r["config"] for r in recs} == {"toy"}  # the K config is left out
+    names = read_label_space(ds, "toy").names
+    rows = np.flatnonzero(index.config == "toy")
+    for r in recs:
+        mask = index.labels[rows] == r["class_id"]
+        assert r["class_name"] == names[r["class_id"]]
+        assert (r["n"], r["accuracy"]) == (int(mask.sum()), pytest.approx(correct[rows][mask].mean()))
+
+
+def test_leaderboard_json_publishes_the_classification_lines(built: tuple[Any, dict[str, Any], dict[str, Any]]) -> None:
+    import json
+
+    lb, _, files = built
+    table = json.loads(files["leaderboard.json"])
+    recs = table["classification_fits"]
+    assert recs and all(r["dataset"] == "classification" and r["strategy"] == "label-space" for r in recs)
+    ref = next(r for r in recs if r["kind"] == "reference" and r["shift_variant"] == "imagenet-r")
+    line = next(f for f in lb.classification.er["classification"].fits
+                if f.kind == "reference" and f.shift == "imagenet-r")
+    assert (ref["slope"], ref["intercept"]) == (line.slope, line.intercept)
+    assert table["fits"] == []  # the MCQ lines stay apart
