@@ -12,36 +12,17 @@ from pathlib import Path
 import pytest
 
 from tests.hostile_fixtures import hostile_folder, lstat_kind, snapshot, special_paths
+from tests.safe_write_fixtures import bench_c_info, fails, leftovers, make_world
 from tests.score_fixtures import write_mcq
-from tests.trust_fixtures import one_line_error, perfect_predictions, run_cli
+from tests.trust_fixtures import run_cli
 from vlmrobust.core.errors import VlmrobustError
-from vlmrobust.core.writer import BuildInfo, write_dataset
+from vlmrobust.core.writer import write_dataset
 from vlmrobust.evaluation.submissions import add_submission
 
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """Two datasets, predictions for each, and three submitted models."""
-    from tests.submission_fixtures import real_submissions
-
-    tmp = tmp_path_factory.mktemp("world")
-    subs, (mcq, bc) = real_submissions(tmp, 3)
-    return {"subs": subs, "mcq": mcq, "bc": bc,
-            "pm": perfect_predictions(mcq, tmp / "pm.parquet"),
-            "pb": perfect_predictions(bc, tmp / "pb.parquet")}
-
-
-def _fails(argv: list[str], capsys: pytest.CaptureFixture[str], *needles: str) -> str:
-    rc, err = run_cli(argv, capsys)
-    assert rc == 1, err
-    one_line_error(err)
-    for n in needles:
-        assert n in err, err
-    return err
-
-
-def _leftovers(folder: Path) -> list[str]:
-    return sorted(p.name for p in folder.iterdir() if ".old-" in p.name or ".building-" in p.name)
+    return make_world(tmp_path_factory.mktemp("world"))
 
 
 # -- 1. build --out -----------------------------------------------------------------
@@ -51,14 +32,14 @@ def test_build_refuses_a_foreign_folder_and_keeps_it(tmp_path: Path,
                                                     capsys: pytest.CaptureFixture[str]) -> None:
     proj = hostile_folder(tmp_path / "x" / "proj")
     before = snapshot(proj)
-    _fails(["build", "imagenet-mcq", "--sample", "--limit", "6", "--out", str(proj)], capsys,
+    fails(["build", "imagenet-mcq", "--sample", "--limit", "6", "--out", str(proj)], capsys,
            "is not a dataset built by vlmrobust")
     assert snapshot(proj) == before
     # only the user's file: the case of the issue
     only = tmp_path / "y" / "proj"
     only.mkdir(parents=True)
     (only / "main.py").write_text("code\n")
-    _fails(["build", "imagenet-mcq", "--sample", "--limit", "6", "--out", str(only)], capsys)
+    fails(["build", "imagenet-mcq", "--sample", "--limit", "6", "--out", str(only)], capsys)
     assert (only / "main.py").read_text() == "code\n"
 
 
@@ -70,12 +51,12 @@ def test_build_never_deletes_its_own_spec(tmp_path: Path,
     specdir.mkdir()
     spec = specdir / "my-spec.yaml"
     shutil.copy(resolve_spec("imagenet-mcq"), spec)
-    _fails(["build", str(spec), "--sample", "--out", str(specdir)], capsys, "my-spec.yaml")
+    fails(["build", str(spec), "--sample", "--out", str(specdir)], capsys, "my-spec.yaml")
     assert spec.is_file()
     # even when the folder also looks like a dataset
     write_mcq(tmp_path / "ds")
     shutil.copy(spec, tmp_path / "ds" / "my-spec.yaml")
-    _fails(["build", str(tmp_path / "ds" / "my-spec.yaml"), "--sample", "--out",
+    fails(["build", str(tmp_path / "ds" / "my-spec.yaml"), "--sample", "--out",
             str(tmp_path / "ds")], capsys)
     assert (tmp_path / "ds" / "my-spec.yaml").is_file()
 
@@ -87,15 +68,11 @@ def test_build_refuses_files_links_fifos_devices_and_loops(
     paths = {"plain": plain, **special_paths(tmp_path / "sp")}
     for _, path in sorted(paths.items()):
         kind = lstat_kind(path)
-        _fails(["build", "imagenet-mcq", "--sample", "--limit", "6", "--out", str(path)], capsys)
+        fails(["build", "imagenet-mcq", "--sample", "--limit", "6", "--out", str(path)], capsys)
         assert lstat_kind(path) == kind
     assert plain.read_text() == "mine\n"
     assert (tmp_path / "sp" / "victim.txt").read_text() == "keep me\n"
     assert not any((tmp_path / "sp" / "dir-target").iterdir())
-
-
-def _info() -> BuildInfo:
-    return BuildInfo("bench-c", "0.1.0", 0, sample=True)
 
 
 def test_writer_replaces_only_a_dataset_or_an_empty_folder(tmp_path: Path) -> None:
@@ -103,14 +80,14 @@ def test_writer_replaces_only_a_dataset_or_an_empty_folder(tmp_path: Path) -> No
 
     def write(out: Path) -> None:
         write_dataset(out, configs={"default": bench_c_rows(2)}, features=bench_c_features(),
-                      card="toy", info=_info())
+                      card="toy", info=bench_c_info())
 
     empty = tmp_path / "empty"
     empty.mkdir()
     write(empty)
     assert (empty / "manifest.json").is_file()
     write(empty)  # a dataset it built is replaced
-    assert not _leftovers(tmp_path)
+    assert not leftovers(tmp_path)
     # a dataset folder holding something no build wrote is refused, nothing lost
     for name in (".gitattributes", "notes.txt"):
         (empty / name).write_text("x")
@@ -135,16 +112,16 @@ def test_score_refuses_devices_fifos_links_and_its_inputs(
     base = ["score", "--dataset", str(world["mcq"]), "--predictions", str(world["pm"])]
     for _, path in sorted(special_paths(tmp_path / "sp").items()):
         kind = lstat_kind(path)
-        _fails([*base, "--out", str(path)], capsys, " is a ")
+        fails([*base, "--out", str(path)], capsys, " is a ")
         assert lstat_kind(path) == kind
     assert (tmp_path / "sp" / "victim.txt").read_text() == "keep me\n"
     # --imagenet-x F --out F
     fx = tmp_path / "x.jsonl"
     fx.write_text('{"file_name": "a"}\n')
-    _fails([*base, "--imagenet-x", str(fx), "--out", str(fx)], capsys, "is an input")
+    fails([*base, "--imagenet-x", str(fx), "--out", str(fx)], capsys, "is an input")
     assert fx.read_text() == '{"file_name": "a"}\n'
     # a predictions file that is a link loop: one line
-    _fails(["score", "--dataset", str(world["mcq"]), "--predictions",
+    fails(["score", "--dataset", str(world["mcq"]), "--predictions",
             str(tmp_path / "sp" / "loop"), "--out", str(tmp_path / "s.json")], capsys)
     assert not (tmp_path / "s.json").exists()
 
@@ -152,12 +129,12 @@ def test_score_refuses_devices_fifos_links_and_its_inputs(
 def test_validate_and_submit_refuse_a_link_loop_in_one_line(
         world: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     loop = special_paths(tmp_path / "sp")["loop"]
-    _fails(["validate", "--dataset", str(world["mcq"]), "--predictions", str(loop)], capsys)
-    _fails(["submit", "--submissions", str(tmp_path / "subs"), "--model-id", "m", "--dataset",
+    fails(["validate", "--dataset", str(world["mcq"]), "--predictions", str(loop)], capsys)
+    fails(["submit", "--submissions", str(tmp_path / "subs"), "--model-id", "m", "--dataset",
             str(world["mcq"]), "--predictions", str(loop)], capsys)
-    _fails(["submit", "--submissions", str(loop), "--model-id", "m", "--dataset",
+    fails(["submit", "--submissions", str(loop), "--model-id", "m", "--dataset",
             str(world["mcq"]), "--predictions", str(world["pm"])], capsys, "symbolic link")
-    _fails(["leaderboard", "build", "--submissions", str(world["subs"]), "--out", str(loop),
+    fails(["leaderboard", "build", "--submissions", str(world["subs"]), "--out", str(loop),
             "--quiet"], capsys)
     assert lstat_kind(loop) == "l"
 
@@ -196,7 +173,7 @@ def test_resubmit_keeps_hidden_files_links_fifos_and_devices_of_the_model_folder
     after = snapshot(root)
     assert {k: after.get(k) for k in theirs} == theirs  # same inodes, same bytes
     assert (root / "bench-c" / "predictions.parquet").is_file()
-    assert not _leftovers(subs)
+    assert not leftovers(subs)
 
 
 @pytest.mark.parametrize("kind", ["file", "link-to-dir", "link-to-file", "fifo", "device",
@@ -225,12 +202,12 @@ def test_model_id_naming_something_else_is_refused(world: dict[str, Path], tmp_p
     else:
         hostile_folder(target)
     before = snapshot(subs)
-    _fails(["submit", "--submissions", str(subs), "--model-id", "x", "--dataset",
+    fails(["submit", "--submissions", str(subs), "--model-id", "x", "--dataset",
             str(world["mcq"]), "--predictions", str(world["pm"])], capsys)
     after = snapshot(subs)
     after.pop(".x.lock", None)
     assert after == before
-    assert not _leftovers(subs)
+    assert not leftovers(subs)
     assert (tmp_path / "elsewhere" / "f").read_text() == "f\n"
 
 
@@ -243,10 +220,10 @@ def test_submit_into_the_dataset_folder_is_refused(world: dict[str, Path], tmp_p
     shutil.copytree(world["mcq"], ds)
     before = snapshot(ds)
     for subs in (ds, ds / "data", ds / "submissions"):
-        _fails(["submit", "--submissions", str(subs), "--model-id", "m", "--dataset", str(ds),
+        fails(["submit", "--submissions", str(subs), "--model-id", "m", "--dataset", str(ds),
                 "--predictions", str(world["pm"])], capsys, "inside the input folder")
     # nor inside another built dataset
-    _fails(["submit", "--submissions", str(ds / "data"), "--model-id", "m", "--dataset",
+    fails(["submit", "--submissions", str(ds / "data"), "--model-id", "m", "--dataset",
             str(world["mcq"]), "--predictions", str(world["pm"])], capsys, "inside the dataset")
     assert snapshot(ds) == before
 
@@ -257,7 +234,7 @@ def test_submit_refuses_a_dataset_inside_the_model_folder(world: dict[str, Path]
     add_submission(subs, "m", world["mcq"], world["pm"])
     inner = subs / "m" / "my-dataset"
     shutil.copytree(world["bc"], inner)
-    _fails(["submit", "--submissions", str(subs), "--model-id", "m", "--dataset", str(inner),
+    fails(["submit", "--submissions", str(subs), "--model-id", "m", "--dataset", str(inner),
             "--predictions", str(world["pb"])], capsys, "lies inside the submission folder")
     assert (inner / "manifest.json").is_file()
 
@@ -268,160 +245,14 @@ def test_predict_out_inside_the_dataset_or_special_is_refused(
     shutil.copytree(world["mcq"], ds)
     before = snapshot(ds)
     base = ["predict", "--model", "classifier:efficientnet-lite0", "--dataset", str(ds)]
-    _fails([*base, "--out", str(ds / "data" / "p.parquet")], capsys, "inside the input folder")
-    _fails([*base, "--out", str(ds / "p.jsonl")], capsys, "inside the input folder")
+    fails([*base, "--out", str(ds / "data" / "p.parquet")], capsys, "inside the input folder")
+    fails([*base, "--out", str(ds / "p.jsonl")], capsys, "inside the input folder")
     assert snapshot(ds) == before
     sp = special_paths(tmp_path / "sp")
     for name in ("fifo", "link-to-file", "device"):
         if name in sp:
             target = sp[name].with_suffix(".parquet")
             os.rename(sp[name], target)
-            _fails([*base, "--out", str(target)], capsys, " is a ")
+            fails([*base, "--out", str(target)], capsys, " is a ")
     (tmp_path / "p.jsonl.meta.yaml").mkdir()
-    _fails([*base, "--out", str(tmp_path / "p.jsonl")], capsys, "sidecar")
-
-
-# -- leaderboard build --out / publish --site ---------------------------------------------
-
-
-@pytest.mark.parametrize("command", ["build", "publish"])
-def test_site_commands_refuse_special_paths(world: dict[str, Path], tmp_path: Path,
-                                            capsys: pytest.CaptureFixture[str],
-                                            command: str) -> None:
-    flag = "--out" if command == "build" else "--site"
-    for name, path in sorted(special_paths(tmp_path / "sp").items()):
-        kind = lstat_kind(path)
-        _fails(["leaderboard", command, "--submissions", str(world["subs"]), flag, str(path),
-                "--quiet", "--datasets", str(world["mcq"]), str(world["bc"])], capsys)
-        assert lstat_kind(path) == kind, name
-    assert not any((tmp_path / "sp" / "dir-target").iterdir())
-    proj = hostile_folder(tmp_path / "proj")
-    before = snapshot(proj)
-    _fails(["leaderboard", command, "--submissions", str(world["subs"]), flag, str(proj),
-            "--quiet", "--datasets", str(world["mcq"]), str(world["bc"])], capsys,
-           "not a vlmrobust site")
-    assert snapshot(proj) == before
-
-
-def test_publish_keeps_hidden_files_links_fifos_and_devices_of_the_site(
-        world: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    site = tmp_path / "site"
-    argv = ["leaderboard", "publish", "--submissions", str(world["subs"]), "--site", str(site),
-            "--quiet", "--datasets", str(world["mcq"]), str(world["bc"])]
-    assert run_cli(argv, capsys)[0] == 0
-    hostile_folder(site / "host")
-    (site / ".nojekyll").write_text("")
-    os.mkfifo(site / "pipe")
-    os.symlink("index.html", site / "home.html")
-    theirs = {k: v for k, v in snapshot(site).items()
-              if k.startswith(("host", ".nojekyll", "pipe", "home.html"))}
-    rc, err = run_cli(argv, capsys)  # a FIFO in the site must not hang it
-    assert rc == 0, err
-    after = snapshot(site)
-    assert {k: after.get(k) for k in theirs} == theirs
-    assert not _leftovers(tmp_path)
-
-
-def test_writer_extra_files_land_in_the_same_swap(tmp_path: Path) -> None:
-    from tests.score_fixtures import bench_c_features, bench_c_rows
-
-    def write(out: Path, extra: dict[str, bytes]) -> None:
-        write_dataset(out, configs={"default": bench_c_rows(2)}, features=bench_c_features(),
-                      card="toy", info=_info(), extra_files=extra)
-
-    write(tmp_path / "ds", {"selection.parquet": b"table"})
-    assert (tmp_path / "ds" / "selection.parquet").read_bytes() == b"table"
-    write(tmp_path / "ds", {})  # a rebuild without it drops it: it was the build's own
-    assert not (tmp_path / "ds" / "selection.parquet").exists()
-    with pytest.raises(ValueError, match=r"notes\.txt"):
-        write(tmp_path / "ds", {"notes.txt": b"x"})
-    assert (tmp_path / "ds" / "manifest.json").is_file() and not _leftovers(tmp_path)
-
-
-# -- demo --out --fresh ---------------------------------------------------------------------
-
-
-def test_demo_fresh_removes_only_what_the_demo_wrote(tmp_path: Path,
-                                                     capsys: pytest.CaptureFixture[str]) -> None:
-    from vlmrobust.cli.commands.demo import DEMO_ENTRIES, _remove_own
-
-    out = hostile_folder(tmp_path / "demo")
-    theirs = snapshot(out)
-    for name in DEMO_ENTRIES:
-        if name.endswith(".yaml"):
-            (out / name).write_text("x: 1\n")
-        else:
-            (out / name / "inner").mkdir(parents=True)
-    _remove_own(out)
-    assert snapshot(out) == theirs
-    # something else in the place of one of its entries: refused before any work
-    os.mkfifo(out / "site")
-    _fails(["demo", "--out", str(out), "--fresh"], capsys, "site is a FIFO")
-    assert snapshot(out)["pipe"] == theirs["pipe"] and lstat_kind(out / "site") == "p"
-    _fails(["demo", "--out", str(out / "pipe")], capsys, "not a folder")
-
-
-def test_site_apart_from_its_submissions_and_datasets(world: dict[str, Path], tmp_path: Path,
-                                                      capsys: pytest.CaptureFixture[str]) -> None:
-    subs = tmp_path / "subs"
-    shutil.copytree(world["subs"], subs)
-    before = snapshot(subs)
-    data = ["--quiet", "--datasets", str(world["mcq"]), str(world["bc"])]
-    for site in (subs / "site", subs, tmp_path):  # inside, equal, holding the submissions
-        _fails(["leaderboard", "build", "--submissions", str(subs), "--out", str(site), *data],
-               capsys, "overlap")
-    _fails(["leaderboard", "publish", "--submissions", str(subs), "--site",
-            str(world["mcq"] / "site"), *data], capsys, "overlap")
-    assert snapshot(subs) == before
-
-
-def test_a_fifo_or_link_in_place_of_a_lock_file_is_refused_not_followed(
-        world: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    subs = tmp_path / "subs"
-    subs.mkdir()
-    os.mkfifo(subs / ".x.lock")  # opening it for writing would block forever
-    _fails(["submit", "--submissions", str(subs), "--model-id", "x", "--dataset",
-            str(world["mcq"]), "--predictions", str(world["pm"])], capsys, "is a FIFO")
-    victim = tmp_path / "victim.txt"
-    victim.write_text("keep me\n")
-    os.symlink(victim, tmp_path / ".site.lock")
-    _fails(["leaderboard", "build", "--submissions", str(world["subs"]), "--out",
-            str(tmp_path / "site"), "--quiet", "--datasets", str(world["mcq"]), str(world["bc"])],
-           capsys, "is a symbolic link")
-    assert victim.read_text() == "keep me\n" and not (tmp_path / "site").exists()
-    assert lstat_kind(subs / ".x.lock") == "p" and not (subs / "x").exists()
-
-
-@pytest.mark.parametrize("command", ["convert", "predict"])
-def test_other_outputs_refuse_a_foreign_folder(world: dict[str, Path], tmp_path: Path,
-                                               capsys: pytest.CaptureFixture[str],
-                                               command: str) -> None:
-    from tests.test_convert import mmstar
-
-    out = hostile_folder(tmp_path / "out.parquet")
-    before = snapshot(out)
-    if command == "convert":
-        (tmp_path / "src").mkdir()
-        src, _ = mmstar(tmp_path / "src")
-        argv = ["convert", "vlmevalkit-tsv", str(src), "--out", str(out)]
-        needle = "is not a dataset built by vlmrobust"
-    else:
-        argv = ["predict", "--model", "classifier:efficientnet-lite0", "--dataset",
-                str(world["mcq"]), "--out", str(out)]
-        needle = "is a directory"
-    _fails(argv, capsys, needle)
-    assert snapshot(out) == before
-
-
-def test_write_predictions_api_never_writes_inside_the_dataset(world: dict[str, Path],
-                                                               tmp_path: Path) -> None:
-    ds = tmp_path / "ds"
-    shutil.copytree(world["mcq"], ds)
-    before = snapshot(ds)
-    for out in (ds / "p.parquet", ds / "data" / "p.jsonl"):
-        with pytest.raises(VlmrobustError, match="inside the input folder"):
-            perfect_predictions(ds, out)
-    os.mkfifo(tmp_path / "p.parquet")
-    with pytest.raises(VlmrobustError, match="is a FIFO"):
-        perfect_predictions(ds, tmp_path / "p.parquet")
-    assert snapshot(ds) == before and lstat_kind(tmp_path / "p.parquet") == "p"
+    fails([*base, "--out", str(tmp_path / "p.jsonl")], capsys, "sidecar")
