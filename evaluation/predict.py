@@ -22,7 +22,7 @@ from typing import Any
 from vlmrobust import __version__
 from vlmrobust.core.cpus import default_threads
 from vlmrobust.core.errors import VlmrobustError
-from vlmrobust.core.kinds import LABEL_SPACE_KINDS, dataset_kind
+from vlmrobust.core.kinds import LABEL_SPACE_KINDS, RETRIEVAL, dataset_kind
 from vlmrobust.core.output_guard import check_file_output
 from vlmrobust.core.public_names import looks_like_path, publishable_meta
 from vlmrobust.evaluation.distributed import DistContext, init_distributed, local_world_size
@@ -42,6 +42,7 @@ from vlmrobust.evaluation.predictions_io import (
 )
 from vlmrobust.evaluation.predictions_meta import sidecar_path
 from vlmrobust.evaluation.provenance import reference_info
+from vlmrobust.evaluation.retrieval_predict import run_retrieval
 from vlmrobust.evaluation.rows import DatasetReader, PlannedRow, plan_rows
 from vlmrobust.models import load_adapter, parse_adapter_name
 from vlmrobust.models.base import FAMILIES, Adapter, AdapterSpec
@@ -119,6 +120,9 @@ def predict_dataset(
                                     ("fixed", "random")):
         raise VlmrobustError(f"--class-order {class_order}: fixed or random, for --mode "
                              "generate over a label space (kind classification)")
+    if kind == RETRIEVAL:  # image and caption embeddings, not option logits
+        return run_retrieval(model, spec, reader, configs, out, device, prompt, batch_size,
+                             limit, progress, threads, name)
     spaces: dict[str, Any] | None = None
     if kind in LABEL_SPACE_KINDS:
         spaces, plan = label_plan(reader, configs, spec.family, spec.name, limit,

@@ -39,6 +39,10 @@ STRING_COLUMNS = ("id", "text", "prompt_text")
 NUMBER_COLUMNS = ("prediction",)
 LIST_COLUMNS = ("logits",)
 FORMAT_COLUMNS = (*STRING_COLUMNS, *LIST_COLUMNS, *NUMBER_COLUMNS)
+# Kind retrieval (evaluation/retrieval_predictions.py): per image row its embedding
+# and one embedding per caption; read only when the caller asks for them.
+EMBEDDING_COLUMNS = ("image_embedding", "text_embeddings")
+RETRIEVAL_COLUMNS = ("id", *EMBEDDING_COLUMNS)
 # A parquet file may decode to this many times its bytes (compressed logits
 # rarely shrink beyond 4x; ids of one repeated string can shrink 1000x).
 MAX_EXPANSION = 64
@@ -62,17 +66,32 @@ def _damaged(path: Path, exc: BaseException) -> SubmissionError:
                            f"truncated — {REWRITE}")
 
 
-def _check_types(path: Path, schema: Any) -> list[str]:
-    """The format's columns present in ``schema``, refusing wrong types up front
+def _is_number_list(t: Any, depth: int) -> bool:
+    import pyarrow as pa
+
+    for _ in range(depth):
+        if not (pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)):
+            return False
+        t = t.value_type
+    return bool(pa.types.is_floating(t) or pa.types.is_integer(t))
+
+
+def _check_types(path: Path, schema: Any, columns: tuple[str, ...] = FORMAT_COLUMNS) -> list[str]:
+    """The columns of ``columns`` present in ``schema``, refusing wrong types up front
     (before reading, so a list of strings posing as logits is never decoded)."""
     import pyarrow as pa
 
     names = set(schema.names)
-    for name in FORMAT_COLUMNS:
+    for name, depth in (("image_embedding", 1), ("text_embeddings", 2)):
+        if name in columns and name in names and not _is_number_list(schema.field(name).type, depth):
+            what = "a list of floats" if depth == 1 else "a list of lists of floats (one per caption)"
+            raise SubmissionError(f"{path}: column {name!r} has type {schema.field(name).type}, "
+                                  f"expected {what}")
+    for name in columns:
         if schema.names.count(name) > 1:
             raise SubmissionError(f"{path}: column {name!r} appears twice; {REWRITE}")
     for name in STRING_COLUMNS:
-        if name not in names:
+        if name not in names or name not in columns:
             continue
         t = schema.field(name).type
         if pa.types.is_dictionary(t):
@@ -84,7 +103,7 @@ def _check_types(path: Path, schema: Any) -> list[str]:
             raise SubmissionError(f"{path}: column {name!r} has type {schema.field(name).type}, "
                                   f"expected string; write {what}")
     for name in LIST_COLUMNS:
-        if name not in names:
+        if name not in names or name not in columns:
             continue
         t = schema.field(name).type
         if not (pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)) \
@@ -92,12 +111,12 @@ def _check_types(path: Path, schema: Any) -> list[str]:
             raise SubmissionError(f"{path}: column {name!r} has type {t}, expected a list of "
                                   "floats (one per option)")
     for name in NUMBER_COLUMNS:
-        if name in names:
+        if name in names and name in columns:
             t = schema.field(name).type
             if not (pa.types.is_integer(t) or pa.types.is_floating(t)):
                 raise SubmissionError(f"{path}: column {name!r} has type {t}, expected an int "
                                       "option index")
-    return [n for n in FORMAT_COLUMNS if n in names]
+    return [n for n in columns if n in names]
 
 
 def _footer_bound(path: Path, md: Any, selected: list[str], cap: int,
@@ -161,8 +180,10 @@ def _dense_strings(path: Path, table: Any, names: list[str], cap: int) -> Any:
 
 
 def read_parquet_columns(path: Path, data: bytes, max_rows: int,
-                         max_logits: int | None = None) -> tuple[Any, bytes | None]:
-    """The format's columns of the parquet ``data`` as a pyarrow Table (size
+                         max_logits: int | None = None,
+                         columns: tuple[str, ...] = FORMAT_COLUMNS) -> tuple[Any, bytes | None]:
+    """The format's columns (``columns``: those of the MCQ format, or
+    :data:`RETRIEVAL_COLUMNS`) of the parquet ``data`` as a pyarrow Table (size
     bounded, checksums verified) and its ``vlmrobust.meta`` key-value entry."""
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -176,7 +197,7 @@ def read_parquet_columns(path: Path, data: bytes, max_rows: int,
                 f"{path}: {md.num_rows} rows, more than the {max_rows} allowed for this dataset "
                 "(a small multiple of its row count); give one row per dataset row")
         schema = first.schema_arrow
-        selected = _check_types(path, schema)
+        selected = _check_types(path, schema, columns)
         _footer_bound(path, md, selected, cap, max_logits)
         strings = [n for n in selected if n in STRING_COLUMNS]
         pfile = pq.ParquetFile(pa.BufferReader(data), read_dictionary=strings,

@@ -209,9 +209,19 @@ def score(dataset_dir: Path | str, predictions: Path | str, out: Path | str, con
               None if imagenet_x is None else Path(imagenet_x)]
     check_output(Path(out), files=inputs, dirs=[Path(dataset_dir)])
     check_output(rows_path(out), files=inputs, dirs=[Path(dataset_dir)])
-    report = validate(dataset_dir, predictions, config)
-    scores = score_report(report, model_id, seed, imagenet_x)
-    rows_text = rows_jsonl(row_results(report))
+    from vlmrobust.evaluation.retrieval_validate import is_retrieval
+
+    if is_retrieval(dataset_dir):  # kind retrieval: embeddings, Recall@K (retrieval_scores.py)
+        from vlmrobust.evaluation.retrieval_scores import retrieval_rows, retrieval_scores
+        from vlmrobust.evaluation.retrieval_validate import validate_retrieval
+
+        rreport = validate_retrieval(dataset_dir, predictions, config)
+        scores = retrieval_scores(rreport, model_id, seed)
+        rows_text = rows_jsonl(retrieval_rows(rreport))
+    else:
+        report = validate(dataset_dir, predictions, config)
+        scores = score_report(report, model_id, seed, imagenet_x)
+        rows_text = rows_jsonl(row_results(report))
     write_text_output(rows_path(out), rows_text)
     write_text_output(Path(out), dumps_scores(scores))
     return scores

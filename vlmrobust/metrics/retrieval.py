@@ -149,3 +149,41 @@ def retrieval_ranks(image_embeddings: ArrayLike, text_embeddings: ArrayLike,
         cols = slice(a, min(a + block, n_txt))
         t2i[cols] = _ranks_of_best(txt[cols] @ img.T, idx[cols, None] == images[None, :])
     return i2t, t2i
+
+
+def clustered_recall_ci(hits: ArrayLike, queries: ArrayLike, *, n_boot: int, seed: int,
+                        level: float = 0.95) -> tuple[float, float] | None:
+    """Percentile interval of Recall@K = Σ_c h_c / Σ_c q_c over ``n_boot`` resamples of
+    the clusters c (images) with replacement: h_c hits among the q_c queries of
+    cluster c (image→text: q_c = 1; text→image: q_c = the image's captions, which
+    are not independent queries). The gallery is not resampled. None when
+    ``n_boot`` is 0.
+
+    >>> clustered_recall_ci([1, 1, 1], [1, 1, 1], n_boot=50, seed=0)
+    (1.0, 1.0)
+    >>> lo, hi = clustered_recall_ci([5, 0] * 50, [5] * 100, n_boot=400, seed=1)
+    >>> 0.35 < lo < 0.5 < hi < 0.65
+    True
+    """
+    h = np.asarray(hits, dtype=np.float64)
+    q = np.asarray(queries, dtype=np.float64)
+    if h.ndim != 1 or h.shape != q.shape or h.size == 0:
+        raise ValueError(f"hits and queries must be equal non-empty 1-D arrays, got {h.shape} "
+                         f"and {q.shape}")
+    if (q < 1).any() or (h < 0).any() or (h > q).any():
+        raise ValueError("each cluster needs queries >= 1 and 0 <= hits <= queries")
+    if isinstance(n_boot, bool) or n_boot < 0 or not 0.0 < level < 1.0:
+        raise ValueError(f"n_boot must be >= 0 and level in (0, 1), got {n_boot}, {level}")
+    if n_boot == 0:
+        return None
+    rng = np.random.default_rng(seed)
+    n = h.size
+    values = np.empty(n_boot)
+    # resamples in chunks: memory O(chunk · n) whatever n_boot is
+    chunk = max(1, 2_000_000 // n)
+    for a in range(0, n_boot, chunk):
+        b = min(a + chunk, n_boot)
+        idx = rng.integers(0, n, size=(b - a, n))
+        values[a:b] = h[idx].sum(axis=1) / q[idx].sum(axis=1)
+    lo, hi = np.quantile(values, [(1.0 - level) / 2.0, (1.0 + level) / 2.0])
+    return float(lo), float(hi)

@@ -172,6 +172,17 @@ class ClipAdapter:
         """L2-normalised text embeddings of ``texts`` under the prompt, float32 (N, D)."""
         return np.asarray(self._text_features(texts).cpu().numpy(), dtype=np.float32)
 
+    def embed_captions(self, texts: Sequence[str]) -> np.ndarray:
+        """L2-normalised embeddings of ``texts`` as they are (no prompt template:
+        retrieval captions, as CLIP_benchmark embeds them), float32 (N, D); the
+        tokenizer truncates to the model's context length."""
+        torch = self._torch
+        tokens = self.tokenizer(list(texts)).to(self.device)
+        with torch.inference_mode(), self._autocast():
+            feats = self.model.encode_text(tokens).float()
+        return np.asarray(torch.nn.functional.normalize(feats, dim=-1).cpu().numpy(),
+                          dtype=np.float32)
+
     def option_logits(self, rows: Sequence[Mapping[str, Any]]) -> np.ndarray:
         torch = self._torch
         options = [row_options(row, f"row {row.get('id', i)!r}") for i, row in enumerate(rows)]

@@ -39,6 +39,11 @@ def run(args: argparse.Namespace) -> int:
     scores = score(args.dataset, args.predictions, args.out, args.config, args.model_id, args.seed,
                    imagenet_x=args.imagenet_x)
     for name, section in scores["datasets"].items():
+        if section.get("kind") == "retrieval":  # Recall@K, no accuracy
+            print(f"{name}: " + ", ".join(
+                f"{c} R@5 image→text {v['image_to_text']['recall@5']:.3f} text→image "
+                f"{v['text_to_image']['recall@5']:.3f}" for c, v in section["configs"].items()))
+            continue
         accs = ", ".join(f"{c} {v['accuracy']:.3f}" for c, v in section["configs"].items())
         line = f"{name}: accuracy {accs}"
         bench_c = section.get("bench_c")

@@ -21,8 +21,12 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from vlmrobust.evaluation.retrieval_validate import is_retrieval, validate_retrieval
     from vlmrobust.evaluation.validate import validate
 
+    if is_retrieval(args.dataset):  # kind retrieval: image and caption embeddings
+        print(validate_retrieval(args.dataset, args.predictions, args.config).summary())
+        return 0
     report = validate(args.dataset, args.predictions, args.config)
     print(report.summary())
     return 0

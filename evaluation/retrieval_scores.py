@@ -1,0 +1,113 @@
+"""scores.json section and per-row results for kind ``retrieval``.
+
+Per config (its gallery: every image and every caption of the config), with
+embeddings L2-normalised and S = cosine similarity computed in blocks
+(vlmrobust.metrics.retrieval.retrieval_ranks), as CLIP_benchmark computes it:
+
+- ``image_to_text`` Recall@K (CLIP_benchmark's ``text_retrieval_recall@K``):
+  share of images with one of their captions among their K nearest captions;
+- ``text_to_image`` Recall@K (its ``image_retrieval_recall@K``): share of
+  captions whose image is among their K nearest images;
+- K in :data:`KS`; each with a percentile bootstrap interval over images
+  (text→image resamples an image with all its captions), seeded per config
+  and direction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from vlmrobust.core.errors import VlmrobustError
+from vlmrobust.evaluation.retrieval_validate import RetrievalReport
+from vlmrobust.evaluation.score_common import DEFAULT_SEED, derived_seed
+from vlmrobust.metrics.retrieval import clustered_recall_ci, recall_at_k, retrieval_ranks
+
+KS = (1, 5, 10)
+N_BOOT = 1000
+LEVEL = 0.95
+DIRECTIONS = ("image_to_text", "text_to_image")
+
+
+def config_ranks(report: RetrievalReport) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """config -> (image→text ranks per image, text→image ranks per caption, the
+    image of each caption), all in dataset order."""
+    out = {}
+    for cfg in report.configs:
+        img, txt, text_image = cfg.embeddings(report.file)
+        try:
+            i2t, t2i = retrieval_ranks(img, txt, text_image)
+        except ValueError as exc:  # validated already; a zero-caption image lands here
+            raise VlmrobustError(f"{report.file.path}: config {cfg.name}: {exc}") from None
+        out[cfg.name] = (i2t, t2i, text_image)
+    return out
+
+
+def _direction(ranks: np.ndarray, clusters: np.ndarray, n_images: int, config: str,
+               direction: str, seed: int, n_boot: int) -> dict[str, Any]:
+    block: dict[str, Any] = {}
+    queries = np.bincount(clusters, minlength=n_images)
+    for k in KS:
+        hit = (ranks < k).astype(np.int64)
+        block[f"recall@{k}"] = recall_at_k(ranks, k)
+        ci = clustered_recall_ci(np.bincount(clusters, weights=hit, minlength=n_images), queries,
+                                 n_boot=n_boot, level=LEVEL,
+                                 seed=derived_seed(seed, "retrieval", config, direction, str(k)))
+        block[f"recall@{k}_ci"] = None if ci is None else list(ci)
+    return block
+
+
+def retrieval_section(report: RetrievalReport, seed: int = DEFAULT_SEED,
+                      n_boot: int = N_BOOT) -> dict[str, Any]:
+    """The dataset's section of scores.json."""
+    configs: dict[str, Any] = {}
+    for name, (i2t, t2i, text_image) in config_ranks(report).items():
+        n = len(i2t)
+        configs[name] = {
+            "kind": "retrieval", "n": n, "n_captions": len(t2i),
+            "embedding_dim": report.file.dim,
+            "image_to_text": _direction(i2t, np.arange(n), n, name, "image_to_text", seed,
+                                        n_boot),
+            "text_to_image": _direction(t2i, text_image, n, name, "text_to_image", seed, n_boot),
+        }
+    manifest = report.manifest
+    return {
+        "dataset": {"name": report.name,
+                    "version": str(manifest.get("spec", {}).get("version", "")),
+                    "fingerprint": manifest.get("fingerprint"),
+                    "sample": bool(manifest.get("sample", False))},
+        "kind": "retrieval",
+        "predictions_sha256": report.sha256,
+        "has_logits": False, "has_text": False, "no_answer": 0,
+        "reference_variant": None,
+        "configs": configs,
+        "bench_c": None,
+    }
+
+
+def retrieval_scores(report: RetrievalReport, model_id: str | None = None,
+                     seed: int = DEFAULT_SEED, n_boot: int = N_BOOT) -> dict[str, Any]:
+    """scores.json content (one dataset section) for a validated report."""
+    from vlmrobust.evaluation.score import SCHEMA_VERSION
+
+    if model_id is None and report.meta is not None:
+        found = report.meta.get("model_id", report.meta.get("model"))
+        model_id = str(found) if found is not None else None
+    return {"schema_version": SCHEMA_VERSION, "model_id": model_id,
+            "datasets": {report.name: retrieval_section(report, seed, n_boot)}}
+
+
+def retrieval_rows(report: RetrievalReport) -> list[Mapping[str, Any]]:
+    """Per image: its config, image→text rank (0-based rank of its best caption)
+    and the text→image rank of each of its captions."""
+    out: list[Mapping[str, Any]] = []
+    ranks = config_ranks(report)
+    for cfg in report.configs:
+        i2t, t2i, _ = ranks[cfg.name]
+        starts = np.concatenate([[0], np.cumsum(cfg.n_captions)])
+        for i, rid in enumerate(cfg.ids.tolist()):
+            out.append({"id": rid, "config": cfg.name, "image_to_text_rank": int(i2t[i]),
+                        "text_to_image_ranks": t2i[starts[i]:starts[i + 1]].tolist()})
+    return out
