@@ -15,12 +15,14 @@ embeddings L2-normalised and S = cosine similarity computed in blocks
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from vlmrobust.core.errors import VlmrobustError
+from vlmrobust.core.errors import SubmissionError, VlmrobustError
 from vlmrobust.evaluation.retrieval_validate import RetrievalReport
 from vlmrobust.evaluation.score_common import DEFAULT_SEED, derived_seed
 from vlmrobust.metrics.retrieval import clustered_recall_ci, recall_at_k, retrieval_ranks
@@ -66,7 +68,7 @@ def retrieval_section(report: RetrievalReport, seed: int = DEFAULT_SEED,
     for name, (i2t, t2i, text_image) in config_ranks(report).items():
         n = len(i2t)
         configs[name] = {
-            "kind": "retrieval", "n": n, "n_captions": len(t2i),
+            "kind": "retrieval", "n": n, "accuracy": None, "n_captions": len(t2i),
             "embedding_dim": report.file.dim,
             "image_to_text": _direction(i2t, np.arange(n), n, name, "image_to_text", seed,
                                         n_boot),
@@ -111,3 +113,53 @@ def retrieval_rows(report: RetrievalReport) -> list[Mapping[str, Any]]:
             out.append({"id": rid, "config": cfg.name, "image_to_text_rank": int(i2t[i]),
                         "text_to_image_ranks": t2i[starts[i]:starts[i + 1]].tolist()})
     return out
+
+
+def stored_bytes(report: RetrievalReport, predictions: Path) -> bytes:
+    """What `submit` stores: the parquet file itself when it carries its metadata,
+    else (JSONL + sidecar) the same rows as parquet with the metadata embedded."""
+    import io
+
+    import pyarrow.parquet as pq
+
+    from vlmrobust.core.bounded import read_bytes_bounded
+    from vlmrobust.core.writer import WRITE_CHECKSUMS
+    from vlmrobust.evaluation.predictions_meta import attach_meta
+    from vlmrobust.evaluation.predictions_read import DEFAULT_MAX_BYTES
+    from vlmrobust.evaluation.retrieval_predict import embeddings_table
+
+    ef = report.file
+    if ef.format == "parquet" and ef.embedded_meta is not None:
+        data = read_bytes_bounded(predictions, DEFAULT_MAX_BYTES, "predictions file",
+                                  SubmissionError)
+        if hashlib.sha256(data).hexdigest() != report.sha256:
+            raise SubmissionError(f"{predictions} changed while it was being submitted; submit again")
+        return data
+    off = ef.text_offsets
+    table = embeddings_table(ef.ids.tolist(), list(ef.image),
+                             [ef.text[off[i]:off[i + 1]] for i in range(ef.n_rows)])
+    buf = io.BytesIO()
+    pq.write_table(attach_meta(table, dict(report.meta or {})), buf, compression="zstd",
+                   **WRITE_CHECKSUMS)
+    return buf.getvalue()
+
+
+def prepare_submission(dataset_dir: Path, predictions: Path, model_id: str,
+                       ) -> tuple[Mapping[str, Any], str, bytes, dict[str, Any], str]:
+    """`submit` for kind retrieval: (predictions metadata, dataset name, stored
+    bytes, scores, per-row results JSONL) of validated predictions."""
+    from vlmrobust.evaluation.retrieval_validate import validate_retrieval
+    from vlmrobust.evaluation.row_results import rows_jsonl
+    from vlmrobust.evaluation.submissions import check_dataset_name
+
+    report = validate_retrieval(dataset_dir, predictions)
+    assert report.meta is not None
+    claimed = report.meta.get("model_id")
+    if claimed is not None and claimed != model_id:
+        raise SubmissionError(f"{predictions}: its metadata names model_id {claimed!r}, not "
+                              f"{model_id!r}; submit under the id the predictions were made for")
+    check_dataset_name(dataset_dir, report.name)
+    stored = stored_bytes(report, predictions)
+    new = retrieval_scores(report, model_id)
+    new["datasets"][report.name]["predictions_sha256"] = hashlib.sha256(stored).hexdigest()
+    return report.meta, report.name, stored, new, rows_jsonl(retrieval_rows(report))

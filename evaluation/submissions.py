@@ -53,7 +53,7 @@ from vlmrobust.evaluation.predictions_read import DEFAULT_MAX_BYTES, TEXT_COLUMN
 from vlmrobust.evaluation.row_results import ROWS_NAME, row_results, rows_jsonl
 from vlmrobust.evaluation.schemas import check_schema
 from vlmrobust.evaluation.score import SCHEMA_VERSION, dumps_scores, score_report
-from vlmrobust.evaluation.validate import ValidationReport, partial_note, validate
+from vlmrobust.evaluation.validate import partial_note, validate
 
 SCORES_NAME = "scores.json"
 PREDICTIONS_NAME = "predictions.parquet"
@@ -145,13 +145,11 @@ def check_submission_target(submissions_dir: Path, model_id: str, dataset_dir: P
                               "that this submit replaces; move it out first")
 
 
-def _check_same_model(root: Path, report: ValidationReport, dataset_name: str) -> None:
+def _check_same_model(root: Path, new_model: Any, dataset_name: str) -> None:
     """A model folder holds predictions of one model: refuse another model's
     predictions under an existing id (misattribution)."""
     import pyarrow.parquet as pq
 
-    assert report.meta is not None
-    new_model = report.meta["model"]
     if not root.is_dir():
         return
     for child in sorted(root.iterdir()):
@@ -181,36 +179,22 @@ def add_submission(submissions_dir: Path | str, model_id: str, dataset_dir: Path
     submissions_dir = Path(submissions_dir)
     root = submissions_dir / model_id
     check_submission_target(submissions_dir, model_id, Path(dataset_dir), predictions)
-    report = validate(dataset_dir, predictions)
-    assert report.meta is not None
-    if report.partial is not None:
-        raise SubmissionError(f"{predictions}: {partial_note(report.partial)}; run predict "
-                              "again without --limit to submit")
-    claimed = report.meta.get("model_id")
-    if claimed is not None and claimed != model_id:
-        raise SubmissionError(
-            f"{predictions}: its metadata names model_id {claimed!r}, not {model_id!r}; "
-            "submit under the id the predictions were made for")
-    dataset_name = report.index.name
-    if not dataset_name or dataset_name.startswith(".") or "/" in dataset_name \
-            or dataset_name in (SCORES_NAME, META_NAME):
-        raise SubmissionError(f"{dataset_dir}/manifest.json: dataset name {dataset_name!r} is not a folder name")
-    if report.file.format == "parquet" and report.file.embedded_meta is not None:
-        stored = read_bytes_bounded(predictions, DEFAULT_MAX_BYTES, "predictions file",
-                                    SubmissionError)
-        if hashlib.sha256(stored).hexdigest() != report.sha256:
-            raise SubmissionError(f"{predictions} changed while it was being submitted; submit again")
+    from vlmrobust.evaluation.retrieval_validate import is_retrieval
+
+    if is_retrieval(Path(dataset_dir)):  # kind retrieval: embeddings (retrieval_scores.py)
+        from vlmrobust.evaluation.retrieval_scores import prepare_submission
+
+        p_meta, dataset_name, stored, new, rows_text = prepare_submission(
+            Path(dataset_dir), predictions, model_id)
     else:
-        stored = predictions_parquet_bytes(report.file, report.meta)
-    new = score_report(report, model_id)
-    rows_text = rows_jsonl(row_results(report))
-    new["datasets"][dataset_name]["predictions_sha256"] = hashlib.sha256(stored).hexdigest()
+        p_meta, dataset_name, stored, new, rows_text = _prepare(
+            Path(dataset_dir), predictions, model_id)
     with submission_lock(submissions_dir, model_id):
         check_submission_target(submissions_dir, model_id, Path(dataset_dir), predictions)
-        _check_same_model(root, report, dataset_name)
+        _check_same_model(root, p_meta["model"], dataset_name)
         scores = read_scores(root / SCORES_NAME, model_id)
         model_meta = merge_model_meta(model_id, read_old_meta(root / META_NAME), dataset_name,
-                                      report.meta, meta, str(root / META_NAME))
+                                      p_meta, meta, str(root / META_NAME))
         scores["model_id"] = model_id
         scores["datasets"].update(new["datasets"])
         with atomic_directory(root) as tmp:
@@ -226,6 +210,41 @@ def add_submission(submissions_dir: Path | str, model_id: str, dataset_dir: Path
                 # files, links and FIFOs included (as hard links: the same inodes)
                 carry_over(root, tmp)
     return scores
+
+
+def check_dataset_name(dataset_dir: Path, dataset_name: str) -> None:
+    if not dataset_name or dataset_name.startswith(".") or "/" in dataset_name \
+            or dataset_name in (SCORES_NAME, META_NAME):
+        raise SubmissionError(f"{dataset_dir}/manifest.json: dataset name {dataset_name!r} is not a folder name")
+
+
+def _prepare(dataset_dir: Path, predictions: Path, model_id: str,
+             ) -> tuple[Mapping[str, Any], str, bytes, dict[str, Any], str]:
+    """(predictions metadata, dataset name, stored parquet bytes, scores, rows
+    JSONL) of validated, complete predictions (option-logit kinds)."""
+    report = validate(dataset_dir, predictions)
+    assert report.meta is not None
+    if report.partial is not None:
+        raise SubmissionError(f"{predictions}: {partial_note(report.partial)}; run predict "
+                              "again without --limit to submit")
+    claimed = report.meta.get("model_id")
+    if claimed is not None and claimed != model_id:
+        raise SubmissionError(
+            f"{predictions}: its metadata names model_id {claimed!r}, not {model_id!r}; "
+            "submit under the id the predictions were made for")
+    dataset_name = report.index.name
+    check_dataset_name(dataset_dir, dataset_name)
+    if report.file.format == "parquet" and report.file.embedded_meta is not None:
+        stored = read_bytes_bounded(predictions, DEFAULT_MAX_BYTES, "predictions file",
+                                    SubmissionError)
+        if hashlib.sha256(stored).hexdigest() != report.sha256:
+            raise SubmissionError(f"{predictions} changed while it was being submitted; submit again")
+    else:
+        stored = predictions_parquet_bytes(report.file, report.meta)
+    new = score_report(report, model_id)
+    rows_text = rows_jsonl(row_results(report))
+    new["datasets"][dataset_name]["predictions_sha256"] = hashlib.sha256(stored).hexdigest()
+    return report.meta, dataset_name, stored, new, rows_text
 
 
 def _fsync_tree(folder: Path) -> None:

@@ -39,6 +39,7 @@ from vlmrobust.leaderboard.formatting import data_v, num, params, pct, signed, t
 from vlmrobust.leaderboard.holistic import holistic_sections
 from vlmrobust.leaderboard.pairwise import LEVEL, RANK_COLUMN
 from vlmrobust.leaderboard.provenance import Provenance
+from vlmrobust.leaderboard.retrieval_view import retrieval_sections  # noqa: F401  (registers)
 from vlmrobust.leaderboard.submission import QUADRANTS, TRANSITIONS
 
 HERE = Path(__file__).parent

@@ -12,6 +12,7 @@ from vlmrobust.leaderboard.bench_c_extras import load_extras
 from vlmrobust.leaderboard.fields import Where
 from vlmrobust.leaderboard.holistic_scores import load_shape_bias
 from vlmrobust.leaderboard.ood_scores import load_ood
+from vlmrobust.leaderboard.retrieval_view import load_retrieval
 from vlmrobust.leaderboard.submission import (
     BENCH_C_METRICS,
     CALIBRATION_FIELDS,
@@ -62,6 +63,7 @@ def _load_config(w: Where, name: str, raw: Any, where: str) -> ConfigScore:
         k=w.integer(c, "k", where, required=False),
         n_classes=w.integer(c, "n_classes", where, required=False),
         mean_per_class=w.number(c, "mean_per_class_accuracy", where, lo=0.0, hi=1.0),
+        retrieval=load_retrieval(w, c, where) if c.get("kind") == "retrieval" else {},
     )
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from vlmrobust.core.errors import SubmissionError
 from vlmrobust.evaluation.model_meta import ModelMeta
@@ -70,6 +70,9 @@ class ConfigScore:
     k: int | None = None
     n_classes: int | None = None
     mean_per_class: float | None = None
+    # kind retrieval: direction (image_to_text | text_to_image) -> "recall@K" -> value,
+    # "recall@K_ci" -> (lo, hi); empty for other kinds (leaderboard/retrieval_view.py)
+    retrieval: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.n < 0:

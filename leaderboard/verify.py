@@ -12,6 +12,8 @@ directories, e.g. the ``datasets/`` a ``vlmrobust demo`` leaves).
 
 from __future__ import annotations
 
+import gzip
+import hashlib
 import math
 import os
 from collections.abc import Iterable, Mapping, Sequence
@@ -24,6 +26,8 @@ from vlmrobust.core.errors import VlmrobustError
 from vlmrobust.evaluation.dataset_index import DatasetIndex
 from vlmrobust.evaluation.model_meta import ModelMeta
 from vlmrobust.evaluation.predictions_meta import read_prediction_meta
+from vlmrobust.evaluation.retrieval_validate import is_retrieval, validate_retrieval
+from vlmrobust.evaluation.row_results import rows_jsonl
 from vlmrobust.evaluation.score import score_report
 from vlmrobust.evaluation.submissions import PREDICTIONS_NAME, SCORES_NAME
 from vlmrobust.evaluation.validate import partial_note, validate
@@ -165,11 +169,18 @@ def rescore_folder(folder: Path, store: DatasetStore,
         try:
             meta = read_prediction_meta(predictions)
             dataset_dir = store.resolve(meta["dataset"]["fingerprint"], predictions)
-            report = validate(dataset_dir, predictions, indexes=indexes)
+            if is_retrieval(dataset_dir):  # kind retrieval: embeddings, Recall@K
+                rreport = validate_retrieval(dataset_dir, predictions)
+            else:
+                report = validate(dataset_dir, predictions, indexes=indexes)
         except LeaderboardInputError:
             raise
         except VlmrobustError as exc:
             raise LeaderboardInputError(f"{predictions}: refused ({exc})") from None
+        if is_retrieval(dataset_dir):
+            fresh["datasets"][key] = _check_retrieval(rreport, section, where, path, key,
+                                                      model_id, evidence)
+            continue
         if report.partial is not None:
             raise LeaderboardInputError(f"{predictions}: {partial_note(report.partial)}; "
                                         "the leaderboard shows complete runs only")
@@ -194,6 +205,45 @@ def rescore_folder(folder: Path, store: DatasetStore,
         if evidence is not None:
             evidence[str(key)] = evidence_from_report(report)
     return fresh
+
+
+def _check_retrieval(report: Any, section: Any, where: str, path: Path, key: str,
+                     model_id: str, evidence: dict[str, DatasetEvidence] | None) -> Any:
+    """rescore_folder for a retrieval section: recomputed Recall@K must equal the stored."""
+    from vlmrobust.evaluation.retrieval_scores import retrieval_rows, retrieval_scores
+
+    recomputed = retrieval_scores(report, model_id)["datasets"]
+    if list(recomputed) != [key]:
+        raise LeaderboardInputError(
+            f"{where}: the predictions answer dataset {next(iter(recomputed))!r}; "
+            "store them under that name (resubmit with `vlmrobust submit`)")
+    new = recomputed[key]
+    got = section.get("predictions_sha256") if isinstance(section, Mapping) else None
+    if got != report.sha256:
+        raise LeaderboardInputError(
+            f"{where}.predictions_sha256 is {got!r}, but {report.file.path} has sha256 "
+            f"{report.sha256}: the scores were not computed from these predictions; "
+            "resubmit with `vlmrobust submit`")
+    new["predictions_sha256"] = report.sha256
+    found = _disagreement(section, new, f"datasets.{key}")
+    if found:
+        raise LeaderboardInputError(f"{path}: {found}; the stored scores disagree with the "
+                                    "predictions — resubmit with `vlmrobust submit`")
+    if evidence is not None:
+        meta = dict(report.meta or {})
+        digest = hashlib.sha256()
+        for cfg in report.configs:
+            img, txt, _ = cfg.embeddings(report.file)
+            digest.update("\x1f".join(cfg.ids.tolist()).encode("utf-8"))
+            digest.update(img.tobytes())
+            digest.update(txt.tobytes())
+        rows = gzip.compress(rows_jsonl(retrieval_rows(report)).encode("utf-8"), mtime=0)
+        adapter = meta.get("adapter")
+        evidence[str(key)] = DatasetEvidence(
+            predictions_sha256=str(report.sha256), content_sha256=digest.hexdigest(),
+            model=str(meta.get("model") or ""), adapter=str(adapter) if adapter else None,
+            checkpoint=None, meta=meta, rows_jsonl_gz=rows)
+    return new
 
 
 def check_folder_model(folder: Path, meta: ModelMeta,

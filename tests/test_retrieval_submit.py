@@ -1,0 +1,90 @@
+"""Retrieval predictions through `submit` and the leaderboard's re-scoring: the
+stored scores equal a fresh scoring of the stored predictions, a tampered
+Recall@K is refused naming the field, and a JSONL submission is stored as
+parquet with its metadata."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.retrieval_fixtures import write_flickr30k
+from vlmrobust.benchmarks import load_spec_yaml, resolve_spec
+from vlmrobust.builders.families import BuildOptions
+from vlmrobust.builders.retrieval.build import build
+from vlmrobust.evaluation.predictions_meta import read_prediction_meta
+from vlmrobust.evaluation.retrieval_predict import write_retrieval_predictions
+from vlmrobust.evaluation.retrieval_validate import gallery
+from vlmrobust.evaluation.score import score
+from vlmrobust.evaluation.submissions import add_submission
+from vlmrobust.leaderboard.submission import LeaderboardInputError
+from vlmrobust.leaderboard.verify import DatasetStore, load_verified_submissions
+
+
+@pytest.fixture(scope="module")
+def ds(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("src")
+    write_flickr30k(root, n_test=12, n_train=0)
+    spec = resolve_spec("retrieval")
+    out = root.parent / "retrieval-submit-ds"
+    build(load_spec_yaml(spec), spec, BuildOptions(out=out, source_root=root, progress=False))
+    return out
+
+
+def _predictions(ds: Path, out: Path, seed: int) -> Path:
+    rng = np.random.default_rng(seed)
+    ids, counts = gallery(ds, "flickr30k")
+    imgs = [rng.normal(size=8) for _ in ids]
+    txts = [im + 1.2 * rng.normal(size=(c, 8)) for im, c in zip(imgs, counts.tolist(), strict=True)]
+    return write_retrieval_predictions(ds, ids.tolist(), imgs, txts, model=f"emb-{seed}",
+                                       family="clip", out=out)
+
+
+def test_submit_and_leaderboard_rescore(ds: Path, tmp_path: Path) -> None:
+    subs = tmp_path / "subs"
+    pred = _predictions(ds, tmp_path / "a.jsonl", seed=0)
+    scores = add_submission(subs, "emb-a", ds, pred, {"training_data": "laion-2b"})
+    section = scores["datasets"]["retrieval"]
+    stored = subs / "emb-a" / "retrieval" / "predictions.parquet"
+    assert read_prediction_meta(stored)["kind"] == "retrieval"  # JSONL stored as parquet
+    fresh = score(ds, stored, tmp_path / "s.json")["datasets"]["retrieval"]
+    assert fresh["configs"] == section["configs"]
+    assert (subs / "emb-a" / "retrieval" / "rows.jsonl").read_text().count("\n") == 12
+    store = DatasetStore(dirs=[ds])
+    (sub,) = load_verified_submissions(subs, store)
+    assert sub.meta.training_data == "laion-2b"
+    ev = sub.evidence["retrieval"]
+    assert ev.model == "emb-0" and ev.rows_jsonl_gz
+    # a tampered number is refused, naming the field
+    path = subs / "emb-a" / "scores.json"
+    data = json.loads(path.read_text())
+    r1 = data["datasets"]["retrieval"]["configs"]["flickr30k"]["image_to_text"]["recall@1"]
+    data["datasets"]["retrieval"]["configs"]["flickr30k"]["image_to_text"]["recall@1"] = \
+        min(1.0, r1 + 0.25)
+    path.write_text(json.dumps(data))
+    with pytest.raises(LeaderboardInputError, match=r"image_to_text\.recall@1"):
+        load_verified_submissions(subs, store)
+
+
+def test_holistic_page_shows_the_retrieval_table(ds: Path, tmp_path: Path) -> None:
+    from vlmrobust.leaderboard.aggregate import aggregate
+    from vlmrobust.leaderboard.baselines import BaselineSpec
+    from vlmrobust.leaderboard.render import render_site
+
+    subs = tmp_path / "subs"
+    for seed, mid in ((1, "emb-b"), (2, "emb-c")):
+        add_submission(subs, mid, ds, _predictions(ds, tmp_path / f"{mid}.parquet", seed),
+                       {"architecture": "vit"})
+    loaded = load_verified_submissions(subs, DatasetStore(dirs=[ds]))
+    lb = aggregate(loaded, BaselineSpec(version="t", n_bootstrap=0))
+    html = render_site(lb)["holistic.html"].decode()
+    assert 'id="retrieval-flickr30k"' in html and "R@5 image→text" in html
+    for s in loaded:
+        block = s.datasets["retrieval"].configs[0].retrieval["text_to_image"]
+        v, ci = block["recall@5"], block["recall@5_ci"]
+        assert f'data-v="{v!r}"' in html or f'data-v="{v}"' in html
+        assert ci is not None and ci[0] <= v <= ci[1]
+    assert "vit" in html  # rows carry the model group
