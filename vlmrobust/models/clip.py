@@ -28,6 +28,7 @@ from vlmrobust.models.base import (
     pad_rows,
     row_options,
 )
+from vlmrobust.models.clip_groups import clip_groups
 from vlmrobust.models.label_logits import per_row
 from vlmrobust.models.prompts import resolve_prompt
 from vlmrobust.models.runtime import preferred_dtype, resolve_device, to_pil
@@ -105,6 +106,7 @@ class ClipAdapter:
         self.params = int(sum(p.numel() for p in model.parameters()))
         self._dtype = preferred_dtype(device)
         self._text_cache: dict[str, Any] = {}
+        self.model_groups: dict[str, Any] = {}
         self._space_cache: dict[str, Any] = {}
 
     def _autocast(self) -> Any:
@@ -228,8 +230,11 @@ def _load(spec: AdapterSpec, device: str | None, prompt: str | None = None,
             f"{spec.name}: could not load the open_clip model ({first}); "
             "download the weights first or pass a local checkpoint path"
         ) from None
-    return ClipAdapter(spec.name, model, preprocess, tokenizer, dev, prompt=prompt,
-                       vision_encoder=arch)
+    adapter = ClipAdapter(spec.name, model, preprocess, tokenizer, dev, prompt=prompt,
+                          vision_encoder=arch)
+    # model groups the architecture and pretrained tag state (recorded by predict)
+    adapter.model_groups = clip_groups(arch, pretrained)
+    return adapter
 
 
 ADAPTER_FAMILIES.add("clip", AdapterFamily("clip", _parse, _load,
