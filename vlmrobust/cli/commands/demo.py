@@ -1,6 +1,7 @@
 """`vlmrobust demo --out DIR`: the whole pipeline on the embedded sample.
 
-build (imagenet-mcq, bench-c, imagewikiqa and classification from the sample) ->
+build (imagenet-mcq, bench-c, imagewikiqa, classification and the cue-conflict
+stand-in from the sample) ->
 predict with the real EfficientNet-Lite0/1/2 classifiers -> score -> submissions/ ->
 static site. The classification configs (the sample's photos and renditions over
 the 1,000 ImageNet classes, and their K-configs) are predicted right after
@@ -34,15 +35,16 @@ class DemoOptions:
     # recognise-then-answer pipeline takes ImageWikiQA.
     models: tuple[tuple[str, str, str, tuple[str, ...]], ...] = (
         ("classifier:efficientnet-lite0", "efficientnet-lite0", "EfficientNet-Lite0",
-         ("imagenet-mcq", "classification", "bench-c")),
+         ("imagenet-mcq", "classification", "cue-conflict", "bench-c")),
         ("classifier:efficientnet-lite1", "efficientnet-lite1", "EfficientNet-Lite1",
-         ("imagenet-mcq", "classification", "bench-c")),
+         ("imagenet-mcq", "classification", "cue-conflict", "bench-c")),
         ("classifier:efficientnet-lite2", "efficientnet-lite2", "EfficientNet-Lite2",
-         ("imagenet-mcq", "classification", "bench-c")),
+         ("imagenet-mcq", "classification", "cue-conflict", "bench-c")),
         ("pipeline:efficientnet-lite0+minilm", "efficientnet-lite0-minilm",
          "EfficientNet-Lite0 → MiniLM (recognise, then answer)", ("imagewikiqa",)),
     )
-    families: tuple[str, ...] = ("imagenet-mcq", "bench-c", "imagewikiqa", "classification")
+    families: tuple[str, ...] = ("imagenet-mcq", "bench-c", "imagewikiqa", "classification",
+                                 "cue-conflict")
     batch_size: int = 16
     workers: int = 2
     # None: every sample image (101 photos, 555 renditions). A number draws a
