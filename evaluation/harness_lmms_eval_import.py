@@ -253,7 +253,9 @@ def import_lmms_eval(samples: Sequence[str | Path], dataset: str | Path, out: st
                 _check_acc(s, losses, int(row["answer"]), where, rid)
                 per_row[doc] = ([-v for v in losses], None)
             else:
-                per_row[doc] = (None, _text(resps, where))
+                text = _text(resps, where)
+                _check_letter(s, text, int(row["answer"]), where, rid)
+                per_row[doc] = (None, text)
         if otype == GENERATE_UNTIL and n and all(not t for _, t in per_row.values()):
             raise VlmrobustError(
                 f"{sf.path}: every response is empty; lmms-eval logs '' for a row whose "
@@ -323,6 +325,21 @@ def _check_acc(sample: Mapping[str, Any], losses: Sequence[float], answer: int, 
         raise VlmrobustError(f"{where}: row {rid!r} records acc {acc} but its log-likelihoods "
                              f"pick option {tied[0]}, answer {answer}: the log was edited "
                              "(forged); import lmms-eval's own output")
+
+
+def _check_letter(sample: Mapping[str, Any], text: str, answer: int, where: str,
+                  rid: str) -> None:
+    """The exported generate task's ``letter_match`` (utils.process_results_letter,
+    computed by lmms-eval from the text it generated) against the logged text:
+    they disagree when the text was edited after the run."""
+    got = sample.get("letter_match")
+    if got is None:
+        return
+    head = text.strip().lstrip("(").upper()[:1]
+    if (got == 1) != (head == "ABCDEFGHIJKLMNOPQRSTUVWXYZ"[answer]):
+        raise VlmrobustError(f"{where}: row {rid!r} records letter_match {got} but its text "
+                             f"{text[:40]!r} says otherwise: the log was edited (forged); "
+                             "import lmms-eval's own output")
 
 
 def _combined(files: Sequence[SamplesFile]) -> str:

@@ -157,7 +157,7 @@ LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 def process_docs(dataset):
     """Refuse a dataset directory rebuilt since the export; stamp every doc with
-    the build, so that lmms-eval's logged samples name it."""
+    the build (lmms-eval 0.7 logs a hash of each doc, older versions the doc)."""
     if DATASET_DIR is not None:
         with open(os.path.join(DATASET_DIR, "manifest.json"), encoding="utf-8") as f:
             found = json.load(f).get("fingerprint")

@@ -329,6 +329,14 @@ def test_refuses_a_generate_log_whose_every_text_is_empty(
     assert rc == 1 and "every response is empty" in err
     one_line_error(err)
     assert not preds.exists()
+    # a text edited after the run: lmms-eval's letter_match was computed from the original
+    paths = _log(ds, tasks, tmp_path / "logs1", "generate_until", lambda i, doc: "ABCD"[(i + 1) % 4])
+    lines = [json.loads(x) for x in paths[0].read_text().splitlines()]
+    lines[1]["filtered_resps"] = "ABCD"[int(lines[1]["target"])]  # made right
+    paths[0].write_text("".join(json.dumps(x) + "\n" for x in lines))
+    rc, err = _import(paths, ds, preds, capsys, "--model", "m")
+    assert rc == 1 and "forged" in err and "line 2" in err, err
+    one_line_error(err)
     paths = _log(ds, tasks, tmp_path / "logs2", "generate_until",
                  lambda i, doc: "B" if i == 0 and doc["id"].startswith("sample-photo") else "")
     rc, err = _import(paths, ds, preds, capsys, "--model", "m")
