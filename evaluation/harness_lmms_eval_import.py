@@ -253,9 +253,9 @@ def import_lmms_eval(samples: Sequence[str | Path], dataset: str | Path, out: st
                 _check_acc(s, losses, int(row["answer"]), where, rid)
                 per_row[doc] = ([-v for v in losses], None)
             else:
-                text = _text(resps, where)
-                _check_letter(s, text, int(row["answer"]), where, rid)
-                per_row[doc] = (None, text)
+                said = _text(resps, where)
+                _check_letter(s, said, int(row["answer"]), where, rid)
+                per_row[doc] = (None, said)
         if otype == GENERATE_UNTIL and n and all(not t for _, t in per_row.values()):
             raise VlmrobustError(
                 f"{sf.path}: every response is empty; lmms-eval logs '' for a row whose "
