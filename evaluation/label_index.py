@@ -35,6 +35,9 @@ from vlmrobust.core.registry import Registry
 from vlmrobust.evaluation.dataset_index import FAMILY_COLUMNS, DatasetIndex, _class_names
 
 CANDIDATES = "candidates"
+# Read into ``columns`` when present: every valid label of a row (ImageNet val's
+# clean multi-labels, Vid-Robust's) and Vid-Robust's perturbation set (its anchor).
+ROW_SETS = ("valid_labels", "pmset")
 IndexReader = Callable[[Path, Mapping[str, Any], Sequence[str], Mapping[str, str]], DatasetIndex]
 INDEX_READERS: Registry[IndexReader] = Registry("question kind with a dataset index")
 
@@ -62,7 +65,7 @@ def classification_index(dataset_dir: Path, manifest: Mapping[str, Any], chosen:
     if features and not {"id", "label"} <= features:
         raise VlmrobustError(f"{dataset_dir}: a classification dataset needs id and label "
                              "columns; rebuild it")
-    wanted = ["id", "label", *[c for c in (CANDIDATES, *FAMILY_COLUMNS) if c in features]]
+    wanted = ["id", "label", *[c for c in (CANDIDATES, *FAMILY_COLUMNS, *ROW_SETS) if c in features]]
     spaces = {c: read_label_space(dataset_dir, c, manifest) for c in chosen}
     ids: list[Any] = []
     config: list[str] = []
@@ -98,6 +101,8 @@ def classification_index(dataset_dir: Path, manifest: Mapping[str, Any], chosen:
         for col in raw:
             raw[col].extend(table.column(col).to_pylist())
     columns = {col: _family_array(col, values, manifest) for col, values in raw.items()}
+    if "valid_labels" in columns:  # lists: one tuple per row, never a 2-D array
+        columns["valid_labels"] = _tuples(raw["valid_labels"])
     cand_arr = np.empty(len(cands), dtype=object)
     cand_arr[:] = cands
     return DatasetIndex(
@@ -115,6 +120,12 @@ def _ood_index(dataset_dir: Path, manifest: Mapping[str, Any], chosen: Sequence[
     from vlmrobust.evaluation.ood_index import ood_index
 
     return ood_index(dataset_dir, manifest, chosen, other)
+
+
+def _tuples(values: list[Any]) -> Any:
+    out = np.empty(len(values), dtype=object)
+    out[:] = [tuple(v or ()) for v in values]
+    return out
 
 
 def _family_array(name: str, values: list[Any], manifest: Mapping[str, Any]) -> Any:

@@ -126,6 +126,33 @@ def test_group_label_spaces_and_multi_labels(built: Path) -> None:
     assert c3 == [{"corruption": "near_focus", "severity": 2}] * 2
 
 
+def test_the_dataset_index_keeps_valid_labels_and_perturbation_sets(built: Path) -> None:
+    from vlmrobust.evaluation.dataset_index import load_dataset_index
+
+    index = load_dataset_index(built, ["imagenet-vid-robust", "flowers102"])
+    rows = read_table(built, "imagenet-vid-robust", columns=["valid_labels", "pmset"]).to_pylist()
+    valid = index.columns["valid_labels"]
+    assert valid.dtype == object and valid.shape == (index.n_rows,)
+    assert list(valid[:9]) == [tuple(r["valid_labels"]) for r in rows]
+    assert list(index.columns["pmset"][:9]) == [r["pmset"] for r in rows]
+    assert all(v == (lab,) for v, lab in zip(valid[9:], index.labels[9:], strict=True))
+
+
+def test_imagenet_variant_layouts_are_refused_by_their_readers(root: Path, tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    shutil.copytree(root / "imagenet-r", src / "imagenet-r")
+    (src / "imagenet-r" / "paintings").mkdir()
+    with pytest.raises(SourceError, match="not a wnid like n01440764") as err:
+        build(raw_spec(variants=["imagenet-r"]), Path("x.yaml"),
+              BuildOptions(out=tmp_path / "out", source_root=src, progress=False))
+    assert "\n" not in str(err.value) and not (tmp_path / "out").exists()
+    shutil.copytree(root / "imagenetv2-matched-frequency-format-val",
+                    src / "imagenetv2-threshold0.7-format-val")
+    with pytest.raises(SourceError, match=r"threshold0\.7"):
+        build(raw_spec(variants=["imagenet-v2"]), Path("x.yaml"),
+              BuildOptions(out=tmp_path / "out", source_root=src, progress=False))
+
+
 def test_k_configs_hold_the_label_and_no_other_valid_class(built: Path) -> None:
     for config in ("imagenet-val-k2", "flowers102-k2"):
         for r in _table(built, config):

@@ -24,7 +24,9 @@ in its published on-disk layout (paths under ``--source-root``):
   class mapping of ImageNet-D's code release, ``imgnet_d2imgnet_id.txt`` (JSON
   {class_dir: [ImageNet indices]}, from its ``preprocessing/`` folder) in that
   folder; ``imgnet_d_dir2imgnet_d_id.txt`` beside it, when present, gives display names.
-  One config per split (113 classes, ``imagenet-d-<split>``).
+  One config per split (113 classes, ``imagenet-d-<split>``). The release's
+  ``questions/`` CSVs are not read: the 4-option configs are rebuilt with the
+  spec's selection model (seed 001 §IX), which the manifest names.
 - ``3dcc`` (Kar et al. 2022, ImageNet-3DCC as released; ``3dcc/`` or ``ImageNet-3DCC/``):
   ``<corruption>/<severity 1..5>/<wnid>/*.JPEG``. One config per corruption x
   severity, ``3dcc-<corruption>-<severity>`` (each cell scored and calibrated on
