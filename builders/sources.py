@@ -45,7 +45,6 @@ from __future__ import annotations
 
 import csv
 import functools
-import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -68,7 +67,6 @@ from vlmrobust.core.classes import (
     VARIANTS,
     class_by_wnid,
     label_space,
-    load_objectnet_folders,
     val_labels,
 )
 from vlmrobust.core.errors import SourceError, VlmrobustError
@@ -326,7 +324,9 @@ def read_variant(
     d = variant_dir(variant, root, release)
     items: list[tuple[str, Path, int]]
     if variant == "objectnet":
-        result = _objectnet(d)
+        from vlmrobust.builders.objectnet_layout import read_objectnet
+
+        result = read_objectnet(d)
     else:
         if variant == "imagenet-val":
             if any(_WNID.match(p.name) for p in _subdirs(d)):
@@ -343,37 +343,6 @@ def read_variant(
     if not result:
         raise SourceError(f"{d}: no {variant} images with a valid label found; fix: check the folder and layout")
     return result
-
-
-def _objectnet(d: Path) -> list[SourceImage]:
-    if not (d / "images").is_dir() and (d / "objectnet-1.0").is_dir():
-        d = d / "objectnet-1.0"
-    mappings = d / "mappings"
-    if not mappings.is_dir():
-        raise SourceError(
-            f"{mappings}: ObjectNet mapping folder not found; fix: keep the mappings/ folder of the "
-            "ObjectNet release next to images/"
-        )
-    images = d / "images"
-    if not images.is_dir():
-        raise SourceError(f"{images}: ObjectNet images/ folder not found; fix: extract ObjectNet here")
-    folders = load_objectnet_folders(mappings)
-    known = _known_objectnet_folders(mappings)
-    out: list[SourceImage] = []
-    for sub in _subdirs(images):
-        if sub.name not in known:
-            raise SourceError(
-                f"{sub}: not an ObjectNet class folder (absent from folder_to_objectnet_label.json); fix: remove it"
-            )
-        labels = folders.get(sub.name)
-        if labels:
-            out.extend(SourceImage(f"{sub.name}/{p.name}", p, labels) for p in _images_in(sub))
-    return sorted(out, key=lambda s: s.key)
-
-
-def _known_objectnet_folders(mappings: Path) -> set[str]:
-    data = json.loads((mappings / "folder_to_objectnet_label.json").read_text(encoding="utf-8"))
-    return set(data)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -303,6 +303,12 @@ def test_objectnet_errors(tmp_path):
     _img(base / "images" / "spaceship" / "x.png")
     with pytest.raises(SourceError, match="spaceship: not an ObjectNet class folder"):
         read_variant("objectnet", tmp2)
+    tmp3 = tmp_path / "c"
+    base = _objectnet(tmp3 / "objectnet")
+    (base / "mappings" / "folder_to_objectnet_label.json").write_text('["a", "b"]')
+    with pytest.raises(SourceError) as err:
+        read_variant("objectnet", tmp3)
+    assert "folder_to_objectnet_label.json" in _one_line(err)
 
 
 # ------------------------------------------------------------------ general errors
