@@ -42,6 +42,8 @@ mkdir -p "$root"
 exec 9>"$root/.lock"
 flock 9
 if [ -f "$dest/.ready" ]; then echo "$dest"; exit 0; fi   # built while we waited
+# holding the lock, no build is running: a .build-* folder is what a killed one left
+rm -rf "$root"/.build-*
 
 tmp="$(mktemp -d "$root/.build-$key.XXXXXX")"
 trap 'rm -rf "$tmp"' EXIT
