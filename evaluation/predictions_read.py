@@ -187,6 +187,7 @@ def read_predictions(path: Path | str, max_rows: int = DEFAULT_MAX_ROWS,
             chunks.append(block)
             left -= len(block)
     data = b"".join(chunks)
+    del chunks  # one copy of the file's bytes, not two, while its columns decode
     if len(data) > max_bytes:  # grew while being read
         raise SubmissionError(f"{path}: more than the {max_bytes} bytes allowed for a predictions file")
     digest = hashlib.sha256(data).hexdigest()
@@ -196,11 +197,11 @@ def read_predictions(path: Path | str, max_rows: int = DEFAULT_MAX_ROWS,
 
 def _read_parquet(path: Path, data: bytes, max_rows: int,
                   max_logits: int | None = None) -> PredictionsFile:
-    from vlmrobust.evaluation.predictions_parquet import read_parquet_columns
+    from vlmrobust.evaluation.predictions_parquet import read_parquet_predictions
 
-    table, embedded = read_parquet_columns(path, data, max_rows, max_logits)
+    table, embedded, logits = read_parquet_predictions(path, data, max_rows, max_logits)
     try:
-        pf = predictions_from_table(table, path)
+        pf = predictions_from_table(table, path, logits=logits)
     except UnicodeDecodeError as exc:
         # parquet stores names and strings as bytes: a damaged file can decode to
         # invalid UTF-8 only once a column is touched
@@ -211,17 +212,21 @@ def _read_parquet(path: Path, data: bytes, max_rows: int,
     return dataclasses.replace(pf, embedded_meta=embedded)
 
 
-def predictions_from_table(table: Any, path: Path | str = "<table>") -> PredictionsFile:
+def predictions_from_table(table: Any, path: Path | str = "<table>",
+                           logits: tuple[NDArray[np.int64], NDArray[np.float64]] | None = None,
+                           ) -> PredictionsFile:
     """Turn a pyarrow Table with id / logits / prediction / text / prompt_text
     columns into a PredictionsFile (schema errors raise SubmissionError; text
-    values that are too long are row problems)."""
+    values that are too long are row problems). ``logits``: the column already
+    read as ``(lengths, flat float64)`` (predictions_parquet.read_logits), in
+    place of a ``logits`` column of ``table``."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
     path = Path(path)
-    if table.num_rows == 0:
+    if (table.num_rows if logits is None or table.num_columns else len(logits[0])) == 0:
         raise SubmissionError(f"{path}: the file has no rows; {FORMAT_HINT}")
-    names = set(table.column_names)
+    names = set(table.column_names) | ({"logits"} if logits is not None else set())
     if "id" not in names:
         raise SubmissionError(f"{path}: no 'id' column (columns: {sorted(names)}); {FORMAT_HINT}")
     if not names & {"logits", "prediction", "text"}:
@@ -237,7 +242,11 @@ def predictions_from_table(table: Any, path: Path | str = "<table>") -> Predicti
         )
     ids = np.asarray(id_col.to_pylist(), dtype=object)
     logits_len = logits_flat = prediction = None
-    if "logits" in names:
+    if logits is not None:
+        logits_len, logits_flat = logits
+        if logits_len.shape != (len(ids),):
+            raise SubmissionError(f"{path}: {logits_len.shape[0]} rows of logits for {len(ids)} ids")
+    elif "logits" in names:
         col = table.column("logits")
         t = col.type
         if not (pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)) or not (

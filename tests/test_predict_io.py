@@ -131,3 +131,26 @@ def test_large_tables_are_written_in_row_groups(tmp_path: Path, monkeypatch: pyt
     pf = read_predictions(out)
     assert pf.logits_flat is not None
     np.testing.assert_array_equal(pf.logits_flat.reshape(10, 1000), z)
+
+
+def test_streamed_logits_keep_nulls_as_before(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                              ) -> None:
+    """Logits read batch by batch: a null list has length -1, a null value is NaN,
+    integer logits widen, across read batches (as the whole-table read gave)."""
+    import pyarrow as pa
+
+    from vlmrobust.evaluation import predictions_parquet
+    from vlmrobust.evaluation.predictions_read import predictions_from_table, read_predictions
+
+    monkeypatch.setattr(predictions_parquet, "LOGIT_BATCH_ROWS", 2)
+    values = [[1, 2], None, [3, None], [], [4, 5, 6]]
+    table = pa.table({"id": [f"r{i}" for i in range(5)],
+                      "logits": pa.array(values, pa.list_(pa.int32()))})
+    out = tmp_path / "p.parquet"
+    pq.write_table(table, out)
+    pf = read_predictions(out)
+    whole = predictions_from_table(table)
+    assert pf.logits_len is not None and pf.logits_flat is not None
+    assert pf.logits_len.tolist() == [2, -1, 2, 0, 3] == whole.logits_len.tolist()  # type: ignore[union-attr]
+    np.testing.assert_array_equal(pf.logits_flat, [1, 2, 3, np.nan, 4, 5, 6])
+    np.testing.assert_array_equal(pf.logits_flat, whole.logits_flat)  # type: ignore[arg-type]
