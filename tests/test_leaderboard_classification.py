@@ -128,6 +128,7 @@ def test_page_tables_k_curve_calibration_and_escaping(built: tuple[Any, dict[str
     assert f'data-v="{val["accuracy"]!r}"' in page
     assert f'data-v="{val["ece_ts"]!r}"' in page and f'data-v="{val["temperature"]!r}"' in page
     assert 'href="classification.html"' in files["index.html"].decode("utf-8")
+    assert "mean over 3 shifts; 95% interval" in page  # the mean ER's joint bootstrap interval
     curve = files["plots/classification/k-curve-000.svg"].decode("utf-8")
     assert curve.count("<path class=\"curve\"") == 3  # classifier, clip, vlm
     k5 = np.mean([scored[m]["configs"]["imagenet-val-k5"]["accuracy"] for m in ("cls-a", "cls-b", "cls-c")])
