@@ -305,3 +305,18 @@ def test_the_card_passes_the_hub_header_check_and_names_what_numbers_are_over(bu
     assert data["task_categories"] == ["image-classification"]
     assert "whole label space" in text and "K candidates" in text
     assert "imagenet-d-<split>-4opt" in text and "classifier:efficientnet-lite0" in text
+
+
+def test_label_set_configs_hold_one_seeded_subset_for_every_k(root: Path, tmp_path: Path) -> None:
+    raw = raw_spec(variants=["imagenet-val", "flowers102"], label_set_sizes=[2, 5],
+                   label_set_images=2, label_set_variants=["imagenet-val"])
+    m = build(raw, Path("x.yaml"), BuildOptions(out=tmp_path / "out", source_root=root,
+                                                progress=False))
+    assert m["configs"]["imagenet-val"] == 4 and m["label_set_images"] == 2
+    assert m["configs"]["imagenet-val-k2"] == m["configs"]["imagenet-val-k5"] == 2
+    assert "flowers102-k2" not in m["configs"]  # not listed in label_set_variants
+    files = [{r["source_file"] for r in _table(tmp_path / "out", f"imagenet-val-k{k}")} for k in (2, 5)]
+    assert files[0] == files[1] < {r["source_file"] for r in _table(tmp_path / "out", "imagenet-val")}
+    with pytest.raises(VlmrobustError, match="label_set_images must be an integer >= 1"):
+        build({**raw, "label_set_images": 0}, Path("x.yaml"),
+              BuildOptions(out=tmp_path / "o2", source_root=root, progress=False))

@@ -144,28 +144,41 @@ def load_selector(name: str, device: str | None, batch_size: int, progress: bool
 
 
 def _k_configs(spec: ClassificationSpec, src: VariantSource, items: Sequence[SourceItem],
-               sizes: Sequence[int], wanted: Sequence[str] | None) -> dict[str, list[list[int]]]:
+               sizes: Sequence[int], wanted: Sequence[str] | None,
+               ) -> dict[str, tuple[list[SourceItem], list[list[int]]]]:
+    """K-configs of ``src``: one seeded subset of its images (``label_set_images``;
+    the same for every K, so the K curve compares the same images) with each
+    row's candidates."""
     n = len(src.space)
     if wanted is not None and src.variant not in wanted and src.config not in wanted:
         return {}
+    subset = list(items)
+    cap = spec.label_set_images
+    if cap is not None and len(subset) > cap:
+        by_key = {it.key: it for it in subset}
+        picked = select_items([Item(f"{src.config}/label-set", it.key, it.path, it.label,
+                                    frozenset(it.valid or (it.label,))) for it in subset],
+                              cap, spec.seed)
+        subset = [by_key[it.key] for it in picked]
     out = {}
     for k in sizes:
         if k >= n:
             continue  # K as large as the label space is the full config itself
         config = f"{src.config}-k{k}"
-        out[config] = [random_candidates(spec.seed, config, it.key, it.label, it.valid, n, k)
-                       for it in items]
+        out[config] = (subset, [random_candidates(spec.seed, config, it.key, it.label, it.valid, n, k)
+                                for it in subset])
     return out
 
 
 def _hard_configs(spec: ClassificationSpec, src: VariantSource, items: Sequence[SourceItem],
-                  selector: Selector) -> dict[str, list[list[int]]]:
+                  selector: Selector) -> dict[str, tuple[list[SourceItem], list[list[int]]]]:
     k = spec.hard_options.k
     groups = [c.imagenet_ids for c in src.space.classes]
     scores = group_scores(selector([it.path for it in items]), groups)
     config = f"{src.config}-{k}opt"
-    return {config: [hardest_candidates(spec.seed, config, it.key, it.label, it.valid, scores[i], k)
-                     for i, it in enumerate(items)]}
+    return {config: (list(items), [hardest_candidates(spec.seed, config, it.key, it.label,
+                                                      it.valid, scores[i], k)
+                                   for i, it in enumerate(items)])}
 
 
 def features(columns: Sequence[str]) -> Any:
@@ -245,18 +258,19 @@ def build_dataset(spec: ClassificationSpec, sources: Sequence[VariantSource], ou
         chosen[src.config] = [by_key[it.key] for it in picked]
         fingerprints[src.config] = check_images(picked, progress, f"checking {src.config}")
     sizes = spec.sample_label_set_sizes if sample else spec.label_set_sizes
-    k_of: dict[str, tuple[VariantSource, list[list[int]]]] = {}
+    k_of: dict[str, tuple[VariantSource, list[SourceItem], list[list[int]]]] = {}
     for src in sources:
         wanted = None if sample else spec.label_set_variants
-        for config, cands in _k_configs(spec, src, chosen[src.config], sizes, wanted).items():
-            k_of[config] = (src, cands)
+        for config, (subset, cands) in _k_configs(spec, src, chosen[src.config], sizes,
+                                                  wanted).items():
+            k_of[config] = (src, subset, cands)
     hard = [s for s in sources if s.variant.startswith("imagenet-d-")]
     if hard:
         run = selector or load_selector(spec.hard_options.selector, device,
                                         spec.hard_options.batch_size, progress)
         for src in hard:
-            for config, cands in _hard_configs(spec, src, chosen[src.config], run).items():
-                k_of[config] = (src, cands)
+            for config, (subset, cands) in _hard_configs(spec, src, chosen[src.config], run).items():
+                k_of[config] = (src, subset, cands)
     columns = [c for c in ("corruption", "severity", "pmset")
                if any(c in it.columns for s in sources for it in s.items[:1])]
     configs: dict[str, Iterator[dict[str, Any]]] = {}
@@ -264,13 +278,13 @@ def build_dataset(spec: ClassificationSpec, sources: Sequence[VariantSource], ou
     for src in sources:
         configs[src.config] = _rows(src.config, src, chosen[src.config], None, columns)
         spaces[src.config] = src.space
-        for config, (base, cands) in k_of.items():
+        for config, (base, subset, cands) in k_of.items():
             if base is src:
-                configs[config] = _rows(config, src, chosen[src.config], cands, columns)
+                configs[config] = _rows(config, src, subset, cands, columns)
                 spaces[config] = src.space
     feats = features(columns)
     card = render_card(spec, sources, {c: len(v) for c, v in chosen.items()},
-                       {c: len(v[1][0]) if v[1] else 0 for c, v in k_of.items()},
+                       {c: (len(v[2][0]) if v[2] else 0, len(v[1])) for c, v in k_of.items()},
                        absent=absent, sample=sample, limit=limit,
                        imagenet_x_lines=_imagenet_x_lines(sources, chosen))
     # seed 001 fits its temperature on ImageNet val (the sample: on its photos)
@@ -282,6 +296,7 @@ def build_dataset(spec: ClassificationSpec, sources: Sequence[VariantSource], ou
                                           if s.variant == "imagenet-v2"), None),
              "notes": {s.config: dict(s.notes) for s in sources if s.notes},
              "label_set_sizes": list(sizes), "k_configs": sorted(k_of),
+             "label_set_images": spec.label_set_images,
              "hard_options": {"k": spec.hard_options.k, "selector": spec.hard_options.selector,
                               "rule": "the selection model's K-1 highest-scoring non-valid "
                                       "classes (group max), seeded order"} if hard else None,

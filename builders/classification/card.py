@@ -40,7 +40,7 @@ LICENCES = (
 
 
 def render_card(spec: ClassificationSpec, sources: Sequence[VariantSource],
-                counts: Mapping[str, int], k_configs: Mapping[str, int], *,
+                counts: Mapping[str, int], k_configs: Mapping[str, tuple[int, int]], *,
                 absent: Sequence[str], sample: bool, limit: int | None,
                 imagenet_x_lines: Sequence[str] = ()) -> str:
     base_rows = []
@@ -49,7 +49,8 @@ def render_card(spec: ClassificationSpec, sources: Sequence[VariantSource],
         base_rows.append(f"| `{s.config}` | {counts[s.config]:,} | {len(s.space)} (`label_spaces/"
                          f"{s.config}.json`) | whole label space | "
                          f"{'yes' if ids == len(s.space) else 'no'} |")
-    k_rows = [f"| `{c}` | {k} candidates per row (`candidates`) |" for c, k in sorted(k_configs.items())]
+    k_rows = [f"| `{c}` | {k} candidates per row (`candidates`) | {n:,} |"
+              for c, (k, n) in sorted(k_configs.items())]
     variants = sorted({s.variant for s in sources if not s.variant.startswith("sample-")}
                       | {"imagenet-d" for s in sources if s.variant.startswith("imagenet-d-")})
     layout_lines = [f"- `{v}`: {LAYOUTS[v]}" for v in variants if v in LAYOUTS]
@@ -84,10 +85,13 @@ def render_card(spec: ClassificationSpec, sources: Sequence[VariantSource],
         "**K candidates**, in `candidates` order; every number is over K options, like the "
         "5-option imagenet-mcq family, and is not comparable with the full configs'.",
         "",
-        *(["| K-config | options |", "|---|---|", *k_rows, ""] if k_rows else []),
+        *(["| K-config | options | images |", "|---|---|---|", *k_rows, ""] if k_rows else []),
         "Label-set-size candidates: K - 1 distractors drawn uniformly without replacement among "
         "the classes not valid for the image, the label at a uniform position, from a generator "
-        "seeded per row by (seed, config, image key). ImageNet-D's candidates: the label and the "
+        "seeded per row by (seed, config, image key); a label-set-size config holds "
+        + (f"a seeded {spec.label_set_images:,} of its full config's images (the same for "
+           "every K)" if spec.label_set_images else "every image of its full config")
+        + ". ImageNet-D's candidates: the label and the "
         f"selection model's ({spec.hard_options.selector}) K - 1 highest-scoring wrong classes "
         "(each class scored by the max over its ImageNet group), in a seeded order.",
         "",

@@ -63,6 +63,7 @@ class ClassificationSpec:
     images_per_config: int | None = None  # seeded subset; None = every image
     label_set_sizes: tuple[int, ...] = (2, 5, 20, 100)
     label_set_variants: tuple[str, ...] | None = None  # None = every full-label-space config
+    label_set_images: int | None = None  # a seeded subset of images per K-config; None = all
     hard_options: HardOptions = field(default_factory=HardOptions)
     skip_missing: bool = False  # an absent variant folder is skipped (and named), not an error
     sample_label_set_sizes: tuple[int, ...] = (2, 5, 20, 100)
@@ -70,8 +71,11 @@ class ClassificationSpec:
     def __post_init__(self) -> None:
         if any(k < 2 for k in (*self.label_set_sizes, *self.sample_label_set_sizes)):
             raise ValueError("label_set_sizes must be >= 2")
-        if self.images_per_config is not None and self.images_per_config < 1:
-            raise ValueError("images_per_config must be >= 1 or null")
+        for name in ("images_per_config", "label_set_images"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                                      or value < 1):
+                raise ValueError(f"{name} must be an integer >= 1 or null")
         names = [v.name for v in self.variants]
         if len(set(names)) != len(names):
             raise ValueError("variants: a variant is listed twice")
@@ -122,6 +126,7 @@ def parse_spec(raw: Mapping[str, Any], spec_path: Path) -> ClassificationSpec:
             images_per_config=raw.get("images_per_config"),
             label_set_sizes=_ints(raw.get("label_set_sizes", [2, 5, 20, 100]), "label_set_sizes"),
             label_set_variants=None if lsv is None else tuple(str(v) for v in lsv),
+            label_set_images=raw.get("label_set_images"),
             hard_options=HardOptions(int(hard.get("k", 4)),
                                      str(hard.get("selector", "classifier:efficientnet-lite0")),
                                      int(hard.get("batch_size", 16))),
