@@ -8,6 +8,9 @@ ImageNet-D's 4 options). Per config:
 
 - top-1 ``accuracy`` with its percentile bootstrap ``accuracy_ci`` (seeded per
   config), ``no_answer`` (text that names no class),
+- ``accuracy_valid_labels`` on a full-label-space config whose rows list
+  their ``valid_labels`` (ImageNet val's clean labels): the top class counts
+  as right when it is any valid label of the image (ImageNet-ReaL's rule),
 - ``mean_per_class_accuracy`` over the classes that have rows, and
   ``n_classes_present``; the accuracy of every class is not in scores.json (a
   thousand numbers per config) but in the per-row results (each row's
@@ -73,6 +76,8 @@ class ConfigData:
     n_classes: int
     k: int | None = None
     variant: str | None = None
+    # per row the tuple of its valid class ids (Kisel et al.'s proposed labels), if known
+    valid: NDArray[np.object_] | None = None
 
     def __post_init__(self) -> None:
         n = self.ids.shape
@@ -115,6 +120,12 @@ def config_scores(d: ConfigData, seed: int) -> dict[str, Any]:
         "mean_per_class_accuracy": json_num(present.mean()) if present.size else None,
         "n_classes_present": int(present.size),
     }
+    if d.valid is not None and d.k is None and d.n:
+        # ImageNet-ReaL style: right when the top class is any of the image's valid labels
+        ok = np.fromiter((p in v or p == y for p, v, y in zip(d.predicted.tolist(), d.valid.tolist(),
+                                                              d.labels.tolist(), strict=True)),
+                         dtype=bool, count=d.n)
+        out["accuracy_valid_labels"] = json_num(ok.mean())
     if d.logits is not None and d.n:
         s = score_logits(d.logits, d.answer)
         out.update(ece=json_num(s.ece), nll=json_num(s.nll))
@@ -240,11 +251,12 @@ def configs_from_report(report: Any) -> list[ConfigData]:
         variants = (list(dict.fromkeys(index.columns["variant"][rows].tolist()))
                     if "variant" in index.columns else [])
         logits = aligned.logits[rows, :k_max] if aligned.logits is not None else None
+        valid = index.columns["valid_labels"][rows] if "valid_labels" in index.columns else None
         out.append(ConfigData(
             config=name, ids=index.ids[rows], labels=np.asarray(labels, dtype=np.int64),
             answer=index.answer[rows], predicted=aligned.predicted[rows], logits=logits,
             n_classes=n_classes, k=k_max if has_candidates or k_max != n_classes else None,
-            variant=str(variants[0]) if len(variants) == 1 else None))
+            variant=str(variants[0]) if len(variants) == 1 else None, valid=valid))
     return out
 
 

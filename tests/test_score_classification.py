@@ -267,3 +267,38 @@ def test_wild_logit_rows_found_in_blocks_equal_the_per_value_count(monkeypatch: 
     monkeypatch.setattr(validate, "ALIGN_CELLS", 37)  # many blocks, rows split across them
     assert validate._wild_rows(flat, offsets).tolist() == expected.tolist()
     assert expected.size > 10
+
+
+def test_valid_labels_give_a_real_style_accuracy_beside_the_single_label_one(tmp_path: Any) -> None:
+    import datasets
+
+    from tests.classification_fixtures import toy_label_space
+    from tests.score_fixtures import png, write_meta, write_parquet
+    from vlmrobust.core.kinds import CLASSIFICATION
+    from vlmrobust.core.writer import BuildInfo, write_dataset
+    from vlmrobust.evaluation.score import score
+
+    space = toy_label_space()
+    rng = np.random.default_rng(2)
+    rows = []
+    for i in range(40):
+        label = i % 6
+        extra = [int(c) for c in rng.choice([c for c in range(6) if c != label], size=i % 3, replace=False)]
+        rows.append({"id": f"v{i:02d}", "image": {"bytes": png(i), "path": None}, "label": label,
+                     "candidates": [], "valid_labels": [label, *extra], "variant": "imagenet-val"})
+    features = datasets.Features({
+        "id": datasets.Value("string"), "image": datasets.Image(), "label": datasets.Value("int32"),
+        "candidates": datasets.Sequence(datasets.Value("int32")),
+        "valid_labels": datasets.Sequence(datasets.Value("int32")), "variant": datasets.Value("string")})
+    ds = tmp_path / "ds"
+    write_dataset(ds, configs={"imagenet-val": rows}, features=features, card="toy",
+                  info=BuildInfo("classification", "0.1.0", 0), kind=CLASSIFICATION,
+                  label_spaces={"imagenet-val": space})
+    z = rng.normal(size=(40, 6))
+    preds = write_parquet(tmp_path / "p.parquet", [r["id"] for r in rows], z.tolist())
+    write_meta(preds, ds)
+    got = score(ds, preds, tmp_path / "s.json")["datasets"]["classification"]["configs"]["imagenet-val"]
+    top = z.argmax(1)
+    assert got["accuracy"] == pytest.approx(np.mean([t == r["label"] for t, r in zip(top, rows, strict=True)]))
+    real = np.mean([t in r["valid_labels"] for t, r in zip(top, rows, strict=True)])
+    assert got["accuracy_valid_labels"] == pytest.approx(real) and real > got["accuracy"]
