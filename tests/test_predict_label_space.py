@@ -122,3 +122,56 @@ def test_classifier_over_a_space_without_ids_is_refused_before_loading(tmp_path:
                         device="cpu", progress=False)
     assert not (tmp_path / "p.parquet").exists()
     assert not list(tmp_path.glob(".p.parquet.partial"))
+
+
+def test_efficientnet_lite0_on_the_sample_classification_config(tmp_path: Path) -> None:
+    """Issue 23's Done-when on the embedded sample: `vlmrobust build classification
+    --sample`, then EfficientNet-Lite0 on its sample-photo config gives 1,000
+    logits per row identical to the model's own forward pass (one thread, the
+    adapter's micro-batches of 4 images, the last one zero-padded), and on its
+    K=5 config those logits at the row's candidates."""
+    import io
+
+    import torch
+    from PIL import Image
+
+    from vlmrobust.cli.main import main
+    from vlmrobust.core.datadir import read_table
+    from vlmrobust.models.classifier import CPU_MICRO_BATCH
+    from vlmrobust.models.efficientnet_lite import lite_preprocess, load_lite
+
+    ds = tmp_path / "ds"
+    assert main(["build", "classification", "--sample", "--out", str(ds)]) == 0
+    out = predict_dataset("classifier:efficientnet-lite0", ds, tmp_path / "p.parquet",
+                          config="sample-photo", device="cpu", progress=False, threads=1,
+                          batch_size=8)
+    pf = read_predictions(out)
+    assert pf.logits_len is not None and pf.logits_flat is not None
+    rows = read_table(ds, "sample-photo", ["id", "image"]).to_pylist()
+    n = len(rows)
+    assert pf.logits_len.tolist() == [1000] * n and pf.ids.tolist() == [r["id"] for r in rows]
+    got = pf.logits_flat.reshape(n, 1000).astype(np.float32)
+    pre = lite_preprocess(224)
+    x = torch.from_numpy(np.stack([pre(Image.open(io.BytesIO(r["image"]["bytes"])).convert("RGB"))
+                                   for r in rows]))
+    pad = -n % CPU_MICRO_BATCH
+    x = torch.cat([x, x.new_zeros((pad, *x.shape[1:]))])
+    saved = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        model = load_lite(0, torch.device("cpu")).module
+        with torch.inference_mode():
+            want = torch.cat([model(x[i:i + CPU_MICRO_BATCH])
+                              for i in range(0, len(x), CPU_MICRO_BATCH)])[:n].numpy()
+    finally:
+        torch.set_num_threads(saved)
+    np.testing.assert_array_equal(got, want)
+    # the K=5 config's rows: the same images' logits at their candidates, in order
+    k5 = read_table(ds, "sample-photo-k5", ["id", "candidates"]).to_pylist()
+    out5 = predict_dataset("classifier:efficientnet-lite0", ds, tmp_path / "k5.parquet",
+                           config="sample-photo-k5", device="cpu", progress=False, threads=1)
+    pf5 = read_predictions(out5)
+    assert pf5.logits_len is not None and pf5.logits_flat is not None
+    assert pf5.logits_len.tolist() == [5] * len(k5)
+    want5 = np.stack([got[j, r["candidates"]] for j, r in enumerate(k5)])
+    np.testing.assert_array_equal(pf5.logits_flat.reshape(-1, 5).astype(np.float32), want5)
