@@ -160,8 +160,13 @@ def _predictions(ds: Path, out: Path, model: str, seed: int) -> Path:
     import vlmrobust
     from tests.classification_fixtures import index_rows
 
-    is_cls = json.loads((ds / "manifest.json").read_text()).get("kind") == "classification"
-    rows = index_rows(ds) if is_cls else dataset_rows(ds)
+    kind = json.loads((ds / "manifest.json").read_text()).get("kind")
+    if kind == "ood":  # tests/ood_fixtures.py: 4 classes
+        from tests.ood_fixtures import dataset_ids
+
+        rows = [{"id": rid, "k": 4} for _, rid, _ in dataset_ids(ds)]
+    else:
+        rows = index_rows(ds) if kind == "classification" else dataset_rows(ds)
     rng = np.random.default_rng(seed)
     return vlmrobust.write_predictions(ds, [r["id"] for r in rows],
                                        [rng.normal(size=r["k"]).round(4).tolist() for r in rows],
@@ -307,9 +312,14 @@ def _seed_demo(out: Path, built_mcq: Path) -> None:
     from vlmrobust.cli.commands.demo import DemoOptions
 
     write_classification(datasets / "classification")
+    from tests.ood_fixtures import write_ood
+
+    write_ood(datasets / "ood")
 
     for i, (_, model_id, _, answers) in enumerate(DemoOptions().models):
-        for family in answers:
+        # a family not seeded here (the cue-conflict stand-in) is built and
+        # predicted by the demo itself
+        for family in (f for f in answers if (datasets / f).is_dir()):
             _predictions(datasets / family,
                          out / "predictions" / model_id / family / "predictions.parquet",
                          model_id, seed=i)
@@ -358,7 +368,7 @@ def test_full_wheel_every_subcommand(full_python: Path, tmp_path: Path) -> None:
     demo = tmp_path / "demo"
     _seed_demo(demo, built)
     out = _ok(_cli(full_python, ["demo", "--out", str(demo)], cwd), "demo")
-    assert out.count("already built; reusing") == 4
+    assert out.count("already built; reusing") == 5
     assert (demo / "site" / "index.html").is_file()
     from vlmrobust.cli.commands.demo import DemoOptions
 

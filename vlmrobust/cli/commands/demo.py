@@ -1,7 +1,7 @@
 """`vlmrobust demo --out DIR`: the whole pipeline on the embedded sample.
 
-build (imagenet-mcq, bench-c, imagewikiqa, classification and the cue-conflict
-stand-in from the sample) ->
+build (imagenet-mcq, bench-c, imagewikiqa, classification, the cue-conflict
+stand-in and ood from the sample) ->
 predict with the real EfficientNet-Lite0/1/2 classifiers -> score -> submissions/ ->
 static site. The classification configs (the sample's photos and renditions over
 the 1,000 ImageNet classes, and their K-configs) are predicted right after
@@ -31,20 +31,21 @@ class DemoOptions:
 
     # (adapter name, submission id, display name, datasets it answers). The
     # classifiers need option_class_ids (or a label space with ImageNet ids), so
-    # they answer ImageNet-MCQ, classification and Bench-C; the
+    # they answer ImageNet-MCQ, classification, Bench-C and OOD; the
     # recognise-then-answer pipeline takes ImageWikiQA.
     models: tuple[tuple[str, str, str, tuple[str, ...]], ...] = (
         ("classifier:efficientnet-lite0", "efficientnet-lite0", "EfficientNet-Lite0",
-         ("imagenet-mcq", "classification", "cue-conflict", "bench-c")),
+         ("imagenet-mcq", "classification", "cue-conflict", "bench-c", "ood")),
         ("classifier:efficientnet-lite1", "efficientnet-lite1", "EfficientNet-Lite1",
-         ("imagenet-mcq", "classification", "cue-conflict", "bench-c")),
+         ("imagenet-mcq", "classification", "cue-conflict", "bench-c", "ood")),
         ("classifier:efficientnet-lite2", "efficientnet-lite2", "EfficientNet-Lite2",
-         ("imagenet-mcq", "classification", "cue-conflict", "bench-c")),
+         ("imagenet-mcq", "classification", "cue-conflict", "bench-c", "ood")),
         ("pipeline:efficientnet-lite0+minilm", "efficientnet-lite0-minilm",
          "EfficientNet-Lite0 → MiniLM (recognise, then answer)", ("imagewikiqa",)),
     )
+    # ood: 101 photos + 35 scikit-image OOD rows, ~10 s per classifier (predict + score)
     families: tuple[str, ...] = ("imagenet-mcq", "bench-c", "imagewikiqa", "classification",
-                                 "cue-conflict")
+                                 "cue-conflict", "ood")
     batch_size: int = 16
     workers: int = 2
     # None: every sample image (101 photos, 555 renditions). A number draws a
