@@ -316,13 +316,13 @@ def _seed_demo(out: Path, built_mcq: Path) -> None:
 
     write_ood(datasets / "ood")
 
-    for i, (_, model_id, _, answers) in enumerate(DemoOptions().models):
+    for i, (adapter, model_id, _, answers) in enumerate(DemoOptions().models):
         # a family not seeded here (the cue-conflict stand-in) is built and
-        # predicted by the demo itself
+        # predicted by the demo itself, under the adapter's name as here
         for family in (f for f in answers if (datasets / f).is_dir()):
             _predictions(datasets / family,
                          out / "predictions" / model_id / family / "predictions.parquet",
-                         model_id, seed=i)
+                         adapter, seed=i)
 
 
 def test_full_wheel_every_subcommand(full_python: Path, tmp_path: Path) -> None:
