@@ -86,6 +86,7 @@ def retrieval_section(report: RetrievalReport, seed: int = DEFAULT_SEED,
         "reference_variant": None,
         "configs": configs,
         "bench_c": None,
+        **({"partial": dict(report.partial)} if report.partial is not None else {}),
     }
 
 
@@ -154,6 +155,11 @@ def prepare_submission(dataset_dir: Path, predictions: Path, model_id: str,
 
     report = validate_retrieval(dataset_dir, predictions)
     assert report.meta is not None
+    if report.partial is not None:
+        from vlmrobust.evaluation.validate import partial_note
+
+        raise SubmissionError(f"{predictions}: {partial_note(report.partial)}; run predict "
+                              "again without --limit to submit")
     claimed = report.meta.get("model_id")
     if claimed is not None and claimed != model_id:
         raise SubmissionError(f"{predictions}: its metadata names model_id {claimed!r}, not "

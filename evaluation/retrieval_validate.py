@@ -54,6 +54,9 @@ class RetrievalReport:
     configs: tuple[RetrievalConfig, ...]
     file: EmbeddingFile
     meta: Mapping[str, Any] | None
+    # a `predict --limit N` run: {"limit", "rows", "of"} (galleries cut to the
+    # first N images of each config: smaller galleries, so not comparable)
+    partial: Mapping[str, int] | None = None
 
     @property
     def sha256(self) -> str | None:
@@ -62,8 +65,11 @@ class RetrievalReport:
     def summary(self) -> str:
         n = sum(len(c.rows) for c in self.configs)
         m = sum(int(c.n_captions.sum()) for c in self.configs)
+        from vlmrobust.evaluation.validate import partial_note
+
         return (f"OK: {self.file.path} answers {n} images and {m} captions of {self.name or 'dataset'} "
-                f"configs {', '.join(c.name for c in self.configs)} (embeddings, D = {self.file.dim})")
+                f"configs {', '.join(c.name for c in self.configs)} (embeddings, D = {self.file.dim})"
+                + (f"; {partial_note(self.partial)}" if self.partial else ""))
 
 
 def is_retrieval(dataset_dir: Path | str) -> bool:
@@ -192,6 +198,7 @@ def validate_retrieval(dataset_dir: Path | str, predictions: Path | str,
     galleries = {c: gallery(dataset_dir, c) for c in chosen}
     other = frozenset(rid for c in known if c not in chosen
                       for rid in gallery(dataset_dir, c)[0].tolist())
+    galleries, partial = limited_galleries(galleries, ef, meta)
     problems, aligned = check_embeddings(ef, galleries, other)
     problems = extra + problems
     if problems:
@@ -199,4 +206,27 @@ def validate_retrieval(dataset_dir: Path | str, predictions: Path | str,
         raise SubmissionError(f"{predictions} does not match {dataset_dir}: {len(problems)} kind"
                               f"{'s' if len(problems) != 1 else ''} of problem — {kinds}")
     name = str(manifest.get("spec", {}).get("name", ""))
-    return RetrievalReport(dataset_dir, name, manifest, tuple(aligned), ef, meta)
+    return RetrievalReport(dataset_dir, name, manifest, tuple(aligned), ef, meta, partial)
+
+
+def limited_galleries(galleries: Mapping[str, tuple[NDArray[np.object_], NDArray[np.int64]]],
+                      ef: EmbeddingFile, meta: Mapping[str, Any] | None,
+                      ) -> tuple[dict[str, tuple[NDArray[np.object_], NDArray[np.int64]]],
+                                 dict[str, int] | None]:
+    """As evaluation.validate.limited_run: when the metadata records ``limit`` N
+    and the file holds exactly the first N images of every config, the galleries
+    shrink to them and the run is partial; anything else is left to the
+    missing-rows check."""
+    limit = meta.get("limit") if meta is not None else None
+    if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
+        return dict(galleries), None
+    answered = set(ef.ids.tolist())
+    total = sum(len(ids) for ids, _ in galleries.values())
+    if all(rid in answered for ids, _ in galleries.values() for rid in ids.tolist()):
+        return dict(galleries), None
+    cut = {c: (ids[:limit], counts[:limit]) for c, (ids, counts) in galleries.items()}
+    rows = sum(len(ids) for ids, _ in cut.values())
+    if rows != len(answered) or not all(rid in answered for ids, _ in cut.values()
+                                        for rid in ids.tolist()):
+        return dict(galleries), None
+    return cut, {"limit": limit, "rows": rows, "of": total}

@@ -212,6 +212,10 @@ def _check_retrieval(report: Any, section: Any, where: str, path: Path, key: str
     """rescore_folder for a retrieval section: recomputed Recall@K must equal the stored."""
     from vlmrobust.evaluation.retrieval_scores import retrieval_rows, retrieval_scores
 
+    if report.partial is not None:
+        raise LeaderboardInputError(f"{report.file.path}: {partial_note(report.partial)}; "
+                                    "the leaderboard shows complete runs only")
+
     recomputed = retrieval_scores(report, model_id)["datasets"]
     if list(recomputed) != [key]:
         raise LeaderboardInputError(

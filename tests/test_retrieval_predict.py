@@ -122,3 +122,20 @@ def test_caption_embeddings_ignore_the_prompt_template(tiny_dir: Path) -> None:
     assert not np.allclose(raw, templated, atol=1e-3)
     img = clip.embed_images([Image.new("RGB", (40, 30), "red")])
     assert img.shape == (1, 32)
+
+
+def test_a_limited_run_scores_as_partial_and_is_not_submitted(tiny_dir: Path, ds: Path,
+                                                               tmp_path: Path) -> None:
+    from vlmrobust.core.errors import SubmissionError
+    from vlmrobust.evaluation.submissions import add_submission
+
+    out = predict_dataset(f"clip:local-dir:{tiny_dir}", ds, tmp_path / "p.parquet", limit=3,
+                          device="cpu", progress=False, threads=1)
+    assert len(pq.read_table(out)) == 3
+    section = score(ds, out, tmp_path / "s.json")["datasets"]["retrieval"]
+    assert section["partial"] == {"limit": 3, "rows": 3, "of": 5}
+    assert section["configs"]["flickr30k"]["n"] == 3  # the gallery is the 3 images
+    assert section["configs"]["flickr30k"]["n_captions"] == 15
+    with pytest.raises(SubmissionError, match=r"PARTIAL run \(predict --limit 3: 3 of 5 rows\); `submit` refuses"):
+        add_submission(tmp_path / "subs", "m", ds, out)
+    assert not (tmp_path / "subs" / "m").exists()

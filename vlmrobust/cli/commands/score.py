@@ -42,7 +42,8 @@ def run(args: argparse.Namespace) -> int:
         if section.get("kind") == "retrieval":  # Recall@K, no accuracy
             print(f"{name}: " + ", ".join(
                 f"{c} R@5 image→text {v['image_to_text']['recall@5']:.3f} text→image "
-                f"{v['text_to_image']['recall@5']:.3f}" for c, v in section["configs"].items()))
+                f"{v['text_to_image']['recall@5']:.3f}" for c, v in section["configs"].items())
+                + (f"; {partial_note(section['partial'])}" if section.get("partial") else ""))
             continue
         accs = ", ".join(f"{c} {v['accuracy']:.3f}" for c, v in section["configs"].items())
         line = f"{name}: accuracy {accs}"
