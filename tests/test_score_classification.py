@@ -280,7 +280,7 @@ def test_valid_labels_give_a_real_style_accuracy_beside_the_single_label_one(tmp
 
     space = toy_label_space()
     rng = np.random.default_rng(2)
-    rows = []
+    rows: list[dict[str, Any]] = []
     for i in range(40):
         label = i % 6
         extra = [int(c) for c in rng.choice([c for c in range(6) if c != label], size=i % 3, replace=False)]
