@@ -160,3 +160,14 @@ def label_space_meta(adapter: Any, kind: str) -> dict[str, Any]:
     if getattr(adapter, "mode", None) == "generate":  # closed world: how the names were listed
         meta["class_order"] = getattr(adapter, "class_order", None) or "fixed"
     return meta
+
+
+def check_class_order(class_order: str | None, kind: str) -> None:
+    """``--class-order`` (fixed | random) orders a closed-world prompt's class
+    names: it applies to label-space datasets only."""
+    from vlmrobust.core.kinds import LABEL_SPACE_KINDS
+
+    if class_order is not None and (kind not in LABEL_SPACE_KINDS
+                                    or class_order not in ("fixed", "random")):
+        raise VlmrobustError(f"--class-order {class_order}: fixed or random, for --mode "
+                             "generate over a label space (kind classification)")

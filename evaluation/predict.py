@@ -25,8 +25,8 @@ from vlmrobust.core.errors import VlmrobustError
 from vlmrobust.core.kinds import LABEL_SPACE_KINDS, RETRIEVAL, dataset_kind
 from vlmrobust.core.output_guard import check_file_output
 from vlmrobust.core.public_names import looks_like_path, publishable_meta
+from vlmrobust.evaluation import label_rows
 from vlmrobust.evaluation.distributed import DistContext, init_distributed, local_world_size
-from vlmrobust.evaluation.label_rows import label_plan, label_space_meta, preflight
 from vlmrobust.evaluation.predict_batches import run_batches
 from vlmrobust.evaluation.predictions_io import (
     JournalRow,
@@ -116,16 +116,13 @@ def predict_dataset(
     reader = DatasetReader(dataset)
     configs = reader.configs(config)
     kind = dataset_kind(reader.manifest, f"{reader.source}/manifest.json")
-    if class_order is not None and (kind not in LABEL_SPACE_KINDS or class_order not in
-                                    ("fixed", "random")):
-        raise VlmrobustError(f"--class-order {class_order}: fixed or random, for --mode "
-                             "generate over a label space (kind classification)")
+    label_rows.check_class_order(class_order, kind)
     if kind == RETRIEVAL:  # image and caption embeddings, not option logits
         return run_retrieval(model, spec, reader, configs, out, device, prompt, batch_size,
                              limit, progress, threads, name)
     spaces: dict[str, Any] | None = None
     if kind in LABEL_SPACE_KINDS:
-        spaces, plan = label_plan(reader, configs, spec.family, spec.name, limit,
+        spaces, plan = label_rows.label_plan(reader, configs, spec.family, spec.name, limit,
                                   spec.max_options, mode_id)
         if spec.family == "clip" and prompt is None:
             prompt = CLIP_LABEL_SPACE_PROMPT  # seed 002's zero-shot template
@@ -168,7 +165,7 @@ def predict_dataset(
             spec, device, prompt, trust_remote_code, answer_reader, read_options, device_map,
             endpoint, class_order)
         if spaces is not None:
-            preflight(adapter, kind, reader, plan, spaces)
+            label_rows.preflight(adapter, kind, reader, plan, spaces)
         ctx.barrier()
         if ctx.is_main:
             start_journal(pdir, run_key)
@@ -196,7 +193,7 @@ def predict_dataset(
             if answer_reader is not None and answer_reader.decides:
                 meta["read_options"] = _read_record(answer_reader)
             if spaces is not None:
-                meta.update(label_space_meta(adapter, kind))
+                meta.update(label_rows.label_space_meta(adapter, kind))
             _merge(out, plan, merged, pdir, publishable_meta(meta, name, _is_local_path))
         ctx.barrier()
         remove_partial(pdir)
