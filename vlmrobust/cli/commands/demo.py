@@ -15,6 +15,7 @@ killed demo resumes where it stopped (use --fresh to rebuild everything)."""
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import shutil
 import stat
 import time
@@ -82,7 +83,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 # What a demo writes in its --out folder; --fresh removes these and nothing else.
-DEMO_ENTRIES = ("datasets", "predictions", "submissions", "reference-runs.yaml", "site")
+DEMO_ENTRIES = ("datasets", "predictions", "submissions", "reference-runs.yaml", "site",
+                "discover")
 
 
 def _remove_own(out: Path) -> None:
@@ -168,6 +170,21 @@ def run(args: argparse.Namespace) -> int:
                            meta={"name": display_name})
             _done(t0)
 
+    from vlmrobust.cli.commands import demo_discover
+
+    discover = out / "discover"
+    t0 = _stage(f"discover: {demo_discover.DemoDiscover.steps} GRPO steps of the tiny questioner "
+                f"against the planted answerer -> {discover}")
+    if demo_discover.complete(discover):
+        print("    already done; reusing (pass --fresh to redo)")
+        print(f"    {demo_discover.summary(discover)}")
+    elif importlib.util.find_spec("trl") is None:
+        print("    skipped: GRPO needs TRL; fix: pip install 'vlmrobust[discover]'")
+    else:
+        demo_discover.run_discover(discover)
+        print(f"    {demo_discover.summary(discover)}")
+    _done(t0)
+
     from vlmrobust.leaderboard.publish import build_site
     from vlmrobust.leaderboard.reference_runs import record_reference_runs
 
@@ -188,5 +205,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"               {path}")
     print(f"  submissions: {submissions}/<model-id>/scores.json")
     print(f"  reference:   {record}  (the demo's runs, as a maintainer records them)")
+    if demo_discover.complete(discover):
+        print(f"  discover:    {discover}/records.jsonl (questions, answers, verdicts), "
+              "metrics.json (QVR, FDR, SD, LD), run/ (the GRPO run)")
     print(f"  site:        {site / 'index.html'}")
     return 0
