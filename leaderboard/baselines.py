@@ -20,6 +20,10 @@ DEFAULT_MIN_MODELS = 3
 _MAX_BYTES = 1 << 20
 
 
+#: How a line is fitted in transformed space (leaderboard.fit.line_params).
+FITS = ("least-squares", "huber")
+
+
 class BaselineSpecError(VlmrobustError):
     """baselines.yaml is malformed."""
 
@@ -35,6 +39,7 @@ class BaselineSpec:
 
     version: str
     transform: str = "probit"
+    fit: str = "least-squares"  # or "huber": seed 001's robust trend lines
     reference_family: str = "classifier"
     reference_models: tuple[str, ...] = ()
     reference_training_data: str | None = REFERENCE_TRAINING_DATA
@@ -47,6 +52,8 @@ class BaselineSpec:
     def __post_init__(self) -> None:
         if self.transform not in TRANSFORMS:
             raise ValueError(f"transform must be one of {TRANSFORMS}, got {self.transform!r}")
+        if self.fit not in FITS:
+            raise ValueError(f"fit must be one of {FITS}, got {self.fit!r}")
         if not 0.0 < self.level < 1.0:
             raise ValueError("level must lie in (0, 1)")
         if self.n_bootstrap < 0:
@@ -104,7 +111,7 @@ class BaselineSpec:
 
     def as_record(self) -> dict[str, object]:
         return {
-            "version": self.version, "transform": self.transform,
+            "version": self.version, "transform": self.transform, "fit": self.fit,
             "reference": {"family": None if self.reference_models else self.reference_family,
                           "training_data": None if self.reference_models
                           else self.reference_training_data,
@@ -135,6 +142,7 @@ def _parse(path: Path, raw: Any) -> BaselineSpec:
         return BaselineSpec(
             version=str(raw["version"]),
             transform=str(raw.get("transform", "probit")),
+            fit=str(raw.get("fit", "least-squares")),
             reference_family=str(ref.get("family") or "classifier"),
             reference_models=tuple(str(x) for x in models),
             # absent: the seed's rule; an explicit null: any training data

@@ -15,6 +15,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from vlmrobust.metrics import effective_robustness as er_metrics
+from vlmrobust.metrics.robust_fit import huber_line
 from vlmrobust.metrics.transforms import get_transform
 
 
@@ -75,6 +76,25 @@ def least_squares(x: NDArray[np.float64], y: NDArray[np.float64],
     return np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
 
 
+def line_params(x: NDArray[np.float64], y: NDArray[np.float64],
+                w: NDArray[np.float64] | None = None, method: str = "least-squares",
+                min_points: int = 2) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Slope and intercept per row of ``w`` by ``method``: ``least-squares``
+    (:func:`least_squares`) or ``huber`` (vlmrobust.metrics.robust_fit.huber_line).
+
+    >>> x = np.arange(10.0); y = x.copy(); y[4] = 30.0
+    >>> [round(float(v), 3) for v in line_params(x, y, method="huber")]
+    [1.0, 0.0]
+    >>> [round(float(v), 3) for v in line_params(x, y)]
+    [0.842, 3.309]
+    """
+    if method == "least-squares":
+        return least_squares(x, y, w, min_points)
+    if method == "huber":
+        return huber_line(x, y, w, min_points=min_points)
+    raise ValueError(f"unknown fit method {method!r}; choose least-squares or huber")
+
+
 def bootstrap_weights(m: int, n_boot: int, rng: np.random.Generator) -> NDArray[np.float64]:
     """Multiplicities of ``m`` items in ``n_boot`` resamples drawn with replacement,
     shape (n_boot, m); each row sums to m."""
@@ -104,9 +124,10 @@ class LineFit:
 
 
 def fit_line(acc_ref: Sequence[float], acc_shift: Sequence[float],
-             kind: str = "probit") -> LineFit | None:
-    """vlmrobust.metrics' least-squares line; None when no line is defined (fewer
-    than 2 points, or all reference accuracies equal).
+             kind: str = "probit", method: str = "least-squares") -> LineFit | None:
+    """vlmrobust.metrics' least-squares line (or the Huber-robust one, ``method``
+    "huber"); None when no line is defined (fewer than 2 points, or all
+    reference accuracies equal). R² is in transformed space either way.
 
     >>> f = fit_line([0.5, 0.8413447460685429], [0.5, 0.9772498680518208])
     >>> round(f.slope, 6), round(f.intercept, 6), f.r2
@@ -119,10 +140,14 @@ def fit_line(acc_ref: Sequence[float], acc_shift: Sequence[float],
     except ValueError:
         return None
     x, y = transform(acc_ref, kind), transform(acc_shift, kind)
-    resid = y - (line.slope * x + line.intercept)
+    slope, intercept = line.slope, line.intercept
+    if method != "least-squares":
+        a, b = line_params(x, y, method=method)
+        slope, intercept = float(a), float(b)
+    resid = y - (slope * x + intercept)
     sst = float(((y - y.mean()) ** 2).sum())
     r2 = 1.0 - float((resid**2).sum()) / sst if sst > 0 else 1.0
-    return LineFit(line.slope, line.intercept, line.n_models, kind, round(r2, 12))
+    return LineFit(slope, intercept, line.n_models, kind, round(r2, 12))
 
 
 def effective_robustness(acc_ref: ArrayLike, acc_shift: ArrayLike, slope: ArrayLike,

@@ -122,7 +122,7 @@ def _fit_shift(g: _Group, strategy: str, ref: str, shift: str, accs: Accuracies,
                       "adapter, checkpoint and predictions)" if n_copies else "") + g.hint)
     elif reason is None:
         line = fit.fit_line([accs.acc[m][(strategy, ref)] for m in base],
-                            [accs.acc[m][(strategy, shift)] for m in base], kind)
+                            [accs.acc[m][(strategy, shift)] for m in base], kind, spec.fit)
         if line is None:
             reason = f"no line: the {g.label} models share one {ref} accuracy"
     boot_a = boot_b = np.empty(0)
@@ -136,9 +136,9 @@ def _fit_shift(g: _Group, strategy: str, ref: str, shift: str, accs: Accuracies,
                           for m in g.ids], axis=1)
             y = np.stack([accs.boot(m, strategy, shift) if m in have else np.full(b, 0.5)
                           for m in g.ids], axis=1)
-            boot_a, boot_b = fit.least_squares(fit.transform(x, kind), fit.transform(y, kind),
-                                               g.weights * mask,
-                                               min_points=MIN_BOOTSTRAP_MODELS)
+            boot_a, boot_b = fit.line_params(fit.transform(x, kind), fit.transform(y, kind),
+                                             g.weights * mask, spec.fit,
+                                             min_points=MIN_BOOTSTRAP_MODELS)
         slope_ci, ci_reason = interval(boot_a, spec.level, spec.n_bootstrap)
         intercept_ci, _ = interval(boot_b, spec.level, spec.n_bootstrap)
         if slope_ci is None or intercept_ci is None:
