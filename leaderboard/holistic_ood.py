@@ -6,10 +6,16 @@ class-mean AUROC, from the re-scored ``ood`` block
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from markupsafe import Markup
+
+from vlmrobust.leaderboard import svg
 from vlmrobust.leaderboard.board import Leaderboard
 from vlmrobust.leaderboard.formatting import data_v, pct
 from vlmrobust.leaderboard.holistic import SECTIONS, Cell, Section, acc_cell, grouped, make_row
 from vlmrobust.leaderboard.ood_scores import OodScores, OodSetScore
+from vlmrobust.leaderboard.submission import Submission
 
 # Seed 001's order of the OOD sets; sets of other builds (the sample) follow by name
 SET_ORDER = ("inaturalist", "sun", "places", "textures", "imagenet-o", "ninco")
@@ -64,6 +70,9 @@ def ood_sections(lb: Leaderboard) -> list[Section]:
         sets = [n for n in SET_ORDER if n in names] + sorted(names - set(SET_ORDER))
         class_mean = {n for _, o in runs for n, s in o.sets.items() if s.class_mean_auroc is not None}
         rows = [make_row(lb, s, ood_cells(o, sets, class_mean)) for s, o in runs]
+        charts = tuple(ood_chart(runs, name, metric) for name in sets
+                       for metric in (("auroc", "class_mean_auroc") if name in class_mean
+                                      else ("auroc",)))
         out.append(Section(
             f"ood-{key}", f"OOD detection: {key}",
             "How well a model's confidence over the ImageNet-1k label space separates ImageNet "
@@ -73,6 +82,22 @@ def ood_sections(lb: Leaderboard) -> list[Section]:
             "Scores: MCM (max softmax of cosine / τ, τ = 1, CLIP's logit scale undone) for "
             "zero-shot CLIP, MSP for classifiers, fine-tuned models and VLMs; hover a cell for "
             "its score, row counts and 95% bootstrap interval. ID accuracy is top-1 over the "
-            "ID rows, for reading OOD detection against it.",
-            ood_columns(sets, class_mean), grouped(rows)))
+            "ID rows; the charts plot each set's AUROC (and NINCO's class-mean AUROC) against "
+            "it, one point per model.",
+            ood_columns(sets, class_mean), grouped(rows), charts=charts))
     return out
+
+
+def ood_chart(runs: Sequence[tuple[Submission, OodScores]], name: str, metric: str) -> Markup:
+    """Seed 001 Figs. 3-4 for one OOD set: each model's ID accuracy (x) against
+    its AUROC (or class-mean AUROC) on the set (y)."""
+    what = "class-mean AUROC" if metric == "class_mean_auroc" else "AUROC"
+    points = []
+    for s, o in runs:
+        block = o.sets.get(name)
+        y = getattr(block, metric) if block is not None else None
+        if o.id_accuracy is not None and y is not None:
+            points.append((s.meta.name, o.id_accuracy, y))
+    return svg.linear_scatter(points, x_label="ID accuracy (ImageNet val, top-1)",
+                              y_label=f"{name} {what}", title=f"{name}: {what} vs ID accuracy",
+                              identity=False)

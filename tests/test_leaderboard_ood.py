@@ -52,6 +52,11 @@ def test_holistic_page_shows_rescored_ood_numbers(tmp_path: Path) -> None:
         want += [block["mean_auroc"], block["mean_fpr95"]]
         assert [float(v) for v in values] == pytest.approx(want, abs=1e-12), model
     assert sections["toy-clip"]["score"] == "mcm" and "MCM; 7 OOD rows vs 12 ID" in page
+    # seed 001 Figs. 3-4: AUROC (and NINCO's class-mean AUROC) against ID accuracy, per set
+    ood_part = page.split('id="ood-ood"')[1]
+    assert ood_part.count("<svg") == 3 and "ninco: class-mean AUROC vs ID accuracy" in ood_part
+    b = sections["toy-clip"]
+    assert f'{b["id_accuracy"]:.3f}, {b["sets"]["textures"]["auroc"]:.3f}</title>' in ood_part
     assert sections["toy-classifier"]["score"] == "msp"
 
 
