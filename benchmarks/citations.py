@@ -191,6 +191,16 @@ CITATIONS: tuple[Citation, ...] = (
         "and Li, Yixuan},\n"
         "  booktitle = {Advances in Neural Information Processing Systems (NeurIPS)},\n"
         "  year = {2022}\n}"),
+    Citation(
+        "seed004_failure_modes_rl",
+        "Discovering Failure Modes in Vision-Language Models using RL",
+        "https://github.com/vlmrobust/leaderboard/blob/main/docs/discover.md",
+        ("failure-discovery",),
+        # Our copy of the seed gives neither its authors nor its venue: the
+        # entry names none rather than guessing them.
+        "@misc{seed004_failure_modes_rl,\n"
+        "  title = {Discovering Failure Modes in Vision-Language Models using RL},\n"
+        "  note = {Seed paper 004 of vlmrobust; our copy names no author and no venue}\n}"),
 )
 
 

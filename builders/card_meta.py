@@ -64,6 +64,10 @@ FAMILIES: Mapping[str, FamilyCard] = {
          "extended|imagenet-sketch", "extended|objectnet", "extended|imagenet-a",
          "extended|oxford-flowers102", "extended|stanford-cars", "extended|caltech101"),
         "classifier:efficientnet-lite0"),
+    "failure-discovery": FamilyCard(
+        "Failure-discovery: questions an RL questioner found a VLM answers wrongly (seed 004)",
+        ("visual-question-answering", "multiple-choice"), ("multiple-choice-qa",),
+        ("original",), "vlm:/models/llava"),
     "cue-conflict": FamilyCard(
         "Cue-conflict: shape vs texture bias over 16 categories",
         ("image-classification",), ("multi-class-image-classification",),
@@ -143,10 +147,13 @@ def header(family: str, *, sample: bool, features: Any = None,
     return fields
 
 
-def common_sections(family: str, *, licences: Sequence[tuple[str, str, str]] = ()) -> str:
-    """"How to evaluate" (the three commands), "Citation" (BibTeX of the papers the
-    family builds on) and, given ``(source, licence, note)`` rows, "Licences"."""
+def common_sections(family: str, *, licences: Sequence[tuple[str, str, str]] = (),
+                    config: str | None = None) -> str:
+    """"How to evaluate" (the three commands, with ``--config config`` when
+    given), "Citation" (BibTeX of the papers the family builds on) and, given
+    ``(source, licence, note)`` rows, "Licences"."""
     fam = FAMILIES[family]
+    cfg = "" if config is None else f" --config {config}"
     bib = "\n\n".join(c.bibtex for c in for_family(family))
     lines = [
         "## How to evaluate",
@@ -156,9 +163,9 @@ def common_sections(family: str, *, licences: Sequence[tuple[str, str, str]] = (
         "to the leaderboard:",
         "",
         "```bash",
-        f"vlmrobust predict --model {fam.predict_example} --dataset DIR "
+        f"vlmrobust predict --model {fam.predict_example} --dataset DIR{cfg} "
         f"--out runs/my-model/{family}/predictions.parquet",
-        f"vlmrobust score --dataset DIR --predictions runs/my-model/{family}/predictions.parquet "
+        f"vlmrobust score --dataset DIR{cfg} --predictions runs/my-model/{family}/predictions.parquet "
         "--out scores.json",
         "vlmrobust submit --submissions submissions --model-id my-model --dataset DIR "
         f"--predictions runs/my-model/{family}/predictions.parquet",

@@ -47,6 +47,7 @@ FAMILIES.add("ood", "vlmrobust.builders.ood.build:build")
 FAMILIES.add("cue-conflict", "vlmrobust.builders.cue_conflict.build:build")
 FAMILIES.add("retrieval", "vlmrobust.builders.retrieval.build:build")
 FAMILIES.add("classification", "vlmrobust.builders.classification.build:build")
+FAMILIES.add("failure-discovery", "vlmrobust.builders.failure_discovery.build:build")
 
 
 def get_builder(family: str) -> Builder:

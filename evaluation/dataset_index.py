@@ -18,7 +18,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from vlmrobust.core.errors import VlmrobustError
-from vlmrobust.core.kinds import MCQ, dataset_kind
+from vlmrobust.core.kinds import MCQ, OPEN, config_kind, dataset_kind, refuse_open
 from vlmrobust.core.label_space import LabelSpace
 
 # A predictions file may hold at most this many times the dataset's rows (a
@@ -241,6 +241,7 @@ def load_dataset_index(dataset_dir: Path, config: str | Sequence[str] | None = N
         verify_shards(dataset_dir, manifest)
     all_configs = manifest_configs(manifest, dataset_dir)
     chosen = all_configs if config is None else [config] if isinstance(config, str) else list(config)
+    refuse_open(manifest, chosen, f"{dataset_dir}/manifest.json")
     other: dict[str, str] = {}
     for name in all_configs:
         if name not in chosen:
@@ -313,6 +314,8 @@ def max_options(dataset_dir: Path, manifest: Mapping[str, Any], configs: Sequenc
         return None
     most = 0
     for name in configs:
+        if config_kind(manifest, name) == OPEN:  # free-form: no options column
+            continue
         lengths = pc.list_value_length(read_table(dataset_dir, name, columns=["options"]).column("options"))
         most = max(most, int(pc.max(lengths).as_py() or 0))
     return most or None

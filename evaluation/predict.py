@@ -22,7 +22,7 @@ from typing import Any
 from vlmrobust import __version__
 from vlmrobust.core.cpus import default_threads
 from vlmrobust.core.errors import VlmrobustError
-from vlmrobust.core.kinds import LABEL_SPACE_KINDS, RETRIEVAL, dataset_kind
+from vlmrobust.core.kinds import LABEL_SPACE_KINDS, RETRIEVAL, dataset_kind, refuse_open
 from vlmrobust.core.output_guard import check_file_output
 from vlmrobust.core.public_names import looks_like_path, publishable_meta
 from vlmrobust.evaluation import label_rows
@@ -116,6 +116,7 @@ def predict_dataset(
     reader = DatasetReader(dataset)
     configs = reader.configs(config)
     kind = dataset_kind(reader.manifest, f"{reader.source}/manifest.json")
+    refuse_open(reader.manifest, configs, f"{reader.source}/manifest.json")
     label_rows.check_class_order(class_order, kind)
     if kind == RETRIEVAL:  # image and caption embeddings, not option logits
         return run_retrieval(model, spec, reader, configs, out, device, prompt, batch_size,

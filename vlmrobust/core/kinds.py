@@ -14,7 +14,7 @@ dispatch on it. Datasets built before kinds existed have none and are ``mcq``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from vlmrobust.core.errors import VlmrobustError
@@ -63,3 +63,32 @@ def dataset_kind(manifest: Mapping[str, Any], where: str = "manifest.json") -> s
         raise VlmrobustError(f"{where}: 'kind' must be a string, got {type(kind).__name__}; "
                              "rebuild the dataset")
     return check_kind(kind, where)
+
+
+def config_kind(manifest: Mapping[str, Any], config: str, where: str = "manifest.json") -> str:
+    """The kind of one config: its entry in ``config_kinds`` (a dataset whose
+    configs ask different kinds, e.g. failure-discovery's ``open`` and ``mcq``),
+    else the dataset's kind.
+
+    >>> m = {"config_kinds": {"open": "open"}}
+    >>> config_kind(m, "open"), config_kind(m, "mcq")
+    ('open', 'mcq')
+    """
+    per = manifest.get("config_kinds") or {}
+    if not isinstance(per, Mapping):
+        raise VlmrobustError(f"{where}: 'config_kinds' must map config names to kinds; "
+                             "rebuild the dataset")
+    kind = per.get(config)
+    return dataset_kind(manifest, where) if kind is None else check_kind(str(kind), where)
+
+
+def refuse_open(manifest: Mapping[str, Any], configs: Sequence[str], where: str) -> None:
+    """One line when any of ``configs`` is kind ``open``: free-form questions
+    with verdicts, which predict / validate / score do not treat as choices."""
+    open_ = [c for c in configs if config_kind(manifest, c, where) == OPEN]
+    if open_:
+        others = [str(c) for c in (manifest.get("configs") or {})
+                  if config_kind(manifest, str(c), where) != OPEN]
+        fix = f"pass --config {others[0]}" if others else "use a config of another kind"
+        raise VlmrobustError(f"{where}: config {open_[0]!r} is kind open (free-form questions "
+                             f"with verifier verdicts; not predicted or scored as choices); {fix}")

@@ -288,6 +288,8 @@ def write_dataset(
     extra_files: Mapping[str, bytes] | None = None,
     kind: str = MCQ,
     label_spaces: Mapping[str, LabelSpace] | None = None,
+    config_kinds: Mapping[str, str] | None = None,
+    config_features: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Write ``configs`` (name -> rows, in order) to ``out`` atomically and return
     the manifest. Rows hold ``image`` as ``{"bytes": ..., "path": None}`` (or raw
@@ -306,10 +308,22 @@ def write_dataset(
     columns every row must have; a kind whose rows index a label space needs
     ``label_spaces`` (config -> LabelSpace) for every config: each is written
     to ``label_spaces/<config>.json``, recorded with its sha256 in the
-    manifest and covered by the fingerprint."""
+    manifest and covered by the fingerprint.
+
+    A dataset whose configs ask different kinds (failure-discovery: ``open``
+    and ``mcq``) names the others in ``config_kinds`` (config -> kind, recorded
+    as the manifest's ``config_kinds``; read with ``kinds.config_kind``) and
+    their own columns in ``config_features`` (config -> Features, recorded as
+    ``config_features``); ``kind`` and ``features`` are those of the rest."""
     if not configs:
         raise ValueError("write_dataset needs at least one config")
     check_kind(kind)
+    per_kind = {c: check_kind(k, f"config_kinds.{c}") for c, k in (config_kinds or {}).items()}
+    per_features = dict(config_features or {})
+    if (set(per_kind) | set(per_features)) - set(configs):
+        raise ValueError("config_kinds / config_features name configs that are not built")
+    if any(k in LABEL_SPACE_KINDS for k in per_kind.values()):
+        raise ValueError("config_kinds: a label-space kind must be the dataset's kind")
     spaces = dict(label_spaces or {})
     if kind in LABEL_SPACE_KINDS:
         missing_ls = [c for c in configs if c not in spaces]
@@ -336,8 +350,9 @@ def write_dataset(
                 raise ValueError(f"invalid config name {name!r}")
             if name in spaces:
                 rows = _labels_checked(name, rows, len(spaces[name]), ood=kind != CLASSIFICATION)
-            counts[name] = _write_config(tmp, name, rows, features, hasher, rows_per_shard,
-                                         shard_bytes, row_group_bytes, REQUIRED_COLUMNS[kind])
+            counts[name] = _write_config(tmp, name, rows, per_features.get(name, features),
+                                         hasher, rows_per_shard, shard_bytes, row_group_bytes,
+                                         REQUIRED_COLUMNS[per_kind.get(name, kind)])
             if name in spaces:
                 (tmp / label_space_file(name)).parent.mkdir(exist_ok=True)
                 write_bytes_atomic(tmp / label_space_file(name), spaces[name].to_json_bytes())
@@ -357,6 +372,9 @@ def write_dataset(
             "fingerprint_version": FINGERPRINT_VERSION,
             **dict(info.extra),
             **({"kind": kind} if kind != MCQ else {}),
+            **({"config_kinds": per_kind} if per_kind else {}),
+            **({"config_features": {c: f.to_dict() for c, f in per_features.items()}}
+               if per_features else {}),
             **({"label_spaces": manifest_records(spaces)} if spaces else {}),
             "shards": shard_records(tmp, counts),
         }
