@@ -4,12 +4,12 @@ and the ``ood`` block of a scores.json section, and the per-row results.
 Scores (vlmrobust.metrics.ood_scores; higher = more in-distribution) come from
 each row's logits over the label space:
 
-- ``mcm`` for zero-shot CLIP (metadata ``family: clip``): max softmax of
+- ``mcm`` for zero-shot CLIP (metadata ``family: clip``, no ``fine_tuned_on``): max softmax of
   cosine / τ, τ = 1, the cosines being the logits divided by CLIP's logit scale,
   which the predictions metadata records as ``logit_scale`` (the multiplier,
   e.g. 100; refused in one line when absent);
 - ``msp`` (max softmax probability) for every other model (classifiers,
-  fine-tuned models, VLMs over the logits any reader gives);
+  fine-tuned models, CLIP included, VLMs over the logits any reader gives);
 - ``max_logit`` and ``energy`` (−E, T = 1) are reported beside them.
 
 The headline score (``ood.score``) is MCM for CLIP and MSP otherwise. For every
@@ -52,12 +52,18 @@ NOTE = ("OOD detection (seed 001): higher score = more in-distribution; ID rows 
 
 
 def headline_score(meta: Mapping[str, Any] | None) -> str:
-    """``mcm`` for a CLIP model (metadata ``family: clip``), else ``msp``.
+    """``mcm`` for a zero-shot CLIP model (metadata ``family: clip`` and no
+    ``fine_tuned_on``), else ``msp`` (seed 001: MSP for classifiers and
+    fine-tuned models).
 
     >>> headline_score({"family": "clip"}), headline_score({"family": "classifier"}), headline_score(None)
     ('mcm', 'msp', 'msp')
+    >>> headline_score({"family": "clip", "fine_tuned_on": "imagenet-1k"})
+    'msp'
     """
-    return "mcm" if meta is not None and meta.get("family") == "clip" else "msp"
+    if meta is None or meta.get("family") != "clip":
+        return "msp"
+    return "msp" if meta.get("fine_tuned_on") else "mcm"
 
 
 def logit_scale_of(meta: Mapping[str, Any] | None, where: str) -> float:

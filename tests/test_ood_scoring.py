@@ -177,3 +177,13 @@ def test_a_classification_row_without_label_is_refused(tmp_path: Path) -> None:
             write_dataset(tmp_path / f"c{label}", configs={"val": rows}, features=ood_features(),
                           card="x", info=BuildInfo("toy", "1", 0), kind=CLASSIFICATION,
                           label_spaces={"val": SPACE})
+
+
+def test_a_fine_tuned_clip_is_scored_by_msp(tmp_path: Path) -> None:
+    ds = write_ood(tmp_path / "ds")
+    ids = [r[1] for r in dataset_ids(ds)]
+    z = np.random.default_rng(3).normal(size=(len(ids), 4)) * 4  # classifier-head logits
+    preds = write_logits(tmp_path / "p.parquet", ids, z)
+    write_meta(preds, ds, family="clip", fine_tuned_on="imagenet-1k")  # no logit_scale needed
+    block = score(ds, preds, tmp_path / "s.json")["datasets"]["ood"]["ood"]
+    assert block["score"] == "msp" and "mcm" not in block["scores"] and block["logit_scale"] is None
