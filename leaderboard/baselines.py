@@ -22,6 +22,8 @@ _MAX_BYTES = 1 << 20
 
 #: How a line is fitted in transformed space (leaderboard.fit.line_params).
 FITS = ("least-squares", "huber")
+#: Metadata fields the charts can colour and fit lines by (evaluation.model_groups).
+GROUP_FIELDS = ("family", "architecture", "training_data", "fine_tuned_on", "loss")
 
 
 class BaselineSpecError(VlmrobustError):
@@ -40,6 +42,7 @@ class BaselineSpec:
     version: str
     transform: str = "probit"
     fit: str = "least-squares"  # or "huber": seed 001's robust trend lines
+    group_by: str = "family"  # the metadata field whose values get their own lines and colours
     reference_family: str = "classifier"
     reference_models: tuple[str, ...] = ()
     reference_training_data: str | None = REFERENCE_TRAINING_DATA
@@ -52,6 +55,8 @@ class BaselineSpec:
     def __post_init__(self) -> None:
         if self.transform not in TRANSFORMS:
             raise ValueError(f"transform must be one of {TRANSFORMS}, got {self.transform!r}")
+        if self.group_by not in GROUP_FIELDS:
+            raise ValueError(f"group_by must be one of {GROUP_FIELDS}, got {self.group_by!r}")
         if self.fit not in FITS:
             raise ValueError(f"fit must be one of {FITS}, got {self.fit!r}")
         if not 0.0 < self.level < 1.0:
@@ -112,6 +117,7 @@ class BaselineSpec:
     def as_record(self) -> dict[str, object]:
         return {
             "version": self.version, "transform": self.transform, "fit": self.fit,
+            "group_by": self.group_by,
             "reference": {"family": None if self.reference_models else self.reference_family,
                           "training_data": None if self.reference_models
                           else self.reference_training_data,
@@ -143,6 +149,7 @@ def _parse(path: Path, raw: Any) -> BaselineSpec:
             version=str(raw["version"]),
             transform=str(raw.get("transform", "probit")),
             fit=str(raw.get("fit", "least-squares")),
+            group_by=str(raw.get("group_by", "family")),
             reference_family=str(ref.get("family") or "classifier"),
             reference_models=tuple(str(x) for x in models),
             # absent: the seed's rule; an explicit null: any training data

@@ -49,6 +49,9 @@ class Point:
     is_baseline: bool
     family: str = "other"
     prompt_id: str = UNSPECIFIED_PROMPT
+    # the model's value of the chart's group field (baselines.yaml group_by);
+    # "" when lines are by family
+    group: str = ""
 
 
 @dataclass(frozen=True)

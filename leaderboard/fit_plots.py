@@ -15,6 +15,7 @@ from vlmrobust.leaderboard.board import (
     ShiftFit,
     family_key,
 )
+from vlmrobust.leaderboard.shift_fits import group_value
 
 
 def _fit_points(f: ShiftFit) -> list[tuple[str, float, float, bool]]:
@@ -44,8 +45,13 @@ def shift_charts(lb: Leaderboard) -> list[tuple[str, list[dict[str, Any]]]]:
     """Per strategy (headline first): per (reference, shift) one chart with every
     family's points and line, the reference line and y = x, plus one chart per
     family run with several prompts (each prompt's points and line)."""
-    fam_colours = probit_chart.colours(sorted({s.meta.family for s in lb.submissions},
-                                              key=family_key))
+    # points and lines are coloured by family, or by the value of baselines.yaml's
+    # group_by field (a Point's group is then "<field>: <value>", as its line's label)
+    fam_colours = probit_chart.colours(
+        sorted({s.meta.family for s in lb.submissions}, key=family_key)
+        if lb.spec.group_by == "family"
+        else sorted({f"{lb.spec.group_by}: {group_value(s.meta, lb.spec.group_by)}"
+                     for s in lb.submissions}))
     by_key: dict[tuple[str, str, str], list[ShiftFit]] = {}
     for f in lb.fits:
         by_key.setdefault((f.strategy, f.reference, f.shift), []).append(f)
@@ -60,7 +66,7 @@ def shift_charts(lb: Leaderboard) -> list[tuple[str, list[dict[str, Any]]]]:
             f"{f.label} line", f.line.slope, f.line.intercept,
             fam_colours.get(f.label, probit_chart.SELF_REPORTED_COLOUR))
             for f in fits if f.kind in ("family", "group", SELF_REPORTED) and f.line is not None]
-        points = [probit_chart.ChartPoint(p.name, p.family, p.acc_ref, p.acc_shift,
+        points = [probit_chart.ChartPoint(p.name, p.group or p.family, p.acc_ref, p.acc_shift,
                                           p.is_baseline) for p in refit.points]
         charts = [{"svg": probit_chart.shift_chart(
             points, lines, group_colours=fam_colours, chance=refit.chance,

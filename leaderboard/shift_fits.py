@@ -146,7 +146,7 @@ def _fit_shift(g: _Group, strategy: str, ref: str, shift: str, accs: Accuracies,
             ci_reason = ci_reason or "not estimable: every resample gives the same intercept"
     in_base = set(base)
     pts = tuple(Point(p.model_id, p.name, p.acc_ref, p.acc_shift, p.model_id in in_base,
-                      p.family, p.prompt_id) for p in points)
+                      p.family, p.prompt_id, p.group) for p in points)
     copies = {m: c for m, c in g.copies.items() if m in in_base}
     f = ShiftFit(g.kind, g.label, strategy, ref, shift, kind, tuple(base), g.missing, line,
                  reason, CHANCE.get(accs.dataset, 0.0), pts, slope_ci, intercept_ci, ci_reason,
@@ -156,6 +156,19 @@ def _fit_shift(g: _Group, strategy: str, ref: str, shift: str, accs: Accuracies,
 
 # the group label of a reference-family model without training_data in its meta.yaml
 UNSTATED_DATA = "training data unstated"
+# a model's value of a group field its meta.yaml leaves out
+UNSTATED = "unstated"
+
+
+def group_value(meta: Any, field_name: str) -> str:
+    """A model's value of the chart's group field (baselines.yaml ``group_by``).
+
+    >>> from types import SimpleNamespace as M
+    >>> group_value(M(family="clip", loss=None), "loss"), group_value(M(family="clip"), "family")
+    ('unstated', 'clip')
+    """
+    value = getattr(meta, field_name, None)
+    return UNSTATED if value is None else str(value)
 # answer modes that are each family's usual reading: no line of their own
 USUAL_MODES = frozenset({"letter", "class-logits", "embedding"})
 
@@ -236,6 +249,14 @@ def _groups(subs: Sequence[Submission], spec: BaselineSpec, strategy: str,
     if unrecorded:
         out.append(group(SELF_REPORTED, f"{spec.reference_label} · self-reported", "",
                          unrecorded, SELF_REPORTED))
+    if spec.group_by != "family":
+        # one line per value of the group field, in place of the family lines
+        value_of = {s.model_id: group_value(s.meta, spec.group_by) for s in subs}
+        for value in sorted(set(value_of.values())):
+            ids = sorted(m for m, v in value_of.items() if v == value)
+            out.append(group("family", f"{spec.group_by}: {value}", "", ids, spec.group_by,
+                             value))
+        return out
     for fam in sorted(set(family_of.values()), key=family_key):
         ids = sorted(m for m, f in family_of.items() if f == fam)
         out.append(group("family", fam, fam, ids, "family", fam))
@@ -273,7 +294,9 @@ def strategy_fits(subs: Sequence[Submission], accs: Accuracies, strategy: str, s
                                        key=lambda kv: (kv[0][0], variant_key(kv[0][1]))):
         all_points = tuple(Point(
             m, meta[m].name, accs.acc[m][(strategy, ref)], accs.acc[m][(strategy, shift)], False,
-            meta[m].family, line_prompt(meta[m])) for m in sorted(models))
+            meta[m].family, line_prompt(meta[m]),
+            "" if spec.group_by == "family" else f"{spec.group_by}: "
+            f"{group_value(meta[m], spec.group_by)}") for m in sorted(models))
         for g in groups:
             ids = set(g.ids) | {c for cs in g.copies.values() for c in cs}
             pts = all_points if g.kind == REFERENCE else tuple(
