@@ -132,13 +132,12 @@ def test_malformed_split_file_refused_naming_entry(tmp_path: Path, edit: Any, ma
     assert "expected Karpathy's layout" in msg or "repeats" in msg
 
 
-def test_not_json_and_sample_and_spec_refused(tmp_path: Path) -> None:
+def test_not_json_and_spec_refused(tmp_path: Path) -> None:
     folder = write_flickr30k(tmp_path / "src")
     (folder / "dataset_flickr30k.json").write_text("{not json")
     with pytest.raises(SourceError, match="not valid JSON"):
         read_karpathy("flickr30k", tmp_path / "src")
-    with pytest.raises(VlmrobustError, match="no embedded sample"):
-        build(load_spec_yaml(SPEC), SPEC, BuildOptions(out=tmp_path / "o", sample=True))
+    # --sample builds the embedded sample (tests/test_retrieval_sample.py)
     with pytest.raises(SpecError, match="'coco' is not one of"):
         build({"name": "r", "version": "1", "sources": {"x": "coco"}}, SPEC,
               BuildOptions(out=tmp_path / "o", source_root=tmp_path))

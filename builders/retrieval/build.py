@@ -125,9 +125,9 @@ def read_sources(spec: RetrievalSpec, root: Path, limit: int | None = None,
 def build(raw_spec: dict[str, Any], spec_path: Path, options: BuildOptions) -> dict[str, Any]:
     spec = parse_spec(raw_spec, spec_path)
     if options.sample:
-        raise VlmrobustError("retrieval has no embedded sample yet; fix: build from "
-                             "--source-root DIR holding flickr30k/dataset_flickr30k.json + "
-                             "flickr30k-images/ or mscoco/dataset_coco.json + val2014/")
+        from vlmrobust.builders.retrieval.sample import build_sample
+
+        return build_sample(spec, options)
     if options.source_root is None:
         raise VlmrobustError("retrieval builds from Karpathy's split files and the images; fix: "
                              "pass --source-root DIR (see benchmarks/retrieval.yaml)")

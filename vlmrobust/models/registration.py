@@ -1,5 +1,5 @@
 """The one module that imports every implementation and so fills the registries:
-adapter families (classifier, clip, vlm, moondream, endpoint, pipeline), backends (``hf``,
+adapter families (classifier, clip, vlm, moondream, endpoint, pipeline, describe), backends (``hf``,
 ``endpoint``) and
 readers (answer modes), as lm-evaluation-harness's ``models/__init__.py``
 does. The protocol modules (models.base, models.backends.base,
@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from vlmrobust.core.errors import VlmrobustError
-from vlmrobust.models import classifier, clip, moondream, pipeline, readers, vlm  # noqa: F401
+from vlmrobust.models import classifier, clip, describe, moondream, pipeline, readers, vlm  # noqa: F401
 from vlmrobust.models.backends import endpoint, endpoint_adapter, hf  # noqa: F401
 from vlmrobust.models.backends.base import BACKENDS
 from vlmrobust.models.base import ADAPTER_FAMILIES, Adapter, AdapterSpec

@@ -1,13 +1,15 @@
 """`vlmrobust demo --out DIR`: the whole pipeline on the embedded sample.
 
 build (imagenet-mcq, bench-c, imagewikiqa, classification, the cue-conflict
-stand-in and ood from the sample) ->
-predict with the real EfficientNet-Lite0/1/2 classifiers -> score -> submissions/ ->
+stand-in, ood and 31 captioned photos for retrieval from the sample) ->
+predict with the real EfficientNet-Lite0/1/2 classifiers (and Lite0 + MiniLM
+pipelines for ImageWikiQA and retrieval) -> score -> submissions/ -> a few GRPO
+steps of seed 004's questioner in the planted world (demo_discover.py) ->
 static site. The classification configs (the sample's photos and renditions over
 the 1,000 ImageNet classes, and their K-configs) are predicted right after
 ImageNet-MCQ: the same images, so the classifiers' logits come from the
 in-process cache (~12 s a model instead of ~90 s).
-Leaves DIR/datasets/<family>/, DIR/predictions/, DIR/submissions/<model-id>/,
+Leaves DIR/datasets/<family>/, DIR/predictions/, DIR/submissions/<model-id>/, DIR/discover/,
 DIR/reference-runs.yaml (the demo's own runs, recorded as a maintainer records
 reference runs) and DIR/site/index.html. Stages whose output is already complete are reused, so a
 killed demo resumes where it stopped (use --fresh to rebuild everything)."""
@@ -34,6 +36,7 @@ class DemoOptions:
     # classifiers need option_class_ids (or a label space with ImageNet ids), so
     # they answer ImageNet-MCQ, classification, Bench-C and OOD; the
     # recognise-then-answer pipeline takes ImageWikiQA.
+    # retrieval: 31 photos, 62 captions; ~25 s (predict + score)
     models: tuple[tuple[str, str, str, tuple[str, ...]], ...] = (
         ("classifier:efficientnet-lite0", "efficientnet-lite0", "EfficientNet-Lite0",
          ("imagenet-mcq", "classification", "cue-conflict", "bench-c", "ood")),
@@ -43,10 +46,14 @@ class DemoOptions:
          ("imagenet-mcq", "classification", "cue-conflict", "bench-c", "ood")),
         ("pipeline:efficientnet-lite0+minilm", "efficientnet-lite0-minilm",
          "EfficientNet-Lite0 → MiniLM (recognise, then answer)", ("imagewikiqa",)),
+        # no CLIP weights ship: retrieval's image and caption embeddings come from
+        # Lite0's top-5 classes as MiniLM sentences (models/describe.py)
+        ("describe:efficientnet-lite0+minilm", "efficientnet-lite0-minilm-describe",
+         "EfficientNet-Lite0 → MiniLM (recognise, then describe)", ("retrieval",)),
     )
     # ood: 101 photos + 35 scikit-image OOD rows, ~10 s per classifier (predict + score)
     families: tuple[str, ...] = ("imagenet-mcq", "bench-c", "imagewikiqa", "classification",
-                                 "cue-conflict", "ood")
+                                 "cue-conflict", "ood", "retrieval")
     batch_size: int = 16
     workers: int = 2
     # None: every sample image (101 photos, 555 renditions). A number draws a
