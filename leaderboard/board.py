@@ -16,6 +16,7 @@ from vlmrobust.leaderboard.reference_runs import ReferenceRuns
 
 if TYPE_CHECKING:
     from vlmrobust.leaderboard.classification import ClassificationBoard
+    from vlmrobust.leaderboard.failure_modes import FailureDataset
     from vlmrobust.leaderboard.pairwise import PairTest
 from vlmrobust.leaderboard.submission import Submission
 
@@ -205,6 +206,8 @@ class Leaderboard:
     pairwise: tuple[PairTest, ...] = ()
     # the Classification page: full-label-space lines and ER (.classification)
     classification: ClassificationBoard | None = None
+    # the Failure modes page: failure-discovery datasets, re-evaluated (.failure_modes)
+    failure_modes: tuple[FailureDataset, ...] = ()
 
     def __post_init__(self) -> None:
         if len(self.rows) != len(self.submissions):

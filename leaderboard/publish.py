@@ -31,6 +31,7 @@ import os
 import re
 import stat
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeAlias
 
@@ -51,6 +52,7 @@ from vlmrobust.core.text import control_char, short_repr
 from vlmrobust.leaderboard.aggregate import aggregate
 from vlmrobust.leaderboard.baselines import load_baselines
 from vlmrobust.leaderboard.board import Leaderboard
+from vlmrobust.leaderboard.failure_modes import failure_modes
 from vlmrobust.leaderboard.reference_runs import ReferenceRuns, load_reference_runs
 from vlmrobust.leaderboard.releases import MAX_VERSION_CHARS, RELEASES_SCHEMA
 from vlmrobust.leaderboard.render import render_site, site_assets
@@ -289,7 +291,9 @@ def _leaderboard(submissions: Path | Sequence[Submission], baselines: Path | Non
     else:
         record = None if reference_runs is None else _record(reference_runs)
         subs = tuple(submissions)
-    return aggregate(subs, load_baselines(baselines), record)
+    lb = aggregate(subs, load_baselines(baselines), record)
+    root = Path(submissions) if isinstance(submissions, (str, Path)) else None
+    return replace(lb, failure_modes=failure_modes(datasets, stores, root))
 
 
 def build_site(submissions: Path | Sequence[Submission], out: Path, *,

@@ -242,6 +242,7 @@ def render_site(lb: Leaderboard, *, releases: Sequence[Mapping[str, Any]] = (),
     page("holistic.html", "holistic.html.j2", sections=holistic_sections(lb))
     cls_context, cls_files = classification_page(lb)
     page("classification.html", "classification.html.j2", **cls_context)
+    page("failure-modes.html", "failure_modes.html.j2", datasets=lb.failure_modes)
     page("releases.html", "releases.html.j2", releases=list(reversed(list(releases))))
     page("submit.html", "submit.html.j2")
     page("about.html", "about.html.j2", citations=(VLMROBUST, *CITATIONS))

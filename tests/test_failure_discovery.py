@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.discover_fixtures import planted_folder, tiny_questioner
+from tests.failure_discovery_fixtures import BLIND, planted_source
 from tests.vlm_fixtures import make_llava
 from vlmrobust.builders.card_meta import validate_card
 from vlmrobust.builders.failure_discovery.choices import norm_answer
@@ -22,24 +22,12 @@ from vlmrobust.cli.main import main
 from vlmrobust.core.discover_records import read_records, write_records
 from vlmrobust.evaluation.discover.planted import question_type, read_scene
 
-BLIND = ("count", "color")
-
 
 @pytest.fixture(scope="module")
 def source(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """ROOT/images + ROOT/records/{count,color}.jsonl: the same questions (one
     questioner, one seed) answered by two answerers."""
-    root = tmp_path_factory.mktemp("fd")
-    images = planted_folder(root, n=12)
-    qdir = tiny_questioner(root, prior_steps=120)
-    (root / "records").mkdir()
-    for blind in BLIND:
-        rc = main(["discover", "sample", "--questioner", str(qdir), "--images", str(images),
-                   "--answerer", f"rule:blind={blind}", "--verifier", "rule:planted",
-                   "--skills", "rule:planted", "--samples-per-image", "3",
-                   "--method", "untrained", "--out", str(root / "records" / f"{blind}.jsonl")])
-        assert rc == 0
-    return root
+    return planted_source(tmp_path_factory.mktemp("fd"))
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,111 @@
+"""The leaderboard's Failure modes page: seed 004's metrics recomputed from a
+built failure-discovery dataset's stored verdicts, checked against the records
+it was built from (by hand and by discover evaluate), rendered autoescaped and
+reached through `leaderboard build --datasets`."""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.failure_discovery_fixtures import build_failure_dataset, planted_source
+from vlmrobust.cli.main import main
+from vlmrobust.core.discover_records import DiscoveryRecord, read_records, write_records
+from vlmrobust.leaderboard.failure_modes import failure_modes, read_open_records
+
+
+def hashed_embed(texts: Sequence[str]) -> np.ndarray:
+    """Bag of hashed words: a cheap deterministic embedding (SD is checked
+    against the vendi-score package on the same vectors)."""
+    out = np.zeros((len(texts), 64))
+    for i, t in enumerate(texts):
+        for w in t.lower().split():
+            out[i, int(hashlib.sha256(w.encode()).hexdigest(), 16) % 64] += 1.0
+    return out
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    root = tmp_path_factory.mktemp("fm")
+    source = planted_source(root / "src")
+    # an id a browser must never run: the page escapes it
+    path = source / "records" / "color.jsonl"
+    recs = [DiscoveryRecord(**{**r.__dict__, "questioner": "<script>q</script>"})
+            for r in read_records(path)]
+    write_records(path, recs)
+    return source, build_failure_dataset(source, root / "datasets" / "fd")
+
+
+def _records(source: Path) -> list[DiscoveryRecord]:
+    return [r for f in sorted((source / "records").glob("*.jsonl")) for r in read_records(f)]
+
+
+def test_rows_are_recomputed_from_the_stored_verdicts(world) -> None:
+    from vendi_score import vendi
+
+    source, built = world
+    recs = _records(source)
+    assert read_open_records(built) == recs
+    (fd,) = failure_modes([built], embed=lambda: (hashed_embed, ""))
+    assert fd.grouping == "skill"  # no meta-skills tagged: per skill
+    assert len(fd.rows) == 2 and {r.verifier for r in fd.rows} == {"rule-verifier:planted"}
+    taxonomy = {s for r in recs for s in r.skills}
+    assert fd.n_taxonomy == len(taxonomy)
+    for row in fd.rows:
+        mine = [r for r in recs if r.answerer == row.answerer]
+        valid = [r for r in mine if r.valid]
+        assert row.n_questions == len(mine)
+        assert row.qvr == pytest.approx(len(valid) / len(mine), abs=1e-6)  # JSON: 6 digits
+        assert row.fdr == pytest.approx(sum(not r.correct for r in valid) / len(valid), abs=1e-6)
+        emb = hashed_embed([str(r.question) for r in valid])
+        assert row.sd == pytest.approx(vendi.score_dual(emb, normalize=True), abs=1e-6)
+        covered = {s for r in valid for s in r.skills}
+        assert row.coverage == pytest.approx(len(covered & taxonomy) / len(taxonomy), abs=1e-6)
+        n_valid = Counter(r.skills[0] for r in valid)
+        n_fail = Counter(r.skills[0] for r in valid if not r.correct)
+        for g, n in n_valid.items():
+            assert row.cell(g) == (pytest.approx(n_fail[g] / n), n)
+        blind = row.answerer.split("=")[1]
+        skill = {"count": "counting", "color": "color recognition"}[blind]
+        if n_valid[skill]:  # the planted blind spot fails every time, nothing else does
+            assert row.cell(skill)[0] == 1.0
+        assert all(f == 0.0 for g, f, _ in row.by_group if g != skill)
+
+
+def test_page_is_rendered_escaped_and_found_through_datasets(world, tmp_path) -> None:
+    from tests.submission_fixtures import real_submissions
+
+    _, built = world
+    subs, datasets = real_submissions(tmp_path, 2)
+    site = tmp_path / "site"
+    assert main(["leaderboard", "build", "--submissions", str(subs), "--out", str(site),
+                 "--datasets", *map(str, datasets), str(built), "--quiet"]) == 0
+    html = (site / "failure-modes.html").read_text()
+    assert "rule-answerer:blind=count" in html and "rule-answerer:blind=color" in html
+    assert "rule-verifier:planted" in html and "FDR per skill" in html
+    assert "<script>q</script>" not in html and "&lt;script&gt;q&lt;/script&gt;" in html
+    assert 'href="failure-modes.html"' in (site / "index.html").read_text()
+    # without the dataset the page says so
+    empty = tmp_path / "site2"
+    assert main(["leaderboard", "build", "--submissions", str(subs), "--out", str(empty),
+                 "--datasets", *map(str, datasets), "--quiet"]) == 0
+    assert "No failure-discovery dataset was given" in (empty / "failure-modes.html").read_text()
+
+
+def test_a_damaged_shard_is_refused(world, tmp_path) -> None:
+    import shutil
+
+    from vlmrobust.core.errors import VlmrobustError
+
+    _, built = world
+    copy = tmp_path / "fd"
+    shutil.copytree(built, copy)
+    shard = next((copy / "data" / "open").glob("*.parquet"))
+    shard.write_bytes(shard.read_bytes()[:-10] + b"0123456789")
+    with pytest.raises(VlmrobustError, match=r"sha256|checksum"):
+        failure_modes([copy], embed=lambda: (None, "no SD"))
