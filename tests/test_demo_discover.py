@@ -1,7 +1,9 @@
 """The demo's failure-discovery stage (issue 25 item 6): GRPO steps of the tiny
-questioner against the planted counting-blind answerer, then the trained
-questioner's questions judged and scored. A shortened run; the metrics file is
-checked against the records it was computed from."""
+questioner against the planted counting-blind answerer, the trained
+questioner's questions put to that answerer and to one blind to colour, judged
+and scored, then built into the failure-discovery family. A shortened run; the
+metrics are checked against the records they were computed from and the MCQ
+rows against the failures."""
 
 from __future__ import annotations
 
@@ -10,7 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from vlmrobust.cli.commands.demo_discover import DemoDiscover, complete, run_discover, summary
+from vlmrobust.cli.commands.demo_discover import (
+    DemoDiscover,
+    build_dataset,
+    complete,
+    run_discover,
+    summary,
+)
 from vlmrobust.core.discover_records import read_records
 from vlmrobust.evaluation.discover.planted import question_type
 
@@ -22,24 +30,39 @@ def test_demo_discover_stage(tmp_path: Path) -> None:
     settings = DemoDiscover(images=8, sampled_images=4, steps=2, images_per_step=2,
                             group_size=2, samples_per_image=3)
     assert not complete(folder)
-    row = run_discover(folder, settings)
+    rows = run_discover(folder, settings)
     assert complete(folder)
     run = json.loads((folder / "run" / "discover_run.json").read_text())
     assert run["steps_done"] == 2 and len(run["history"]) == 2
-    recs = read_records(folder / "records.jsonl")
-    assert len(recs) == 4 * 3 * 2  # images x samples x k
-    assert {r.method for r in recs} == {"rl"} and {r.step for r in recs} == {2}
-    assert {r.answerer for r in recs} == {"rule-answerer:blind=count"}
-    # the rule answerer is wrong on counting only: every failure is a counting question
-    assert all(question_type(r.question) == "count" for r in recs if r.failure)
-    # tagged with the planted skills
-    assert all(r.skills for r in recs if r.valid)
-    valid = [r for r in recs if r.valid]
-    assert row["n_questions"] == len(recs) and row["n_valid"] == len(valid)
-    assert row["qvr"] == pytest.approx(len(valid) / len(recs), abs=1e-6)
-    if valid:
-        assert row["fdr"] == pytest.approx(sum(r.failure for r in valid) / len(valid), abs=1e-6)
-    assert f"{row['n_failures']} failures" in summary(folder)
+    by = {b: read_records(folder / "records" / f"blind-{b}.jsonl") for b in ("count", "color")}
+    for blind, recs in by.items():
+        assert len(recs) == 4 * 3 * 2  # images x samples x k
+        assert {r.method for r in recs} == {"rl"} and {r.step for r in recs} == {2}
+        assert {r.answerer for r in recs} == {f"rule-answerer:blind={blind}"}
+        # a rule answerer is wrong on its blind type only
+        assert all(question_type(r.question) == blind for r in recs if r.failure)
+        assert all(r.skills for r in recs if r.valid)
+    # one questioner, one seed: both answerers were asked the same questions
+    assert [r.question for r in by["count"]] == [r.question for r in by["color"]]
+    assert len(rows) == 2
+    for row in rows:
+        recs = by[row["answerer"].rsplit("=", 1)[1]]
+        valid = [r for r in recs if r.valid]
+        assert row["n_questions"] == len(recs) and row["n_valid"] == len(valid)
+        assert row["qvr"] == pytest.approx(len(valid) / len(recs), abs=1e-6)
+        if valid:
+            assert row["fdr"] == pytest.approx(sum(r.failure for r in valid) / len(valid),
+                                               abs=1e-6)
+    lines = summary(folder)
+    assert len(lines) == 2 and all(f"{r['n_failures']} failures" in " ".join(lines) for r in rows)
+
+    count_failures = sum(r.failure for r in by["count"])
+    if count_failures == 0:  # pragma: no cover - 2 steps from the prior still ask counting
+        pytest.skip("no counting question was asked")
+    manifest = build_dataset(folder, tmp_path / "fd")
+    assert manifest["configs"]["open"] == 2 * 4 * 3 * 2
+    # every counting failure has a reference: the colour-blind answerer counts right
+    assert 0 < manifest["configs"]["mcq"] <= count_failures + sum(r.failure for r in by["color"])
 
 
 def test_demo_settings_are_checked() -> None:
@@ -47,3 +70,5 @@ def test_demo_settings_are_checked() -> None:
         DemoDiscover(group_size=1)
     with pytest.raises(ValueError, match=">= 1"):
         DemoDiscover(steps=0)
+    with pytest.raises(ValueError, match="second_blind"):
+        DemoDiscover(second_blind="count")

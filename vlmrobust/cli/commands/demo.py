@@ -35,7 +35,8 @@ class DemoOptions:
     # (adapter name, submission id, display name, datasets it answers). The
     # classifiers need option_class_ids (or a label space with ImageNet ids), so
     # they answer ImageNet-MCQ, classification, Bench-C and OOD; the
-    # recognise-then-answer pipeline takes ImageWikiQA.
+    # recognise-then-answer pipeline takes ImageWikiQA and the MCQ config of
+    # failure-discovery (built by the demo's discover stage, not from the sample).
     # retrieval: 31 photos, 62 captions; ~25 s (predict + score)
     models: tuple[tuple[str, str, str, tuple[str, ...]], ...] = (
         ("classifier:efficientnet-lite0", "efficientnet-lite0", "EfficientNet-Lite0",
@@ -45,7 +46,8 @@ class DemoOptions:
         ("classifier:efficientnet-lite2", "efficientnet-lite2", "EfficientNet-Lite2",
          ("imagenet-mcq", "classification", "cue-conflict", "bench-c", "ood")),
         ("pipeline:efficientnet-lite0+minilm", "efficientnet-lite0-minilm",
-         "EfficientNet-Lite0 → MiniLM (recognise, then answer)", ("imagewikiqa",)),
+         "EfficientNet-Lite0 → MiniLM (recognise, then answer)",
+         ("imagewikiqa", "failure-discovery")),
         # no CLIP weights ship: retrieval's image and caption embeddings come from
         # Lite0's top-5 classes as MiniLM sentences (models/describe.py)
         ("describe:efficientnet-lite0+minilm", "efficientnet-lite0-minilm-describe",
@@ -54,6 +56,9 @@ class DemoOptions:
     # ood: 101 photos + 35 scikit-image OOD rows, ~10 s per classifier (predict + score)
     families: tuple[str, ...] = ("imagenet-mcq", "bench-c", "imagewikiqa", "classification",
                                  "cue-conflict", "ood", "retrieval")
+    # family -> the one config predicted (failure-discovery's `open` config is
+    # free-form with verdicts; only its `mcq` config is answered and scored)
+    predict_configs: tuple[tuple[str, str], ...] = (("failure-discovery", "mcq"),)
     batch_size: int = 16
     workers: int = 2
     # None: every sample image (101 photos, 555 renditions). A number draws a
@@ -161,6 +166,33 @@ def run(args: argparse.Namespace) -> int:
         built[family] = target
         _done(t0)
 
+    from vlmrobust.cli.commands import demo_discover
+
+    discover = out / "discover"
+    t0 = _stage(f"discover: {demo_discover.DemoDiscover.steps} GRPO steps of the tiny questioner "
+                f"against the planted answerer -> {discover}")
+    if demo_discover.complete(discover):
+        print("    already done; reusing (pass --fresh to redo)")
+    elif importlib.util.find_spec("trl") is None:
+        print("    skipped: GRPO needs TRL; fix: pip install 'vlmrobust[discover]'")
+    else:
+        demo_discover.run_discover(discover)
+    if demo_discover.complete(discover):
+        for line in demo_discover.summary(discover):
+            print(f"    {line}")
+    _done(t0)
+    if demo_discover.complete(discover):
+        target = datasets_dir / "failure-discovery"
+        t0 = _stage(f"build failure-discovery from {discover}/records -> {target}")
+        if (target / "manifest.json").is_file():
+            print("    already built; reusing (pass --fresh to rebuild)")
+        else:
+            demo_discover.build_dataset(discover, target)
+        m = read_manifest(target)
+        print(f"    {m['num_rows']} rows, configs: {', '.join(m['configs'])}")
+        built["failure-discovery"] = target
+        _done(t0)
+
     from vlmrobust.evaluation.predict import predict_dataset
     from vlmrobust.evaluation.submissions import add_submission
 
@@ -170,27 +202,13 @@ def run(args: argparse.Namespace) -> int:
             pred = out / "predictions" / model_id / family / "predictions.parquet"
             t0 = _stage(f"predict {model} on {family}")
             if not pred.is_file():
-                predict_dataset(model, built[family], pred, batch_size=opts.batch_size)
+                predict_dataset(model, built[family], pred, batch_size=opts.batch_size,
+                                config=dict(opts.predict_configs).get(family))
             _done(t0)
             t0 = _stage(f"score + submit {model_id} / {family}")
             add_submission(submissions, model_id, built[family], pred,
                            meta={"name": display_name})
             _done(t0)
-
-    from vlmrobust.cli.commands import demo_discover
-
-    discover = out / "discover"
-    t0 = _stage(f"discover: {demo_discover.DemoDiscover.steps} GRPO steps of the tiny questioner "
-                f"against the planted answerer -> {discover}")
-    if demo_discover.complete(discover):
-        print("    already done; reusing (pass --fresh to redo)")
-        print(f"    {demo_discover.summary(discover)}")
-    elif importlib.util.find_spec("trl") is None:
-        print("    skipped: GRPO needs TRL; fix: pip install 'vlmrobust[discover]'")
-    else:
-        demo_discover.run_discover(discover)
-        print(f"    {demo_discover.summary(discover)}")
-    _done(t0)
 
     from vlmrobust.leaderboard.publish import build_site
     from vlmrobust.leaderboard.reference_runs import record_reference_runs
@@ -213,7 +231,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"  submissions: {submissions}/<model-id>/scores.json")
     print(f"  reference:   {record}  (the demo's runs, as a maintainer records them)")
     if demo_discover.complete(discover):
-        print(f"  discover:    {discover}/records.jsonl (questions, answers, verdicts), "
+        print(f"  discover:    {discover}/records/*.jsonl (questions, answers, verdicts), "
               "metrics.json (QVR, FDR, SD, LD), run/ (the GRPO run)")
     print(f"  site:        {site / 'index.html'}")
     return 0

@@ -10,8 +10,12 @@ questions), the verifier ``rule:planted`` and the tiny text-only questioner
 train`, `discover sample --skills rule:planted` and `discover evaluate`, in
 process so that MiniLM is loaded once. Leaves DIR/discover/: ``images/``,
 ``questioner/`` (the untrained questioner), ``run/`` (the GRPO run: run record,
-journal, trained model), ``records.jsonl`` (the trained questioner's questions
-with answers and verdicts) and ``metrics.json`` (QVR, FDR, SD, LD, #Skills)."""
+journal, trained model), ``records/blind-count.jsonl`` and
+``records/blind-color.jsonl`` (the trained questioner's questions, answered by
+the answerer it was trained against and by one blind to colour instead, with
+the verdicts) and ``metrics.json`` (QVR, FDR, SD, LD, #Skills per answerer).
+``records/`` + ``images/`` are the source layout of the failure-discovery
+family (benchmarks/failure-discovery.yaml), which the demo builds next."""
 
 from __future__ import annotations
 
@@ -36,6 +40,7 @@ class DemoDiscover:
     # default for real questioners) would not move it in 12 steps
     learning_rate: float = 3e-3
     blind: str = "count"
+    second_blind: str = "color"
     samples_per_image: int = 2
     seed: int = 0
 
@@ -45,6 +50,8 @@ class DemoDiscover:
             raise ValueError("images, steps, images_per_step, samples_per_image must be >= 1")
         if self.group_size < 2 or not self.learning_rate > 0:
             raise ValueError("group_size must be >= 2 and learning_rate > 0")
+        if self.second_blind == self.blind:
+            raise ValueError("second_blind must differ from blind (it gives the references)")
 
 
 def complete(folder: Path) -> bool:
@@ -52,8 +59,8 @@ def complete(folder: Path) -> bool:
     return (folder / "metrics.json").is_file()
 
 
-def run_discover(folder: Path, settings: DemoDiscover = DemoDiscover()) -> dict[str, Any]:
-    """Run the stage into ``folder``; returns the metrics row of the trained questioner."""
+def run_discover(folder: Path, settings: DemoDiscover = DemoDiscover()) -> list[dict[str, Any]]:
+    """Run the stage into ``folder``; returns the metrics rows (one per answerer)."""
     from vlmrobust.core.atomic import write_text_atomic
     from vlmrobust.evaluation.discover.evaluate import EvaluateConfig, evaluate_rows
     from vlmrobust.evaluation.discover.images import list_images, write_planted_images
@@ -95,26 +102,31 @@ def run_discover(folder: Path, settings: DemoDiscover = DemoDiscover()) -> dict[
               f"{mean('fdr', first):.3f} -> {mean('fdr', last):.3f}")
     trained = make_questioner(str(run), k=config.reward.k, strategy="zero-shot", device="cpu",
                               max_new_tokens=30)
-    records_file = folder / "records.jsonl"
-    records = run_sample(list_images(images, s.sampled_images), trained, answerer, verifier,
-                         records_file,
-                         method="rl", seed=s.seed, samples_per_image=s.samples_per_image,
-                         step=int(record.get("steps_done", s.steps)),
-                         skill_tagger=lambda imgs, qs: [tag_skills(q) for q in qs])
+    # The same questions (one questioner, one seed) put to two answerers: the
+    # one trained against, and one blind to colour instead, whose correct
+    # counting answers are the references of the failure-discovery MCQ config
+    records = []
+    for blind in (s.blind, s.second_blind):
+        records += run_sample(
+            list_images(images, s.sampled_images), trained, make_answerer(f"rule:blind={blind}"),
+            verifier, folder / "records" / f"blind-{blind}.jsonl", method="rl", seed=s.seed,
+            samples_per_image=s.samples_per_image, step=int(record.get("steps_done", s.steps)),
+            skill_tagger=lambda imgs, qs: [tag_skills(q) for q in qs])
     result = evaluate_rows(records, EvaluateConfig(), embed, None)
     write_text_atomic(folder / "metrics.json", json.dumps(result, indent=2, sort_keys=True) + "\n")
-    row: dict[str, Any] = result["rows"][0]
-    return row
+    rows: list[dict[str, Any]] = result["rows"]
+    return rows
 
 
-def summary(folder: Path) -> str:
-    """One line from a finished stage's metrics.json."""
+def summary(folder: Path) -> list[str]:
+    """One line per answerer from a finished stage's metrics.json."""
     from vlmrobust.core.bounded import MIB, read_json_bounded
 
     rows = read_json_bounded(folder / "metrics.json", 16 * MIB, "demo metrics").get("rows") or []
-    if not rows:
-        return "no questions"
-    r = rows[0]
+    return [_line(r) for r in rows]
+
+
+def _line(r: dict[str, Any]) -> str:
 
     def pct(x: Any) -> str:
         return "n/a" if x is None else f"{100 * float(x):.1f}%"
@@ -125,3 +137,14 @@ def summary(folder: Path) -> str:
     return (f"{r['method']} | {r['questioner']} -> {r['answerer']} (judge {r['verifier']}): "
             f"{r['n_questions']} questions, {r['n_failures']} failures; QVR {pct(r['qvr'])}, "
             f"FDR {pct(r['fdr'])}, SD {num(r.get('sd'))}, LD {num(r.get('ld'))}")
+
+
+def build_dataset(folder: Path, target: Path) -> dict[str, Any]:
+    """The failure-discovery dataset from this stage's records/ and images/
+    (`vlmrobust build failure-discovery --source-root FOLDER`)."""
+    from vlmrobust.benchmarks import load_spec_yaml, resolve_spec
+    from vlmrobust.builders.families import BuildOptions, get_builder
+
+    spec = resolve_spec("failure-discovery")
+    return get_builder("failure-discovery")(load_spec_yaml(spec), spec,
+                                            BuildOptions(out=target, source_root=folder))
