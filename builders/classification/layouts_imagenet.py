@@ -112,7 +112,7 @@ def _objectnet(root: Path, sources: Sequence[SourceImage], folder: str,
     """ObjectNet's own 113 classes (those its release maps to ImageNet-1k), in
     name order, each standing for its ImageNet group; a row's label is its
     folder's class."""
-    from vlmrobust.builders.imagenet_mcq.build import objectnet_name
+    from vlmrobust.builders.imagenet_mcq.inputs import objectnet_name
     from vlmrobust.core.classes import load_objectnet_mapping
 
     d = root / folder
