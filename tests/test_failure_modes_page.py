@@ -70,6 +70,11 @@ def test_rows_are_recomputed_from_the_stored_verdicts(world) -> None:
         n_fail = Counter(r.skills[0] for r in valid if not r.correct)
         for g, n in n_valid.items():
             assert row.cell(g) == (pytest.approx(n_fail[g] / n), n)
+        # FDR against the number of question slots (Fig. 8): ends at the row's FDR
+        assert row.curve[-1][0] == len(mine) and row.curve[-1][1] == pytest.approx(row.fdr)
+        m, f = row.curve[len(row.curve) // 2]
+        first = [r for r in mine[:m] if r.valid]
+        assert f == pytest.approx(sum(not r.correct for r in first) / len(first), abs=1e-6)
         blind = row.answerer.split("=")[1]
         skill = {"count": "counting", "color": "color recognition"}[blind]
         if n_valid[skill]:  # the planted blind spot fails every time, nothing else does
@@ -88,6 +93,7 @@ def test_page_is_rendered_escaped_and_found_through_datasets(world, tmp_path) ->
     html = (site / "failure-modes.html").read_text()
     assert "rule-answerer:blind=count" in html and "rule-answerer:blind=color" in html
     assert "rule-verifier:planted" in html and "FDR per skill" in html
+    assert html.count('<path class="curve"') == 2  # one FDR curve per row (Fig. 8)
     assert "<script>q</script>" not in html and "&lt;script&gt;q&lt;/script&gt;" in html
     assert 'href="failure-modes.html"' in (site / "index.html").read_text()
     # without the dataset the page says so
