@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from vlmrobust.core.errors import VlmrobustError
+from vlmrobust.core.kinds import refuse_open
 from vlmrobust.evaluation.lmms_eval_task import (
     OUTPUT_TYPES,
     TASK_VERSION,
@@ -95,6 +96,7 @@ def export_lmms_eval(dataset: str | Path, out: str | Path, config: str | None = 
                                  "empty folder")
     check_not_input(out, "--out", input_dirs=[reader.local])
     configs = reader.configs(config)
+    refuse_open(reader.manifest, configs, f"{reader.source}/manifest.json")
     for cfg in configs:
         missing = {"image", "question", "options", "answer"} - set(reader.column_names(cfg))
         if missing:

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from vlmrobust.core.errors import VlmrobustError
+from vlmrobust.core.kinds import refuse_open
 
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 OUR_COLUMNS = ("vlmrobust_id", "vlmrobust_config", "vlmrobust_fingerprint", "vlmrobust_tsv")
@@ -50,6 +51,7 @@ def export_vlmevalkit(dataset: str | Path, out: str | Path, config: str | None =
     reader = DatasetReader(dataset)
     check_file_output(out, "--out", input_dirs=[reader.local])
     configs = reader.configs(config)
+    refuse_open(reader.manifest, configs, f"{reader.source}/manifest.json")
     fingerprint = reader.info.fingerprint
     rows = list(_export_rows(reader, configs))
     if not rows:

@@ -210,3 +210,24 @@ def test_writer_config_kinds_are_checked_and_recorded(tmp_path: Path) -> None:
                       config_kinds={"open": "open"}, config_features={"open": open_f})
     assert config_kind(m, "open") == "open" and config_kind(m, "mcq") == "mcq"
     assert m["config_features"]["open"] == open_f.to_dict()
+
+
+def test_harness_exports_take_the_mcq_config_and_refuse_the_open_one(built: Path,
+                                                                     tmp_path: Path,
+                                                                     capsys) -> None:
+    import csv
+
+    for fmt, out in (("vlmevalkit", tmp_path / "fd.tsv"), ("lmms-eval", tmp_path / "lmms")):
+        capsys.readouterr()
+        assert main(["export", fmt, str(built), "--out", str(out)]) != 0
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "kind open" in err[0] and "--config mcq" in err[0]
+        assert not out.exists()
+    assert main(["export", "vlmevalkit", str(built), "--config", "mcq", "--out",
+                 str(tmp_path / "fd.tsv")]) == 0
+    csv.field_size_limit(1 << 24)
+    with open(tmp_path / "fd.tsv", newline="") as fh:
+        rows = list(csv.DictReader(fh, delimiter="\t"))
+    manifest = json.loads((built / "manifest.json").read_text())
+    assert len(rows) == manifest["configs"]["mcq"]
+    assert {r["vlmrobust_config"] for r in rows} == {"mcq"}
