@@ -6,6 +6,7 @@ reached through `leaderboard build --datasets`."""
 from __future__ import annotations
 
 import hashlib
+import json
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
@@ -115,3 +116,17 @@ def test_a_damaged_shard_is_refused(world, tmp_path) -> None:
     shard.write_bytes(shard.read_bytes()[:-10] + b"0123456789")
     with pytest.raises(VlmrobustError, match=r"sha256|checksum"):
         failure_modes([copy], embed=lambda: (None, "no SD"))
+
+
+def test_stores_are_searched_and_a_dataset_counts_once(world, tmp_path, monkeypatch) -> None:
+    _, built = world
+    store = built.parent  # a folder of dataset directories
+    found = failure_modes(roots=[store], embed=lambda: (None, "no SD"))
+    assert [f.fingerprint for f in found] == [
+        json.loads((built / "manifest.json").read_text())["fingerprint"]]
+    assert found[0].rows[0].sd is None and found[0].sd_note == "no SD"
+    # given twice (explicitly and through $VLMROBUST_DATASETS): one section
+    monkeypatch.setenv("VLMROBUST_DATASETS", str(store))
+    assert len(failure_modes([built], embed=lambda: (None, ""))) == 1
+    monkeypatch.delenv("VLMROBUST_DATASETS")
+    assert failure_modes(roots=[tmp_path], embed=lambda: (None, "")) == ()
