@@ -9,7 +9,7 @@ presentation order, always containing ``label``). A prediction gives logits
 over the whole label space (n_classes, label-space order) or over the row's
 candidates (K, candidate order), a ``prediction`` index in the same space, or
 ``text`` matched against the class names + synonyms (of the candidates in a
-K-config) by :class:`vlmrobust.core.matcher.ClassMatcher`. So the index holds,
+K-config) by :class:`vlmrobust.core.class_matcher.ClassMatcher`. So the index holds,
 per row, ``n_options`` = n_classes (or K) and ``answer`` = label (or
 ``candidates.index(label)``); ``options`` stay None: the names are held once,
 in ``label_spaces``.
@@ -27,10 +27,10 @@ from typing import Any
 
 import numpy as np
 
+from vlmrobust.core.class_matcher import ClassMatcher
 from vlmrobust.core.errors import VlmrobustError
 from vlmrobust.core.kinds import CLASSIFICATION, OOD
 from vlmrobust.core.label_space import LabelSpace, candidate_check, read_label_space
-from vlmrobust.core.matcher import ClassMatcher
 from vlmrobust.core.registry import Registry
 from vlmrobust.evaluation.dataset_index import FAMILY_COLUMNS, DatasetIndex, _class_names
 

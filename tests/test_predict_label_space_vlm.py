@@ -16,8 +16,9 @@ from tests import vlm_fixtures
 from tests.classification_fixtures import index_rows, toy_label_space, write_classification
 from tests.label_space_fixtures import imagenet_space, photos
 from tests.label_space_fixtures import write_classification as write_space
+from vlmrobust.core.class_matcher import ClassMatcher
 from vlmrobust.core.errors import VlmrobustError
-from vlmrobust.core.matcher import ClassMatcher, names_in_text
+from vlmrobust.core.matcher import names_in_text
 from vlmrobust.evaluation.predict import predict_dataset
 from vlmrobust.evaluation.predictions_meta import read_prediction_meta
 from vlmrobust.models import load_adapter

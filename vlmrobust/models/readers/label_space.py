@@ -10,7 +10,7 @@ through the answer modes of :mod:`vlmrobust.models.readers`:
   (:func:`closed_world_text`), in label-space order (``fixed``) or shuffled
   per row with a seed derived from the row id (``random``; seed 002 Table 2
   varies it); the output is matched to a class name or synonym by
-  :class:`vlmrobust.core.matcher.ClassMatcher` (no letter stage).
+  :class:`vlmrobust.core.class_matcher.ClassMatcher` (no letter stage).
 - ``open-world``: the question alone; right when the output names the true
   class or a synonym.
 
@@ -28,9 +28,10 @@ from typing import Any
 
 import numpy as np
 
+from vlmrobust.core.class_matcher import ClassMatcher
 from vlmrobust.core.errors import VlmrobustError
 from vlmrobust.core.label_space import LabelSpace
-from vlmrobust.core.matcher import ClassMatcher, names_in_text
+from vlmrobust.core.matcher import names_in_text
 from vlmrobust.models.backends.base import Backend, GenerationConfig, Prompt
 from vlmrobust.models.label_logits import class_names, row_candidates
 from vlmrobust.models.prompts import SEED_PROMPTS
