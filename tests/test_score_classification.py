@@ -255,7 +255,7 @@ def test_a_classification_dataset_directory_scores_through_the_files(tmp_path: A
 
 
 def test_wild_logit_rows_found_in_blocks_equal_the_per_value_count(monkeypatch: pytest.MonkeyPatch) -> None:
-    from vlmrobust.evaluation import validate
+    from vlmrobust.evaluation import alignment
 
     rng = np.random.default_rng(7)
     lens = rng.integers(0, 6, size=400)
@@ -264,8 +264,8 @@ def test_wild_logit_rows_found_in_blocks_equal_the_per_value_count(monkeypatch: 
     flat[rng.choice(flat.size, 25, replace=False)] = rng.choice([np.nan, np.inf, -np.inf, 2e12], 25)
     per_value = np.repeat(np.arange(lens.size), lens)
     expected = np.flatnonzero(np.bincount(per_value, weights=~(np.abs(flat) <= 1e12), minlength=lens.size))
-    monkeypatch.setattr(validate, "ALIGN_CELLS", 37)  # many blocks, rows split across them
-    assert validate._wild_rows(flat, offsets).tolist() == expected.tolist()
+    monkeypatch.setattr(alignment, "ALIGN_CELLS", 37)  # many blocks, rows split across them
+    assert alignment.wild_rows(flat, offsets).tolist() == expected.tolist()
     assert expected.size > 10
 
 
