@@ -192,3 +192,24 @@ def load_clean_labels(clean_labels: CleanLabels) -> dict[str, tuple[int, ...]] |
             raise SourceError(f"{where}: file {stem} listed twice with different labels; fix: keep one entry")
         out[stem] = parsed
     return out
+
+
+#: Where ``clean_labels: auto`` looks for Kisel et al.'s CSV, under a source root.
+KISEL_PLACES = ("clean_validation.csv", "imagenet-val/clean_validation.csv")
+
+
+def clean_labels_for(setting: str | None, root: Path) -> str | Path | None:
+    """A spec's ``clean_labels`` for ImageNet val resolved against a source root:
+    ``auto`` is Kisel et al.'s clean_validation.csv when it is in ``root`` (or
+    its imagenet-val folder), else ReaL; ``real`` and None stay; any other value
+    is a file under ``root`` that must exist."""
+    if setting in (None, "real"):
+        return setting
+    if setting == "auto":
+        found = [root / p for p in KISEL_PLACES if (root / p).is_file()]
+        return found[0] if found else "real"
+    path = root / setting
+    if not path.is_file():
+        raise SourceError(f"{path}: clean-label file named in the spec (clean_labels) not found; "
+                          "put it there, or set clean_labels: real (or null)")
+    return path

@@ -50,10 +50,10 @@ from vlmrobust.builders.classification.sources import (
     subdirs,
 )
 from vlmrobust.builders.classification.spaces import group_space, imagenet_space
+from vlmrobust.builders.labels import clean_labels_for
 from vlmrobust.builders.sources import SourceImage
-from vlmrobust.core.errors import SourceError, VlmrobustError
+from vlmrobust.core.errors import VlmrobustError
 
-KISEL_PLACES = ("clean_validation.csv", "imagenet-val/clean_validation.csv")
 IMAGENET_D_SPLITS = ("background", "texture", "material")
 IMAGENET_D_MAP = "imgnet_d2imgnet_id.txt"
 IMAGENET_D_NAMES = "imgnet_d_dir2imgnet_d_id.txt"
@@ -67,20 +67,6 @@ VID_LAYOUT = ("imagenet-vid-robust/{metadata/pmsets.json, metadata/labels.json, 
 D_LAYOUT = (f"ImageNet-D/{{background,texture,material}}/<class_dir>/<image> + ImageNet-D/{IMAGENET_D_MAP} "
             "(JSON {class_dir: [ImageNet indices]} from ImageNet-D's preprocessing/ folder)")
 C3D_LAYOUT = "3dcc/<corruption>/<severity 1..5>/<wnid>/<image> (ImageNet-3DCC as released)"
-
-
-def clean_labels_for(setting: str | None, root: Path) -> str | Path | None:
-    """The clean labels of ImageNet val: ``auto`` finds Kisel et al.'s CSV, else ReaL."""
-    if setting in (None, "real"):
-        return setting
-    if setting == "auto":
-        found = [root / p for p in KISEL_PLACES if (root / p).is_file()]
-        return found[0] if found else "real"
-    path = root / setting
-    if not path.is_file():
-        raise SourceError(f"{path}: clean-label file named in the spec (clean_labels) not found; "
-                          "put it there, or set clean_labels: real (or null)")
-    return path
 
 
 def read_imagenet_variant(variant: str, root: Path, clean_labels: str | None = "auto",

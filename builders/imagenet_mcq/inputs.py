@@ -11,7 +11,7 @@ from pathlib import Path
 
 from vlmrobust.builders.imagenet_mcq.items import Item, clean_items
 from vlmrobust.builders.imagenet_mcq.spec import McqSpec
-from vlmrobust.core.errors import SourceError
+from vlmrobust.builders.labels import clean_labels_for
 
 SAMPLE_SPACE = tuple(range(1000))
 
@@ -100,24 +100,6 @@ def sample_inputs(spec: McqSpec) -> list[VariantInput]:
     return out
 
 
-KISEL_PLACES = ("clean_validation.csv", "imagenet-val/clean_validation.csv")
-
-
-def _clean_labels(spec: McqSpec, root: Path) -> str | Path | None:
-    """``auto``: Kisel et al.'s clean_validation.csv when it is in the source root
-    (or its imagenet-val folder), else ReaL."""
-    if spec.clean_labels in (None, "real"):
-        return spec.clean_labels
-    if spec.clean_labels == "auto":
-        found = [root / p for p in KISEL_PLACES if (root / p).is_file()]
-        return found[0] if found else "real"
-    path = root / spec.clean_labels
-    if not path.is_file():
-        raise SourceError(
-            f"{path}: clean-label file named in the spec (clean_labels) not found; "
-            "put it there, or set clean_labels: real (or null)"
-        )
-    return path
 
 
 def _space(
@@ -149,7 +131,7 @@ def source_inputs(spec: McqSpec, root: Path) -> list[VariantInput]:
     from vlmrobust.builders.labels import load_clean_label_set
     from vlmrobust.builders.sources import read_variant, variant_dir
 
-    clean = _clean_labels(spec, root)
+    clean = clean_labels_for(spec.clean_labels, root)
     label_set = load_clean_label_set(clean)
     clean_note = None if label_set is None else (
         f"{label_set.source}, {label_set.rows} listed images"

@@ -27,6 +27,7 @@ from typing import Any
 
 from vlmrobust.builders import card_meta
 from vlmrobust.builders.families import BuildOptions
+from vlmrobust.builders.labels import clean_labels_for
 from vlmrobust.builders.ood.card import render_card
 from vlmrobust.builders.ood.layouts import LAYOUTS, OodSet, read_ood_set
 from vlmrobust.core.bounded import read_bytes_bounded
@@ -39,7 +40,6 @@ from vlmrobust.core.writer import BuildInfo, write_dataset
 FAMILY = "ood"
 ID_CONFIG = "imagenet-val"
 MAX_IMAGE_BYTES = 64 << 20
-KISEL_PLACES = ("clean_validation.csv", "imagenet-val/clean_validation.csv")
 
 
 @dataclass(frozen=True)
@@ -117,27 +117,12 @@ class IdImage:
     label: int
 
 
-def _clean_labels(spec: OodSpec, root: Path) -> str | Path | None:
-    """``auto``: Kisel et al.'s clean_validation.csv when it is in the source root
-    (or its imagenet-val folder), else ReaL (as imagenet-mcq)."""
-    if spec.clean_labels in (None, "real"):
-        return spec.clean_labels
-    if spec.clean_labels == "auto":
-        found = [root / p for p in KISEL_PLACES if (root / p).is_file()]
-        return found[0] if found else "real"
-    path = root / spec.clean_labels
-    if not path.is_file():
-        raise SourceError(f"{path}: clean-label file named in the spec (clean_labels) not found; "
-                          "put it there, or set clean_labels: real (or null)")
-    return path
-
-
 def read_id(spec: OodSpec, root: Path, limit: int | None) -> tuple[list[IdImage], str]:
     """ImageNet val (clean labels; an image's label is its answer-rule label) and
     a note naming the clean labels used."""
     from vlmrobust.builders.sources import read_variant
 
-    clean = _clean_labels(spec, root)
+    clean = clean_labels_for(spec.clean_labels, root)
     images = read_variant(ID_CONFIG, root, clean)
     out = [IdImage(s.key, s.path, s.labels[0]) for s in images]
     note = "original ILSVRC-2012 labels" if clean is None else (
