@@ -156,7 +156,7 @@ def _tsv(path: Path) -> Path:
     return path
 
 
-def _predictions(ds: Path, out: Path, model: str, seed: int) -> Path:
+def _predictions(ds: Path, out: Path, model: str, seed: int, family: str = "classifier") -> Path:
     import vlmrobust
     from tests.classification_fixtures import index_rows
 
@@ -170,7 +170,7 @@ def _predictions(ds: Path, out: Path, model: str, seed: int) -> Path:
     rng = np.random.default_rng(seed)
     return vlmrobust.write_predictions(ds, [r["id"] for r in rows],
                                        [rng.normal(size=r["k"]).round(4).tolist() for r in rows],
-                                       model=model, family="classifier", out=out)
+                                       model=model, family=family, out=out)
 
 
 def _light_paths(tmp: Path) -> dict[str, list[list[str]]]:
@@ -322,7 +322,10 @@ def _seed_demo(out: Path, built_mcq: Path) -> None:
         for family in (f for f in answers if (datasets / f).is_dir()):
             _predictions(datasets / family,
                          out / "predictions" / model_id / family / "predictions.parquet",
-                         adapter, seed=i)
+                         adapter, seed=i,
+                         # as the demo's own runs: a pipeline's family is "other", and the
+                         # demo adds its own predictions to these submissions
+                         family="classifier" if adapter.startswith("classifier:") else "other")
 
 
 def test_full_wheel_every_subcommand(full_python: Path, tmp_path: Path) -> None:
@@ -374,3 +377,11 @@ def test_full_wheel_every_subcommand(full_python: Path, tmp_path: Path) -> None:
 
     subs = sorted(p.name for p in (demo / "submissions").iterdir() if not p.name.startswith("."))
     assert subs == sorted({m[1] for m in DemoOptions().models})
+    # built by the demo itself: the retrieval sample (answered by the describe
+    # pipeline), the discover stage and the failure-discovery dataset from its records
+    describe = json.loads((demo / "submissions" / "efficientnet-lite0-minilm-describe"
+                           / "scores.json").read_text())
+    assert describe["datasets"]["retrieval"]["configs"]["sample-photo"]["n"] == 31
+    fd = json.loads((demo / "datasets" / "failure-discovery" / "manifest.json").read_text())
+    assert fd["configs"]["open"] == 256 and fd["configs"]["mcq"] > 0
+    assert "QVR" in out and (demo / "site" / "failure-modes.html").is_file()
