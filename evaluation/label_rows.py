@@ -15,7 +15,7 @@ from typing import Any
 
 from vlmrobust.core.errors import VlmrobustError
 from vlmrobust.core.label_space import LabelSpace, candidate_check
-from vlmrobust.evaluation.rows import DatasetReader, PlannedRow
+from vlmrobust.evaluation.rows import DatasetReader, PlannedRow, checked_id
 
 LABEL_COLUMNS = ("id", "image")
 
@@ -79,15 +79,7 @@ def plan_label_rows(reader: DatasetReader, configs: Sequence[str],
         data = reader.read_columns(config, cols)
         n = len(data["id"])
         for r in range(n if limit is None else min(n, limit)):
-            rid = data["id"][r]
-            at = f"{where} row {r} (id {rid!r})"
-            if rid is None or str(rid) == "":
-                raise VlmrobustError(f"{at}: empty id; rebuild the dataset")
-            rid = str(rid)
-            if rid in seen:
-                raise VlmrobustError(f"{at}: duplicate id, also in config {seen[rid]!r}; "
-                                     "rebuild the dataset")
-            seen[rid] = config
+            rid, at = checked_id(data["id"][r], f"{where} row {r}", seen, config)
             k = len(space)
             cands = data.get("candidates", [None] * n)[r]
             if cands:  # a K-config row (an empty list: the whole space)

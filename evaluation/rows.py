@@ -189,6 +189,19 @@ def _hub_manifest(source: str) -> dict[str, Any]:
     return data
 
 
+def checked_id(raw: Any, row_at: str, seen: dict[str, str], config: str) -> tuple[str, str]:
+    """A planned row's id and its locator, refusing an empty id or one seen in an
+    earlier row (``seen``: id -> its config, updated here)."""
+    at = f"{row_at} (id {raw!r})"
+    if raw is None or str(raw) == "":
+        raise VlmrobustError(f"{at}: empty id; rebuild the dataset")
+    rid = str(raw)
+    if rid in seen:
+        raise VlmrobustError(f"{at}: duplicate id, also in config {seen[rid]!r}; rebuild the dataset")
+    seen[rid] = config
+    return rid, at
+
+
 def plan_rows(
     reader: DatasetReader,
     configs: Sequence[str],
@@ -217,16 +230,7 @@ def plan_rows(
         n = len(data["id"])
         all_groups = data.get("option_class_groups")
         for r in range(n if limit is None else min(n, limit)):
-            rid = data["id"][r]
-            at = f"{where} row {r} (id {rid!r})"
-            if rid is None or str(rid) == "":
-                raise VlmrobustError(f"{at}: empty id; rebuild the dataset")
-            rid = str(rid)
-            if rid in seen:
-                raise VlmrobustError(
-                    f"{at}: duplicate id, also in config {seen[rid]!r}; rebuild the dataset"
-                )
-            seen[rid] = config
+            rid, at = checked_id(data["id"][r], f"{where} row {r}", seen, config)
             options = data["options"][r]
             if not options:
                 raise VlmrobustError(f"{at}: no options; every row needs >= 1 option")

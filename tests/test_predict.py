@@ -330,3 +330,17 @@ def test_hub_dataset_path(tmp_path: Path, dataset: Path, reference: Path, lite0:
         np.testing.assert_allclose(x, y, rtol=1e-5, atol=1e-5)
     meta = read_prediction_meta(out)
     assert meta["dataset"]["source"] == "someorg/tiny-mcq@v0.0.1"
+
+
+def test_checked_id_refuses_empty_and_repeated_ids_in_one_line() -> None:
+    from vlmrobust.core.errors import VlmrobustError
+    from vlmrobust.evaluation.rows import checked_id
+
+    seen: dict[str, str] = {}
+    assert checked_id(7, "ds/a row 0", seen, "a") == ("7", "ds/a row 0 (id 7)")
+    assert seen == {"7": "a"}
+    with pytest.raises(VlmrobustError, match=r"ds/b row 3 \(id '7'\): duplicate id, also in config 'a'"):
+        checked_id("7", "ds/b row 3", seen, "b")
+    for empty in (None, ""):
+        with pytest.raises(VlmrobustError, match="empty id; rebuild the dataset"):
+            checked_id(empty, "ds/a row 1", seen, "a")
