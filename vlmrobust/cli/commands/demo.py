@@ -1,11 +1,12 @@
 """`vlmrobust demo --out DIR`: the whole pipeline on the embedded sample.
 
 build (imagenet-mcq, bench-c, imagewikiqa, classification, the cue-conflict
-stand-in, ood and 31 captioned photos for retrieval from the sample) ->
+stand-in, ood and 31 captioned photos for retrieval from the sample) -> a few
+GRPO steps of seed 004's questioner in the planted world and the
+failure-discovery dataset built from its records (demo_discover.py) ->
 predict with the real EfficientNet-Lite0/1/2 classifiers (and Lite0 + MiniLM
-pipelines for ImageWikiQA and retrieval) -> score -> submissions/ -> a few GRPO
-steps of seed 004's questioner in the planted world (demo_discover.py) ->
-static site. The classification configs (the sample's photos and renditions over
+pipelines for ImageWikiQA, failure-discovery's mcq config and retrieval) ->
+score -> submissions/ -> static site. The classification configs (the sample's photos and renditions over
 the 1,000 ImageNet classes, and their K-configs) are predicted right after
 ImageNet-MCQ: the same images, so the classifiers' logits come from the
 in-process cache (~12 s a model instead of ~90 s).
@@ -89,7 +90,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="ImageNet-MCQ questions per sample variant (seeded subset; "
                    "default: all sample images)")
     p.add_argument("--fresh", action="store_true", help="rebuild every stage from scratch "
-                   "(removes the datasets/, predictions/, submissions/, site/ and "
+                   "(removes the datasets/, predictions/, submissions/, site/, discover/ and "
                    "reference-runs.yaml the demo wrote in --out, nothing else)")
     p.set_defaults(func=run)
 
