@@ -320,3 +320,21 @@ def test_label_set_configs_hold_one_seeded_subset_for_every_k(root: Path, tmp_pa
     with pytest.raises(VlmrobustError, match="label_set_images must be an integer >= 1"):
         build({**raw, "label_set_images": 0}, Path("x.yaml"),
               BuildOptions(out=tmp_path / "o2", source_root=root, progress=False))
+
+
+@pytest.mark.parametrize("mat", ["flowers102/imagelabels.mat", "flowers102/setid.mat"])
+@pytest.mark.parametrize("damage", [b"", b"MATLAB 5.0 MAT-file, truncated", b"\x00" * 40])
+def test_a_damaged_mat_file_is_refused_in_one_line(root: Path, tmp_path: Path, mat: str,
+                                                   damage: bytes) -> None:
+    """scipy raises MatReadError / IndexError on a truncated or foreign .mat: one line, not a
+    traceback, and nothing written (the audit found a 34-line traceback)."""
+    copy = tmp_path / "src"
+    shutil.copytree(root, copy)
+    (copy / mat).write_bytes(damage)
+    out = tmp_path / "out"
+    with pytest.raises(SourceError) as err:
+        build(raw_spec(variants=["flowers102"]), Path("x.yaml"),
+              BuildOptions(out=out, source_root=copy, progress=False))
+    msg = str(err.value)
+    assert "\n" not in msg and "not a readable .mat file" in msg and mat.split("/")[1] in msg
+    assert not out.exists()

@@ -187,3 +187,24 @@ def test_a_fine_tuned_clip_is_scored_by_msp(tmp_path: Path) -> None:
     write_meta(preds, ds, family="clip", fine_tuned_on="imagenet-1k")  # no logit_scale needed
     block = score(ds, preds, tmp_path / "s.json")["datasets"]["ood"]["ood"]
     assert block["score"] == "msp" and "mcm" not in block["scores"] and block["logit_scale"] is None
+
+
+def test_the_score_command_prints_ood_sets_and_no_accuracy_for_ood_configs(
+        scored: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The CLI's summary line: an OOD config has no accuracy (it printed None with a
+    format spec, a traceback after scores.json was written); each set's AUROC is shown."""
+    from vlmrobust.cli.main import main
+
+    ds, scores, _, _ = scored
+    out = tmp_path / "cli-scores.json"
+    rc = main(["score", "--dataset", str(ds), "--predictions", str(tmp_path / "p.parquet"),
+               "--out", str(out)])
+    printed = capsys.readouterr()
+    assert rc == 0, printed.err
+    assert "Traceback" not in printed.err and out.is_file()
+    (section,) = scores["datasets"].values()
+    block = section["ood"]
+    for name, s in block["sets"].items():
+        assert f"{name} {s['auroc']:.3f}" in printed.out
+    ood_configs = [c for c, v in section["configs"].items() if v.get("accuracy") is None]
+    assert ood_configs and all(f"{c} n/a" in printed.out for c in ood_configs)

@@ -93,7 +93,24 @@ def render_card(spec: ClassificationSpec, sources: Sequence[VariantSource],
            "every K)" if spec.label_set_images else "every image of its full config")
         + ". ImageNet-D's candidates: the label and the "
         f"selection model's ({spec.hard_options.selector}) K - 1 highest-scoring wrong classes "
-        "(each class scored by the max over its ImageNet group), in a seeded order.",
+        "(each class scored by the max over its ImageNet group), in a seeded order. "
+        "**Deviation:** ImageNet-D's release ships its own 4-option questions (`questions/` "
+        "CSVs, distractors from its own selection models); they are not read: the distractors "
+        "here are recomputed with the selector named above, so the 4-option accuracies are "
+        "not the published question set's.",
+        "",
+        "## How models read a label space (the evaluator's defaults)",
+        "",
+        "- CLIP (`clip:...`): argmax over the label space of logit_scale × cosine to each "
+        "class's text embedding, prompt `photo-period` (\"a photo of a {class}.\", seed 002's "
+        "template, no ensembling) by default; `--prompt openai-80` averages the 80 OpenAI "
+        "ImageNet templates (seed 001's default). The prompt id is recorded with the predictions.",
+        "- ImageNet classifiers: their 1,000 logits, one per class of the label space as the "
+        "max over the class's ImageNet group (`imagenet_ids`); spaces without ImageNet ids "
+        "(Flowers102, StanfordCars, Caltech101) cannot be read by them.",
+        "- VLMs: `likelihood:*` over every class name, closed-world generation with every name "
+        "in the prompt (`--class-order fixed|random`), or open-world generation, matched "
+        "against the names and synonyms.",
         "",
         *imagenet_x_lines,
         "## Layouts read",

@@ -105,10 +105,15 @@ def read_mat(path: Path, expected: str) -> Any:
     import scipy.io
 
     read_bytes_bounded(path, MAX_META_BYTES, path.name)  # size bound before parsing
+    from scipy.io.matlab import MatReadError
+
     try:
         return scipy.io.loadmat(str(path), squeeze_me=True)
-    except (ValueError, TypeError, OSError, NotImplementedError) as exc:
-        raise SourceError(f"{path}: not a readable .mat file ({exc}); fix: restore it from the "
+    # a truncated or foreign file: MatReadError, or IndexError/KeyError from the header reader
+    except (ValueError, TypeError, OSError, NotImplementedError, IndexError, KeyError,
+            MatReadError) as exc:
+        first = (str(exc).splitlines() or [type(exc).__name__])[0][:200]
+        raise SourceError(f"{path}: not a readable .mat file ({first}); fix: restore it from the "
                           "release") from None
 
 

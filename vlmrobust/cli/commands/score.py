@@ -31,6 +31,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+def _fmt(x: object) -> str:
+    return f"{x:.3f}" if isinstance(x, (int, float)) else "n/a"
+
+
 def run(args: argparse.Namespace) -> int:
     from vlmrobust.evaluation.row_results import rows_path
     from vlmrobust.evaluation.score import score
@@ -45,8 +49,13 @@ def run(args: argparse.Namespace) -> int:
                 f"{v['text_to_image']['recall@5']:.3f}" for c, v in section["configs"].items())
                 + (f"; {partial_note(section['partial'])}" if section.get("partial") else ""))
             continue
-        accs = ", ".join(f"{c} {v['accuracy']:.3f}" for c, v in section["configs"].items())
+        # an OOD config has no accuracy (its rows have no label): "n/a" there
+        accs = ", ".join(f"{c} {_fmt(v.get('accuracy'))}" for c, v in section["configs"].items())
         line = f"{name}: accuracy {accs}"
+        ood = section.get("ood")
+        if ood and ood.get("sets"):
+            line += f"; OOD ({ood['score']}) AUROC " + ", ".join(
+                f"{s} {_fmt(v.get('auroc'))}" for s, v in ood["sets"].items())
         bench_c = section.get("bench_c")
         if bench_c and bench_c["aggregate"]["ras"] is not None:
             line += f"; RAS {bench_c['aggregate']['ras']:.4f}"
