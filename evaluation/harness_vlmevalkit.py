@@ -42,7 +42,7 @@ def export_vlmevalkit(dataset: str | Path, out: str | Path, config: str | None =
     from vlmrobust.core.atomic import atomic_file
     from vlmrobust.core.output_guard import check_file_output
     from vlmrobust.evaluation.rows import DatasetReader
-    from vlmrobust.models.prompts import SEED_PROMPTS, resolve_vlm_prompt
+    from vlmrobust.models.prompts import resolve_vlm_prompt
 
     out = Path(out)
     if out.suffix != ".tsv":
@@ -65,18 +65,67 @@ def export_vlmevalkit(dataset: str | Path, out: str | Path, config: str | None =
         writer = csv.writer(f, delimiter="\t", lineterminator="\n")
         writer.writerow(header)
         for index, (cfg, row) in enumerate(rows):
-            question, options = str(row["question"]), [str(o) for o in row["options"]]
-            if prompt_id in SEED_PROMPTS:
-                question, options = SEED_PROMPTS[prompt_id].vlm_texts(question, options)
+            question, options, answer = _shown(row, prompt_id)
             cells = [str(index), _image_b64(row["image"], row["id"]), question,
                      *(options + [""] * (k_max - len(options))),
-                     LETTERS[int(row["answer"])], cfg,
+                     answer, cfg,
                      str(row["id"]), cfg, fingerprint, out.stem]
             writer.writerow(cells)
     with out.open("rb") as f:
         for chunk in iter(lambda: f.read(1 << 20), b""):
             md5.update(chunk)
     return out, md5.hexdigest(), len(rows)
+
+
+def _shown(row: Mapping[str, Any], prompt_id: str | None) -> tuple[str, list[str], str]:
+    """The question, option texts and answer letter a row is exported with
+    (``prompt_id`` rewrites the texts as the project's VLM prompt does)."""
+    from vlmrobust.models.prompts import SEED_PROMPTS
+
+    question, options = str(row["question"]), [str(o) for o in row["options"]]
+    if prompt_id is not None and prompt_id in SEED_PROMPTS:
+        question, options = SEED_PROMPTS[prompt_id].vlm_texts(question, options)
+    return question, options, LETTERS[int(row["answer"])]
+
+
+def _cell(value: Any) -> str:
+    """A result cell as text (xlsx gives numbers and None where the TSV had text)."""
+    if value is None or (isinstance(value, float) and value != value):
+        return ""
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def _check_shown(result: Path, rows: Sequence[Mapping[str, Any]], dataset: str | Path,
+                 configs: Sequence[str], prompt: str | None) -> None:
+    """Each result row's question, option letters and answer equal what the export
+    wrote for its dataset row: a result edited after the run is refused."""
+    from vlmrobust.evaluation.rows import DatasetReader
+    from vlmrobust.models.prompts import resolve_vlm_prompt
+
+    if "question" not in rows[0]:
+        return  # a result file without the TSV's columns: nothing to compare
+    prompt_id = resolve_vlm_prompt(prompt)
+    reader = DatasetReader(dataset)
+    shown: dict[str, tuple[str, list[str], str]] = {}
+    for cfg in configs:
+        cols = reader.read_columns(cfg, ["id", "question", "options", "answer"])
+        for i, rid in enumerate(cols["id"]):
+            shown[str(rid)] = _shown({k: cols[k][i] for k in cols}, prompt_id)
+    for n, r in enumerate(rows, start=1):
+        want = shown.get(str(r.get("vlmrobust_id")))
+        if want is None:
+            continue  # an unknown id: write_predictions refuses it as validate does
+        question, options, answer = want
+        cells = {"question": question, "answer": answer,
+                 **{LETTERS[j]: o for j, o in enumerate(options)}}
+        for col, value in cells.items():
+            if col in r and _cell(r[col]) != value:
+                raise VlmrobustError(
+                    f"{result} record {n} (id {r.get('vlmrobust_id')!r}): its {col!r} differs "
+                    "from the dataset row's as exported (an edited result file, or one exported "
+                    "with another --prompt: import it with the export's --prompt)")
 
 
 def _export_rows(reader: Any, configs: Sequence[str]) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -189,6 +238,7 @@ def import_vlmevalkit(result: str | Path, dataset: str | Path, out: str | Path,
         pred = r.get("prediction")
         texts.append(None if pred is None else str(pred))
         configs.append(str(r.get("vlmrobust_config") or ""))
+    _check_shown(result, rows, dataset, sorted({c for c in configs if c}), prompt)
     name = model or model_from_filename(result, str(rows[0].get("vlmrobust_tsv") or ""))
     if not name:
         raise VlmrobustError(f"{result}: cannot tell the model from the file name "

@@ -199,3 +199,59 @@ def test_model_name_needed_when_file_name_does_not_give_it(
                        str(preds), "--model", "My VLM"], capsys)
     assert rc == 0, err
     assert read_meta(preds)["model"] == "My VLM"
+
+
+@pytest.mark.parametrize("suffix", [".xlsx", ".jsonl"])
+@pytest.mark.parametrize("column", ["question", "B", "answer"])
+def test_refuses_a_result_whose_shown_row_was_edited(ds: Path, tmp_path: Path, suffix: str,
+                                                     column: str,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """A forged row (its question, an option or the answer edited after the run)
+    is refused in one line naming the record and the column; nothing is written."""
+    tsv = tmp_path / "vr-mcq.tsv"
+    _export(ds, tsv, capsys)
+    rows = _result_rows(tsv, lambda r: r["answer"])
+    rows[2][column] = {"question": "What is this really?", "B": "a forged option",
+                       "answer": "D" if rows[2]["answer"] != "D" else "A"}[column]
+    result = _write_result(rows, tmp_path / f"M_vr-mcq{suffix}")
+    preds = tmp_path / "preds.jsonl"
+    rc, err = run_cli(["import", "vlmevalkit", str(result), "--dataset", str(ds), "--out",
+                       str(preds)], capsys)
+    assert rc == 1, err
+    one_line_error(err)
+    assert "record 3" in err and f"its {column!r} differs" in err
+    assert not preds.exists()
+
+
+def test_a_prompt_rewritten_export_imports_with_its_prompt(ds: Path, tmp_path: Path,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    tsv = tmp_path / "vr-mcq.tsv"
+    _export(ds, tsv, capsys, "--prompt", "photo-of")
+    result = _write_result(_result_rows(tsv, lambda r: r["answer"]), tmp_path / "M_vr-mcq.jsonl")
+    argv = ["import", "vlmevalkit", str(result), "--dataset", str(ds), "--out"]
+    rc, err = run_cli([*argv, str(tmp_path / "a.jsonl")], capsys)
+    assert rc == 1 and "--prompt" in err, err
+    rc, err = run_cli([*argv, str(tmp_path / "b.jsonl"), "--prompt", "photo-of"], capsys)
+    assert rc == 0, err
+
+
+def test_an_exported_tsv_converts_back_to_the_same_questions(ds: Path, tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """Done-when of issue 26: an exported TSV read back by our own `convert
+    vlmevalkit-tsv` gives the same questions, options, answers and image bytes."""
+    from vlmrobust.cli import main
+    from vlmrobust.core.datadir import config_names, read_table
+
+    tsv = tmp_path / "vr-mcq.tsv"
+    _export(ds, tsv, capsys)
+    out = tmp_path / "back"
+    assert main(["convert", "vlmevalkit-tsv", str(tsv), "--out", str(out)]) == 0, \
+        capsys.readouterr().err
+    cols = ["question", "options", "answer", "image"]
+    want = [r for c in config_names(ds) for r in read_table(ds, c, cols).to_pylist()]
+    got = [r for c in config_names(out) for r in read_table(out, c, cols).to_pylist()]
+    assert len(got) == len(want) == 12  # 2 configs x 6 rows
+    key = lambda r: (r["question"], tuple(r["options"]))  # noqa: E731
+    for a, b in zip(sorted(want, key=key), sorted(got, key=key), strict=True):
+        assert (a["question"], a["options"], a["answer"]) == (b["question"], b["options"], b["answer"])
+        assert a["image"]["bytes"] == b["image"]["bytes"]
