@@ -80,15 +80,19 @@ class DatasetReader:
             names = list(datasets.get_dataset_config_names(self._hub_path()))
         if config is None:
             return names
-        if config not in names:
-            import difflib
+        # a comma-separated list names several (e.g. ImageNet val and its shifts in one
+        # file, so that seed 001's temperature reaches the shifts)
+        wanted = list(dict.fromkeys(c.strip() for c in config.split(",") if c.strip()))
+        for one in wanted or [config]:
+            if one not in names:
+                import difflib
 
-            close = difflib.get_close_matches(config, names, n=1)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
-            raise VlmrobustError(
-                f"{self.source}: no config {config!r}{hint} (configs: {', '.join(names)})"
-            )
-        return [config]
+                close = difflib.get_close_matches(one, names, n=1)
+                hint = f"; did you mean {close[0]!r}?" if close else ""
+                raise VlmrobustError(
+                    f"{self.source}: no config {one!r}{hint} (configs: {', '.join(names)})"
+                )
+        return wanted
 
     def where(self, config: str) -> str:
         if self.local is not None:

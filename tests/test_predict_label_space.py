@@ -124,6 +124,30 @@ def test_classifier_over_a_space_without_ids_is_refused_before_loading(tmp_path:
     assert not list(tmp_path.glob(".p.parquet.partial"))
 
 
+def test_several_configs_in_one_file_skip_a_space_the_classifier_cannot_read(
+        tmp_path: Path) -> None:
+    """A full classification build holds spaces without ImageNet ids (Flowers102...):
+    `--config a,b` predicts ImageNet val and a shift into one file (so that seed
+    001's temperature reaches the shift) without the unreadable config."""
+    ims = photos()[:2]
+    flowers = LabelSpace("flowers", (ClassEntry("rose"), ClassEntry("daisy")))
+    rows = {c: [{"id": f"{c}-{i}", "image": im, "label": i} for i, im in enumerate(ims)]
+            for c in ("val", "shift", "f")}
+    ds = write_classification(tmp_path / "ds", {"val": imagenet_space(), "shift": imagenet_space(),
+                                                "f": flowers}, rows)
+    with pytest.raises(VlmrobustError, match="no imagenet_ids"):
+        predict_dataset("classifier:efficientnet-lite0", ds, tmp_path / "all.parquet",
+                        device="cpu", progress=False, threads=1)
+    with pytest.raises(VlmrobustError, match="no config 'vall'; did you mean 'val'"):
+        predict_dataset("classifier:efficientnet-lite0", ds, tmp_path / "x.parquet",
+                        config="vall,shift", device="cpu", progress=False, threads=1)
+    out = predict_dataset("classifier:efficientnet-lite0", ds, tmp_path / "p.parquet",
+                          config="val, shift", device="cpu", progress=False, threads=1)
+    pf = read_predictions(out)
+    assert sorted(pf.ids.tolist()) == ["shift-0", "shift-1", "val-0", "val-1"]
+    assert pf.logits_len is not None and pf.logits_len.tolist() == [1000] * 4
+
+
 def test_efficientnet_lite0_on_the_sample_classification_config(tmp_path: Path) -> None:
     """Issue 23's Done-when on the embedded sample: `vlmrobust build classification
     --sample`, then EfficientNet-Lite0 on its sample-photo config gives 1,000

@@ -20,7 +20,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "vlm:HUB_ID_OR_DIR | endpoint:SERVED_NAME | pipeline:CLASSIFIER+ANSWERER "
                    "(see `vlmrobust models`)")
     p.add_argument("--dataset", required=True, help="dataset directory or hub id")
-    p.add_argument("--config", default=None, help="one config (default: all)")
+    p.add_argument("--config", default=None,
+                   help="one config, or several separated by commas (default: all); e.g. "
+                        "imagenet-val,imagenet-r so that seed 001's temperature reaches the shift")
     p.add_argument("--out", type=Path, required=True, help="predictions .parquet (or .jsonl)")
     p.add_argument("--batch-size", type=int, default=16)
     p.add_argument("--device", default=None, help="torch device (default: cuda if present)")
