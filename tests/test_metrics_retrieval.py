@@ -111,3 +111,32 @@ def test_blocked_ranks_equal_full_matrix(block: int) -> None:
 def test_bad_input_names_the_value(call: object, match: str) -> None:
     with pytest.raises(ValueError, match=match):
         call()  # type: ignore[operator]
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_recall_at_k_equals_clip_benchmarks_own_function(seed: int) -> None:
+    """The package CLIP_benchmark itself (clip-benchmark, the build extra), not a
+    re-implementation: its evaluate() counts a query as hit when recall_at_k > 0
+    on the (texts x images) score matrix and its transpose."""
+    torch = pytest.importorskip("torch")
+    cb = pytest.importorskip("clip_benchmark.metrics.zeroshot_retrieval")
+    from vlmrobust.metrics.retrieval import recall_at_k, retrieval_ranks
+
+    rng = np.random.default_rng(seed)
+    n, per, d = int(rng.integers(5, 40)), int(rng.integers(1, 6)), 16
+    img = rng.normal(size=(n, d))
+    text_image = np.repeat(np.arange(n), per)
+    txt = img[text_image] + 1.5 * rng.normal(size=(text_image.size, d))
+    i2t, t2i = retrieval_ranks(img, txt, text_image, block=7)
+    im = torch.nn.functional.normalize(torch.from_numpy(img).float(), dim=-1)
+    tx = torch.nn.functional.normalize(torch.from_numpy(txt).float(), dim=-1)
+    scores = tx @ im.T
+    positive = torch.zeros_like(scores, dtype=torch.bool)
+    positive[torch.arange(text_image.size), torch.from_numpy(text_image)] = True
+    for k in (1, 5, 10):
+        if k > n:
+            continue
+        want_t2i = (cb.recall_at_k(scores, positive, k) > 0).float().mean().item()
+        want_i2t = (cb.recall_at_k(scores.T, positive.T, k) > 0).float().mean().item()
+        assert recall_at_k(t2i, k) == pytest.approx(want_t2i, abs=1e-6)
+        assert recall_at_k(i2t, k) == pytest.approx(want_i2t, abs=1e-6)
