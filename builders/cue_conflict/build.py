@@ -11,7 +11,6 @@ where none). Shape bias is scored from these columns
 
 from __future__ import annotations
 
-import io
 import sys
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -29,13 +28,12 @@ from vlmrobust.builders.cue_conflict.layout import (
     Stimulus,
 )
 from vlmrobust.builders.families import BuildOptions
-from vlmrobust.core.bounded import read_bytes_bounded
+from vlmrobust.builders.image_files import checked_image
 from vlmrobust.core.errors import SpecError, VlmrobustError
 from vlmrobust.core.kinds import CLASSIFICATION
 from vlmrobust.core.writer import BuildInfo, write_dataset
 
 FAMILY = "cue-conflict"
-MAX_IMAGE_BYTES = 64 << 20  # the published stimuli are 224x224 PNGs of ~100 KB
 
 
 @dataclass(frozen=True)
@@ -87,16 +85,8 @@ def features() -> Any:
 
 def image_bytes(path: Path) -> bytes:
     """The file's bytes once PIL has checked that they are a PNG it can decode."""
-    from PIL import Image, UnidentifiedImageError
-
-    data = read_bytes_bounded(path, MAX_IMAGE_BYTES, "cue-conflict image")
-    try:
-        with Image.open(io.BytesIO(data)) as im:
-            fmt = im.format
-            im.load()
-    except (UnidentifiedImageError, OSError, ValueError) as exc:
-        raise VlmrobustError(f"{path}: not a readable image ({exc}); fix: restore the file from "
-                             "the published stimuli") from None
+    data, fmt = checked_image(path, "cue-conflict image",
+                              "restore the file from the published stimuli", VlmrobustError)
     if fmt != "PNG":
         raise VlmrobustError(f"{path}: a {fmt} image under a .png name; fix: restore the file "
                              "from the published stimuli")

@@ -6,17 +6,15 @@ dataset row always shows what the answerer and verifier were shown."""
 from __future__ import annotations
 
 import hashlib
-import io
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from vlmrobust.core.bounded import MIB, read_bytes_bounded
+from vlmrobust.builders.image_files import checked_image
 from vlmrobust.core.discover_records import DiscoveryRecord, iter_records
 from vlmrobust.core.errors import SourceError, SpecError
 
-MAX_IMAGE_BYTES = 64 * MIB
 MAX_RECORDS = 2_000_000  # question slots over all files of one build
 MAX_FILES = 10_000
 
@@ -80,8 +78,6 @@ def record_files(root: Path, spec: FailureSpec) -> list[Path]:
 
 
 def _image(folder: Path, name: str, sha: str, where: str) -> bytes:
-    from PIL import Image, UnidentifiedImageError
-
     if Path(name).name != name or name in ("", ".", ".."):
         raise SourceError(f"{where}: image {name!r} is not a file name; records name images "
                           "by their file name in the --images folder")
@@ -89,16 +85,11 @@ def _image(folder: Path, name: str, sha: str, where: str) -> bytes:
     if not path.is_file():
         raise SourceError(f"{where}: image {name!r} is not in {folder}; fix: set images: in "
                           "the spec to the folder `discover sample --images` read")
-    data = read_bytes_bounded(path, MAX_IMAGE_BYTES, "discover image", SourceError)
+    data, _ = checked_image(path, "discover image", "use the images the records were made from")
     got = hashlib.sha256(data).hexdigest()
     if got != sha:
         raise SourceError(f"{where}: {path} has sha256 {got[:12]}…, the record says {sha[:12]}…; "
                           "fix: use the images the records were made from")
-    try:
-        with Image.open(io.BytesIO(data)) as im:
-            im.load()
-    except (UnidentifiedImageError, OSError, ValueError) as exc:
-        raise SourceError(f"{path}: not a readable image ({exc})") from None
     return data
 
 

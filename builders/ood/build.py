@@ -18,7 +18,6 @@ folder and file for DTD / ImageNet-O).
 
 from __future__ import annotations
 
-import io
 import sys
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -27,10 +26,10 @@ from typing import Any
 
 from vlmrobust.builders import card_meta
 from vlmrobust.builders.families import BuildOptions
+from vlmrobust.builders.image_files import checked_image
 from vlmrobust.builders.labels import clean_labels_for
 from vlmrobust.builders.ood.card import render_card
 from vlmrobust.builders.ood.layouts import LAYOUTS, OodSet, read_ood_set
-from vlmrobust.core.bounded import read_bytes_bounded
 from vlmrobust.core.errors import SourceError, SpecError, VlmrobustError
 from vlmrobust.core.fingerprint import tree_fingerprint
 from vlmrobust.core.kinds import OOD
@@ -39,7 +38,6 @@ from vlmrobust.core.writer import BuildInfo, write_dataset
 
 FAMILY = "ood"
 ID_CONFIG = "imagenet-val"
-MAX_IMAGE_BYTES = 64 << 20
 
 
 @dataclass(frozen=True)
@@ -98,16 +96,7 @@ def imagenet_label_space() -> LabelSpace:
 
 def image_bytes(path: Path) -> bytes:
     """The file's bytes once PIL has decoded them (a broken file is refused)."""
-    from PIL import Image, UnidentifiedImageError
-
-    data = read_bytes_bounded(path, MAX_IMAGE_BYTES, "image", SourceError)
-    try:
-        with Image.open(io.BytesIO(data)) as im:
-            im.load()
-    except (UnidentifiedImageError, OSError, ValueError) as exc:
-        raise SourceError(f"{path}: not a readable image ({exc}); fix: restore the file from "
-                          "its release") from None
-    return data
+    return checked_image(path)[0]
 
 
 @dataclass(frozen=True)

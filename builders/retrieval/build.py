@@ -12,7 +12,6 @@ caption embeddings (vlmrobust.evaluation.retrieval_scores)."""
 
 from __future__ import annotations
 
-import io
 import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -21,6 +20,7 @@ from typing import Any
 
 from vlmrobust.builders import card_meta
 from vlmrobust.builders.families import BuildOptions
+from vlmrobust.builders.image_files import checked_image
 from vlmrobust.builders.retrieval.card import render_card
 from vlmrobust.builders.retrieval.karpathy import (
     LAYOUTS,
@@ -28,14 +28,12 @@ from vlmrobust.builders.retrieval.karpathy import (
     KarpathySplit,
     read_karpathy,
 )
-from vlmrobust.core.bounded import read_bytes_bounded
 from vlmrobust.core.errors import SourceError, SpecError, VlmrobustError
 from vlmrobust.core.fingerprint import file_sha256
 from vlmrobust.core.kinds import RETRIEVAL
 from vlmrobust.core.writer import BuildInfo, write_dataset
 
 FAMILY = "retrieval"
-MAX_IMAGE_BYTES = 64 << 20  # Flickr30K / COCO JPEGs are ~50-300 KB
 DEFAULT_SOURCES = {"flickr30k": "flickr30k", "mscoco-5k": "mscoco"}
 
 
@@ -84,16 +82,7 @@ def features() -> Any:
 
 def image_bytes(path: Path) -> bytes:
     """The file's bytes once PIL has decoded them."""
-    from PIL import Image, UnidentifiedImageError
-
-    data = read_bytes_bounded(path, MAX_IMAGE_BYTES, "retrieval image", SourceError)
-    try:
-        with Image.open(io.BytesIO(data)) as im:
-            im.load()
-    except (UnidentifiedImageError, OSError, ValueError) as exc:
-        raise SourceError(f"{path}: not a readable image ({exc}); fix: restore the file from "
-                          "the published images") from None
-    return data
+    return checked_image(path, "retrieval image", "restore the file from the published images")[0]
 
 
 def rows(split: KarpathySplit) -> Iterator[dict[str, Any]]:
