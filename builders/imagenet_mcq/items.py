@@ -9,7 +9,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from vlmrobust.builders.image_files import MAX_IMAGE_BYTES
 from vlmrobust.builders.imagenet_mcq.seeding import derive_seed
+from vlmrobust.core.bounded import read_bytes_bounded
 from vlmrobust.core.errors import SourceError
 
 KEEP_FORMATS = ("JPEG", "PNG")
@@ -71,7 +73,7 @@ def image_bytes(path: Path) -> bytes:
     fingerprints are stable), else a PNG with fixed parameters."""
     from PIL import Image
 
-    data = Path(path).read_bytes()
+    data = read_bytes_bounded(path, MAX_IMAGE_BYTES, "image", SourceError)
     try:
         with Image.open(io.BytesIO(data)) as im:
             fmt = im.format
@@ -94,7 +96,7 @@ def stored_bytes(path: Path) -> bytes:
     strategies write it; other formats are converted as before."""
     from PIL import Image
 
-    data = Path(path).read_bytes()
+    data = read_bytes_bounded(path, MAX_IMAGE_BYTES, "image", SourceError)
     try:
         with Image.open(io.BytesIO(data)) as im:
             if im.format in KEEP_FORMATS:

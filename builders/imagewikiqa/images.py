@@ -10,8 +10,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from vlmrobust.builders.image_files import MAX_IMAGE_BYTES
 from vlmrobust.builders.imagewikiqa.question import Candidate
 from vlmrobust.builders.imagewikiqa.seeds import rng_for
+from vlmrobust.core.bounded import read_bytes_bounded
 from vlmrobust.core.errors import SourceError
 
 
@@ -120,7 +122,7 @@ def image_bytes(path: Path) -> bytes:
     fingerprints stable), else a PNG written with fixed parameters."""
     from PIL import Image
 
-    data = Path(path).read_bytes()
+    data = read_bytes_bounded(path, MAX_IMAGE_BYTES, "image", SourceError)
     try:
         with Image.open(io.BytesIO(data)) as im:
             fmt = im.format
