@@ -132,11 +132,23 @@ class PredictionsFile:
 
     def where(self, row: int) -> str:
         """Human locator of data row ``row``: JSONL line number or parquet row."""
-        rid = self.ids[row]
-        tag = f" (id {rid!r})" if isinstance(rid, str) else ""
-        if self.line_numbers is not None:
-            return f"line {int(self.line_numbers[row])}{tag}"
-        return f"row {row}{tag}"
+        return row_locator(self.ids, self.line_numbers, row)
+
+
+def row_locator(ids: Any, line_numbers: Any, row: int) -> str:
+    """``line N (id 'x')`` of a JSONL file, ``row N (id 'x')`` of a parquet one.
+
+    >>> import numpy as np
+    >>> row_locator(np.array(["a", "b"], dtype=object), None, 1)
+    "row 1 (id 'b')"
+    >>> row_locator(np.array(["a"], dtype=object), np.array([7]), 0)
+    "line 7 (id 'a')"
+    """
+    rid = ids[row]
+    tag = f" (id {rid!r})" if isinstance(rid, str) else ""
+    if line_numbers is not None:
+        return f"line {int(line_numbers[row])}{tag}"
+    return f"row {row}{tag}"
 
 
 def row_problem(pf: PredictionsFile, kind: str, detail: str, rows: Sequence[int] | NDArray[Any]) -> Problem:

@@ -31,7 +31,7 @@ from numpy.typing import NDArray
 from vlmrobust.core.bounded import MIB, open_bounded
 from vlmrobust.core.errors import SubmissionError
 from vlmrobust.evaluation.predictions_jsonl import MAX_LINE_BYTES
-from vlmrobust.evaluation.predictions_read import MAX_EXAMPLES, Problem, sniff_format
+from vlmrobust.evaluation.predictions_read import MAX_EXAMPLES, Problem, row_locator, sniff_format
 
 MAX_DIM = 16_384
 # bytes a predictions file may hold per allowed row (7 captions x 4096 dims as
@@ -71,11 +71,7 @@ class EmbeddingFile:
         return out
 
     def where(self, row: int) -> str:
-        rid = self.ids[row]
-        tag = f" (id {rid!r})" if isinstance(rid, str) else ""
-        if self.line_numbers is not None:
-            return f"line {int(self.line_numbers[row])}{tag}"
-        return f"row {row}{tag}"
+        return row_locator(self.ids, self.line_numbers, row)
 
     def problem(self, kind: str, detail: str, rows: Any) -> Problem:
         rows = [int(r) for r in rows]
