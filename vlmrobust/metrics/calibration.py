@@ -24,11 +24,10 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from vlmrobust.metrics.temperature import newton_temperature, nll_beta_moments, on_lower_bound
 from vlmrobust.metrics.uncertainty import softmax
 
 DEFAULT_BINS = 15
-# log T is searched in [−5, 5]: T from 0.0067 to 148 covers any sane model.
-_LOG_T_BOUNDS = (-5.0, 5.0)
 
 
 def _check_labels(labels: ArrayLike, n: int, k: int) -> NDArray[np.int64]:
@@ -110,9 +109,10 @@ def fit_temperature(logits: ArrayLike, labels: ArrayLike) -> float:
 
     In β = 1/T the NLL, mean_i [log Σ_k exp(β z_ik) − β z_iy], is convex, with
     gradient mean_i (E_p[z_i] − z_iy) and curvature mean_i Var_p(z_i) ≥ 0; a
-    Newton iteration safeguarded by bisection on the gradient's sign finds the
-    minimum in a handful of passes over the data. If every row's logits are
-    constant the NLL does not depend on T and T* = 1.
+    Newton iteration safeguarded by bisection on the gradient's sign
+    (:func:`~vlmrobust.metrics.temperature.newton_temperature`, shared with the
+    label-space fit) finds the minimum in a handful of passes over the data. If
+    every row's logits are constant the NLL does not depend on T and T* = 1.
 
     >>> z = np.array([[4.0, 0.0], [4.0, 0.0]]); fit_temperature(z, [0, 1]) > 1
     True
@@ -127,39 +127,13 @@ def fit_temperature(logits: ArrayLike, labels: ArrayLike) -> float:
     if np.isneginf(zy).any():
         raise ValueError("a label points at a padded (-inf) option")
     z0 = np.where(np.isfinite(zc), zc, 0.0)
+    n = zc.shape[0]
 
     def grad_curv(beta: float) -> tuple[float, float]:
-        e = np.exp(beta * zc)
-        p = e / e.sum(axis=1, keepdims=True)
-        m1 = (p * z0).sum(axis=1)
-        m2 = (p * z0 * z0).sum(axis=1)
-        return float((m1 - zy).mean()), float(np.maximum(m2 - m1 * m1, 0.0).mean())
+        g, h = nll_beta_moments(zc, z0, zy, beta)
+        return g / n, h / n
 
-    lo, hi = float(np.exp(-_LOG_T_BOUNDS[1])), float(np.exp(-_LOG_T_BOUNDS[0]))
-    beta = 1.0
-    g, h = grad_curv(beta)
-    if h <= 1e-15 and abs(g) <= 1e-15:
-        return 1.0
-    # Uninformative logits put the optimum on a bound: check it before iterating.
-    edge = lo if g > 0 else hi
-    g_edge, _ = grad_curv(edge)
-    if (g > 0 and g_edge >= 0) or (g <= 0 and g_edge <= 0):
-        return float(1.0 / edge)
-    for _ in range(100):
-        if g > 0:
-            hi = beta
-        else:
-            lo = beta
-        step = g / h if h > 0 else np.inf
-        nxt = beta - step
-        if not lo < nxt < hi:
-            nxt = float(np.sqrt(lo * hi))  # bisection in log space
-        if abs(nxt - beta) <= 1e-10 * beta or hi - lo <= 1e-10 * hi:
-            beta = nxt
-            break
-        beta = nxt
-        g, h = grad_curv(beta)
-    return float(1.0 / beta)
+    return newton_temperature(grad_curv)
 
 
 NO_ERRORS = "not estimable: the fitting rows have no errors, so T has no finite optimum"
@@ -178,11 +152,7 @@ def temperature_fit_problem(logits: ArrayLike, labels: ArrayLike, t: float) -> s
     y = np.asarray(labels)
     if z.shape[0] and bool((z.argmax(axis=1) == y).all()):
         return NO_ERRORS
-    # T on the UPPER bound is a real answer (uninformative logits: flatten them,
-    # NLL → log K); only T → 0 turns one held-out mistake into an absurd NLL.
-    if t <= float(np.exp(_LOG_T_BOUNDS[0])) * (1 + 1e-9):
-        return ON_BOUND
-    return None
+    return ON_BOUND if on_lower_bound(t) else None
 
 
 @dataclass(frozen=True)

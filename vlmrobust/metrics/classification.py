@@ -21,8 +21,9 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from vlmrobust.metrics.calibration import _LOG_T_BOUNDS, DEFAULT_BINS, NO_ERRORS, ON_BOUND
+from vlmrobust.metrics.calibration import DEFAULT_BINS, NO_ERRORS, ON_BOUND
 from vlmrobust.metrics.subsets import split_half
+from vlmrobust.metrics.temperature import newton_temperature, nll_beta_moments, on_lower_bound
 
 # 4 Mi logits a chunk: 32 MB per float64 copy, two copies live at a time.
 CHUNK_CELLS = 1 << 22
@@ -271,21 +272,16 @@ def score_logits(logits: ArrayLike, labels: ArrayLike, *, temperature: float = 1
 
 def _grad_curv(z: NDArray[np.floating] | NDArray[np.integer], y: NDArray[np.int64], beta: float,
                chunk_rows: int | None) -> tuple[float, float]:
-    """d/dβ and d²/dβ² of NLL(β) = mean_i [log Σ_c exp(β z_ic) − β z_iy]:
-    mean_i (E_p[z_i] − z_iy) and mean_i Var_p(z_i), with p = softmax(β z_i)."""
+    """d/dβ and d²/dβ² of NLL(β) = mean_i [log Σ_c exp(β z_ic) − β z_iy],
+    summed chunk by chunk so that the whole array is never widened."""
     g = h = 0.0
     for s in _chunks(z.shape[0], z.shape[1], chunk_rows):
         block = _widened(z, s)
         block -= block.max(axis=1, keepdims=True)  # shift-invariant; keeps exp ≤ 1
-        zy = block[np.arange(block.shape[0]), y[s]]
-        e = np.exp(beta * block)
-        total = e.sum(axis=1)
-        e *= block
-        m1 = e.sum(axis=1) / total
-        e *= block
-        m2 = e.sum(axis=1) / total
-        g += float((m1 - zy).sum())
-        h += float(np.maximum(m2 - m1 * m1, 0.0).sum())
+        # finite logits (_widened): the block is its own −inf-free copy
+        dg, dh = nll_beta_moments(block, block, block[np.arange(block.shape[0]), y[s]], beta)
+        g += dg
+        h += dh
     n = z.shape[0]
     return g / n, h / n
 
@@ -294,10 +290,10 @@ def fit_temperature(logits: ArrayLike, labels: ArrayLike, *, chunk_rows: int | N
     """T* = argmin_T NLL(softmax(z / T), y) over log T ∈ [−5, 5], chunked.
 
     The same minimisation as :func:`vlmrobust.metrics.calibration.fit_temperature`
-    (Newton in β = 1/T, where the NLL is convex, safeguarded by bisection of
-    [e⁻⁵, e⁵] on the gradient's sign), but each pass streams the rows in chunks
-    and never widens the whole array. Constant logits give T* = 1; a fit on
-    rows without an error runs to the lower bound (see :func:`temperature_problem`).
+    (one Newton search, :func:`~vlmrobust.metrics.temperature.newton_temperature`),
+    but each pass streams the rows in chunks and never widens the whole array.
+    Constant logits give T* = 1; a fit on rows without an error runs to the
+    lower bound (see :func:`temperature_problem`).
 
     >>> round(fit_temperature([[4.0, 0.0]] * 3, [0, 0, 1]), 4)  # p* = 2/3: T = 4 / ln 2
     5.7708
@@ -306,35 +302,7 @@ def fit_temperature(logits: ArrayLike, labels: ArrayLike, *, chunk_rows: int | N
     y = _as_labels(labels, z.shape[0], z.shape[1])
     if z.shape[0] == 0:
         raise ValueError("fit_temperature needs at least one row")
-    lo, hi = float(np.exp(-_LOG_T_BOUNDS[1])), float(np.exp(-_LOG_T_BOUNDS[0]))
-    beta = 1.0
-    g, h = _grad_curv(z, y, beta, chunk_rows)
-    if h <= 1e-15 and abs(g) <= 1e-15:
-        return 1.0
-    edge = lo if g > 0 else hi
-    g_edge, _ = _grad_curv(z, y, edge, chunk_rows)
-    if (g > 0 and g_edge >= 0) or (g <= 0 and g_edge <= 0):
-        return float(1.0 / edge)
-    for _ in range(100):
-        if g > 0:
-            hi = beta
-        else:
-            lo = beta
-        step = g / h if h > 0 else np.inf
-        # Converged: without this, a last Newton step that lands on the bracket's
-        # edge falls back to bisection, which creeps the remaining 1e-9 for a dozen passes.
-        if abs(step) <= 1e-10 * beta:
-            beta -= step
-            break
-        nxt = beta - step
-        if not lo < nxt < hi:
-            nxt = float(np.sqrt(lo * hi))  # bisection in log space
-        if abs(nxt - beta) <= 1e-10 * beta or hi - lo <= 1e-10 * hi:
-            beta = nxt
-            break
-        beta = nxt
-        g, h = _grad_curv(z, y, beta, chunk_rows)
-    return float(1.0 / beta)
+    return newton_temperature(lambda beta: _grad_curv(z, y, beta, chunk_rows))
 
 
 def temperature_problem(scores: RowScores, labels: ArrayLike, t: float) -> str | None:
@@ -348,9 +316,7 @@ def temperature_problem(scores: RowScores, labels: ArrayLike, t: float) -> str |
     y = np.asarray(labels)
     if y.size and bool((scores.prediction == y).all()):
         return NO_ERRORS
-    if t <= float(np.exp(_LOG_T_BOUNDS[0])) * (1 + 1e-9):
-        return ON_BOUND
-    return None
+    return ON_BOUND if on_lower_bound(t) else None
 
 
 @dataclass(frozen=True)
