@@ -14,10 +14,12 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from vlmrobust.core.errors import VlmrobustError
+from vlmrobust.core.kinds import OOD
 from vlmrobust.core.label_space import LabelSpace, candidate_check
 from vlmrobust.evaluation.rows import DatasetReader, PlannedRow, checked_id
 
 LABEL_COLUMNS = ("id", "image")
+TEXT_MODES = ("generate", "open-world")  # the readers that give a label space no logits
 
 
 def read_spaces(reader: DatasetReader, configs: Sequence[str]) -> dict[str, LabelSpace]:
@@ -126,11 +128,18 @@ def preflight(adapter: Any, kind: str, reader: DatasetReader, plan: Sequence[Pla
 
 
 def label_plan(reader: DatasetReader, configs: Sequence[str], family: str, model: str,
-               limit: int | None, max_options: int | None, mode: str | None
-               ) -> tuple[dict[str, LabelSpace], list[PlannedRow]]:
+               limit: int | None, max_options: int | None, mode: str | None,
+               kind: str | None = None) -> tuple[dict[str, LabelSpace], list[PlannedRow]]:
     """Spaces and plan of a label-space dataset, with what can be refused
     before a model loads: a 1000-way classifier over a space whose classes lack
-    ``imagenet_ids``, a lettering reader over more classes than letters."""
+    ``imagenet_ids``, a lettering reader over more classes than letters, a
+    reader without logits on an ood dataset (its scores are made from logits)."""
+    base = (mode or "").partition(":")[0]
+    if kind == OOD and base in TEXT_MODES:
+        raise VlmrobustError(
+            f"{reader.source}: --mode {mode} answers in text, but an ood dataset is scored "
+            "from logits over the label space (MSP, max-logit, energy); use --mode "
+            "likelihood:sum or likelihood:avg (or letter, up to 26 classes)")
     spaces = read_spaces(reader, configs)
     if family == "classifier":
         from vlmrobust.models.label_logits import imagenet_groups

@@ -12,7 +12,9 @@ each row's logits over the label space:
   fine-tuned models, CLIP included, VLMs over the logits any reader gives);
 - ``max_logit`` and ``energy`` (−E, T = 1) are reported beside them.
 
-The headline score (``ood.score``) is MCM for CLIP and MSP otherwise. For every
+The headline score (``ood.score``) is MCM for CLIP and MSP otherwise, unless the
+scorer is asked for another (``vlmrobust score --ood-score``: MCM only for a
+``clip`` model, whose logits are scaled cosines). For every
 OOD set (the ``ood_source`` of the OOD rows) against all scored ID rows:
 AUROC (ID positive), FPR@95 and, where the set's rows name a class
 (``ood_class``; NINCO), the class-mean AUROC, each headline number with a
@@ -47,7 +49,8 @@ SCORES = ("msp", "mcm", "max_logit", "energy")
 BLOCK_ROWS = 4096
 NOTE = ("OOD detection (seed 001): higher score = more in-distribution; ID rows are the "
         "positives. auroc/fpr95/class_mean_auroc use the headline score ('score': MCM for "
-        "zero-shot CLIP, with the logit scale undone; MSP otherwise), CIs from a two-sample "
+        "zero-shot CLIP, with the logit scale undone; MSP otherwise; or the one --ood-score "
+        "chose), CIs from a two-sample "
         "percentile bootstrap; by_score repeats the point estimates for every score computed.")
 
 
@@ -64,6 +67,28 @@ def headline_score(meta: Mapping[str, Any] | None) -> str:
     if meta is None or meta.get("family") != "clip":
         return "msp"
     return "msp" if meta.get("fine_tuned_on") else "mcm"
+
+
+def chosen_score(meta: Mapping[str, Any] | None, requested: str | None, where: str) -> str:
+    """The headline score: ``requested`` (``--ood-score``) when given, else
+    :func:`headline_score`. MCM is refused for a model that is not ``clip``:
+    its logits are not scaled cosines, so max softmax of cosine / τ has no meaning.
+
+    >>> chosen_score({"family": "vlm"}, None, "p"), chosen_score({"family": "vlm"}, "energy", "p")
+    ('msp', 'energy')
+    """
+    if requested is None:
+        return headline_score(meta)
+    if requested not in SCORES:
+        raise SubmissionError(f"--ood-score {requested!r}: not an OOD score; choose one of "
+                              f"{', '.join(SCORES)}")
+    family = meta.get("family") if meta is not None else None
+    if requested == "mcm" and family != "clip":
+        raise SubmissionError(
+            f"{where}: --ood-score mcm is zero-shot CLIP's score (max softmax of cosine / τ), "
+            f"but the metadata names family {family!r}, whose logits are not CLIP's scaled "
+            "cosines; use --ood-score msp (or max_logit, energy)")
+    return requested
 
 
 def logit_scale_of(meta: Mapping[str, Any] | None, where: str) -> float:
@@ -105,11 +130,12 @@ def row_scores(logits: NDArray[np.float64], score_names: tuple[str, ...],
     return out
 
 
-def _scores(report: ValidationReport) -> tuple[str, float | None, dict[str, NDArray[np.float64]]]:
+def _scores(report: ValidationReport, requested: str | None = None
+            ) -> tuple[str, float | None, dict[str, NDArray[np.float64]]]:
     logits = report.aligned.logits
     if logits is None:  # validation refuses it for this kind; kept for in-memory callers
         raise SubmissionError(f"{report.predictions}: OOD scores need logits over the label space")
-    head = headline_score(report.meta)
+    head = chosen_score(report.meta, requested, str(report.predictions))
     scale = logit_scale_of(report.meta, str(report.predictions)) if head == "mcm" else None
     names = tuple(s for s in SCORES if s != "mcm" or scale is not None)
     return head, scale, row_scores(logits, names, scale, str(report.predictions))
@@ -146,8 +172,10 @@ def _set_block(id_s: dict[str, NDArray[np.float64]], ood_s: dict[str, NDArray[np
     return out
 
 
-def ood_section(report: ValidationReport, seed: int) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(``configs``, ``{"ood": block}``) of the scores.json section of an ood dataset."""
+def ood_section(report: ValidationReport, seed: int, ood_score: str | None = None
+                ) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(``configs``, ``{"ood": block}``) of the scores.json section of an ood dataset;
+    ``ood_score`` names the headline score (default: :func:`headline_score`)."""
     from vlmrobust.evaluation.score_common import derived_seed
 
     index = report.index
@@ -170,7 +198,7 @@ def ood_section(report: ValidationReport, seed: int) -> tuple[dict[str, Any], di
             f"{report.predictions}: the scored configs ({', '.join(index.configs)}) hold no ID "
             "rows (is_ood false); OOD detection is measured against the ID set: score its "
             "config together with the OOD configs (drop --config)")
-    head, scale, scores = _scores(report)
+    head, scale, scores = _scores(report, ood_score)
     sources = index.columns["ood_source"]
     classes_col = index.columns["ood_class"]
     sets: dict[str, Any] = {}
@@ -192,14 +220,15 @@ def ood_section(report: ValidationReport, seed: int) -> tuple[dict[str, Any], di
     return configs, {"ood": block}
 
 
-def ood_score_report(report: ValidationReport, model_id: str | None, seed: int) -> dict[str, Any]:
+def ood_score_report(report: ValidationReport, model_id: str | None, seed: int,
+                     ood_score: str | None = None) -> dict[str, Any]:
     """scores.json content of an ood dataset: the section every kind has (dataset,
     predictions_sha256, has_logits, configs, ...) plus the ``ood`` block."""
     from vlmrobust.evaluation.score import SCHEMA_VERSION
 
     index = report.index
     manifest = index.manifest
-    configs, extra = ood_section(report, seed)
+    configs, extra = ood_section(report, seed, ood_score)
     section: dict[str, Any] = {
         "dataset": {"name": index.name, "version": str(manifest.get("spec", {}).get("version", "")),
                     "fingerprint": manifest.get("fingerprint"),
@@ -215,13 +244,13 @@ def ood_score_report(report: ValidationReport, model_id: str | None, seed: int) 
     return {"schema_version": SCHEMA_VERSION, "model_id": model_id, "datasets": {index.name: section}}
 
 
-def ood_row_results(report: ValidationReport) -> list[dict[str, Any]]:
+def ood_row_results(report: ValidationReport, ood_score: str | None = None) -> list[dict[str, Any]]:
     """Per-row records of an ood dataset: ``id``, ``config``, ``is_ood``,
     ``ood_source``, ``ood_class``, ``answer`` (the label; null on OOD rows),
     ``predicted`` (arg-max class), ``correct`` (null on OOD rows), ``score`` (the
     headline score) and every score by name."""
     index = report.index
-    head, _, scores = _scores(report)
+    head, _, scores = _scores(report, ood_score)
     is_ood = np.asarray(index.columns["is_ood"], dtype=bool)
     predicted = report.aligned.predicted
     records = []

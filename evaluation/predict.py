@@ -124,7 +124,7 @@ def predict_dataset(
     spaces: dict[str, Any] | None = None
     if kind in LABEL_SPACE_KINDS:
         spaces, plan = label_rows.label_plan(reader, configs, spec.family, spec.name, limit,
-                                  spec.max_options, mode_id)
+                                             spec.max_options, mode_id, kind)
         if spec.family == "clip" and prompt is None:
             prompt = CLIP_LABEL_SPACE_PROMPT  # seed 002's zero-shot template
     else:

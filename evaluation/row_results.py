@@ -50,11 +50,12 @@ def _num(x: Any) -> float | None:
     return None if math.isnan(v) or math.isinf(v) else v
 
 
-def row_results(report: ValidationReport) -> list[dict[str, Any]]:
-    """The per-row records of a validated report, in dataset order."""
+def row_results(report: ValidationReport, ood_score: str | None = None) -> list[dict[str, Any]]:
+    """The per-row records of a validated report, in dataset order (``ood_score``:
+    an ood dataset's headline score, as :func:`vlmrobust.evaluation.score.score`)."""
     if dataset_kind(report.index.manifest) == OOD:  # OOD rows have no answer
         from vlmrobust.evaluation.ood_score import ood_row_results
-        return ood_row_results(report)
+        return ood_row_results(report, ood_score)
     index = report.index
     aligned = report.aligned
     y = index.answer

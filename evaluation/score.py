@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from vlmrobust.core.errors import SubmissionError
 from vlmrobust.core.imagenet_x import Annotations
 from vlmrobust.core.kinds import CLASSIFICATION, OOD, dataset_kind
 from vlmrobust.evaluation.bench_c_stats import clustered_mean_ci, question_clusters
@@ -127,16 +128,24 @@ def _reference_calibration(report: ValidationReport, configs: dict[str, dict[str
         out.update(fields)
 
 
+def _no_ood_score(ood_score: str | None, dataset: str) -> None:
+    if ood_score is not None:
+        raise SubmissionError(f"--ood-score {ood_score}: {dataset} is not an ood dataset (kind "
+                              "ood); drop --ood-score")
+
+
 def score_report(report: ValidationReport, model_id: str | None = None, seed: int = DEFAULT_SEED,
-                 imagenet_x: Path | str | None = None) -> dict[str, Any]:
+                 imagenet_x: Path | str | None = None, ood_score: str | None = None) -> dict[str, Any]:
     """scores.json content (one dataset section) for a validated report.
     ``imagenet_x``: ImageNet-X annotations (default: the installed package's) for
-    the per-factor accuracies of imagenet-val configs."""
+    the per-factor accuracies of imagenet-val configs; ``ood_score``: an ood
+    dataset's headline score (default MCM for zero-shot CLIP, else MSP)."""
     index = report.index
     manifest = index.manifest
     if dataset_kind(manifest) == OOD:  # OOD rows have no answer: scored in ood_score.py
         from vlmrobust.evaluation.ood_score import ood_score_report
-        return ood_score_report(report, model_id, seed)
+        return ood_score_report(report, model_id, seed, ood_score)
+    _no_ood_score(ood_score, report.index.name)
     # kind classification (issue 23): its own configs, temperature and label spaces
     extra = (classification_section(report, seed) if dataset_kind(manifest) == CLASSIFICATION
              else {})
@@ -195,7 +204,7 @@ def dumps_scores(scores: Mapping[str, Any]) -> str:
 
 def score(dataset_dir: Path | str, predictions: Path | str, out: Path | str, config: str | None = None,
           model_id: str | None = None, seed: int = DEFAULT_SEED,
-          imagenet_x: Path | str | None = None) -> dict[str, Any]:
+          imagenet_x: Path | str | None = None, ood_score: str | None = None) -> dict[str, Any]:
     """Validate ``predictions`` against ``dataset_dir`` and write scores.json to
     ``out`` and the per-row results to :func:`rows_path` (``out``), both
     atomically (the rows first); on any problem raise SubmissionError and write
@@ -215,13 +224,14 @@ def score(dataset_dir: Path | str, predictions: Path | str, out: Path | str, con
         from vlmrobust.evaluation.retrieval_scores import retrieval_rows, retrieval_scores
         from vlmrobust.evaluation.retrieval_validate import validate_retrieval
 
+        _no_ood_score(ood_score, str(dataset_dir))
         rreport = validate_retrieval(dataset_dir, predictions, config)
         scores = retrieval_scores(rreport, model_id, seed)
         rows_text = rows_jsonl(retrieval_rows(rreport))
     else:
         report = validate(dataset_dir, predictions, config)
-        scores = score_report(report, model_id, seed, imagenet_x)
-        rows_text = rows_jsonl(row_results(report))
+        scores = score_report(report, model_id, seed, imagenet_x, ood_score)
+        rows_text = rows_jsonl(row_results(report, ood_score))
     write_text_output(rows_path(out), rows_text)
     write_text_output(Path(out), dumps_scores(scores))
     return scores

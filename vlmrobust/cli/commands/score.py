@@ -28,6 +28,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "package's imagenet_x_val_top_factor.jsonl, prototypes removed: seed 001's) "
                    "for per-factor accuracy on imagenet-val configs; a prototypical_paths.csv "
                    "beside the file is applied")
+    p.add_argument("--ood-score", choices=("msp", "mcm", "max_logit", "energy"), default=None,
+                   help="headline OOD score of an ood dataset (default: mcm for zero-shot CLIP, "
+                   "msp otherwise; mcm is refused for a model that is not clip)")
     p.set_defaults(func=run)
 
 
@@ -41,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
     from vlmrobust.evaluation.validate import partial_note
 
     scores = score(args.dataset, args.predictions, args.out, args.config, args.model_id, args.seed,
-                   imagenet_x=args.imagenet_x)
+                   imagenet_x=args.imagenet_x, ood_score=args.ood_score)
     for name, section in scores["datasets"].items():
         if section.get("kind") == "retrieval":  # Recall@K, no accuracy
             print(f"{name}: " + ", ".join(
