@@ -11,6 +11,13 @@ ImageNet-D's 4 options). Per config:
 - ``accuracy_valid_labels`` on a full-label-space config whose rows list
   their ``valid_labels`` (ImageNet val's clean labels): the top class counts
   as right when it is any valid label of the image (ImageNet-ReaL's rule),
+- on a full-label-space config whose rows name their perturbation set
+  (``pmset``, ImageNet-Vid-Robust): ``anchors`` (the sets), ``benign_accuracy``
+  (right on the anchor frame) and ``pmk_accuracy`` (right on every frame of the
+  set; pm-10 on the release), a frame being right when the top class is any of
+  its valid labels (vlmrobust.metrics.perturbation_sets), each with a bootstrap
+  CI over anchors (``benign_accuracy_ci``, ``pmk_accuracy_ci``): the frames of a
+  set are near-copies of one image, so the set is the sampling unit,
 - ``mean_per_class_accuracy`` over the classes that have rows, and
   ``n_classes_present``; the accuracy of every class is not in scores.json (a
   thousand numbers per config) but in the per-row results (each row's
@@ -37,6 +44,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from vlmrobust.core.errors import VlmrobustError
 from vlmrobust.evaluation.score_common import derived_seed, json_num
 from vlmrobust.metrics.accuracy import accuracy_ci
 from vlmrobust.metrics.classification import (
@@ -44,6 +52,7 @@ from vlmrobust.metrics.classification import (
     per_class_accuracy,
     score_logits,
 )
+from vlmrobust.metrics.perturbation_sets import set_correctness
 
 LABEL_SPACE = "label-space"
 K_OPTIONS = "k-options"
@@ -78,9 +87,18 @@ class ConfigData:
     variant: str | None = None
     # per row the tuple of its valid class ids (Kisel et al.'s proposed labels), if known
     valid: NDArray[np.object_] | None = None
+    # ImageNet-Vid-Robust: per row its perturbation set (the anchor frame) and whether it is the anchor
+    pmset: NDArray[np.object_] | None = None
+    anchor: NDArray[np.bool_] | None = None
 
     def __post_init__(self) -> None:
         n = self.ids.shape
+        if (self.pmset is None) != (self.anchor is None):
+            raise ValueError(f"{self.config}: pmset and anchor come together")
+        for name in ("valid", "pmset", "anchor"):
+            col = getattr(self, name)
+            if col is not None and col.shape != n:
+                raise ValueError(f"{self.config}: {name} has shape {col.shape}, expected {n}")
         for name in ("labels", "answer", "predicted"):
             if getattr(self, name).shape != n:
                 raise ValueError(f"{self.config}: {name} has shape {getattr(self, name).shape}, expected {n}")
@@ -120,12 +138,12 @@ def config_scores(d: ConfigData, seed: int) -> dict[str, Any]:
         "mean_per_class_accuracy": json_num(present.mean()) if present.size else None,
         "n_classes_present": int(present.size),
     }
-    if d.valid is not None and d.k is None and d.n:
-        # ImageNet-ReaL style: right when the top class is any of the image's valid labels
-        ok = np.fromiter((p in v or p == y for p, v, y in zip(d.predicted.tolist(), d.valid.tolist(),
-                                                              d.labels.tolist(), strict=True)),
-                         dtype=bool, count=d.n)
-        out["accuracy_valid_labels"] = json_num(ok.mean())
+    if d.k is None and d.n:
+        ok = valid_correct(d, correct)
+        if d.valid is not None:
+            out["accuracy_valid_labels"] = json_num(ok.mean())
+        if d.pmset is not None:
+            out.update(perturbation_set_scores(d, ok, seed))
     if d.logits is not None and d.n:
         s = score_logits(d.logits, d.answer)
         out.update(ece=json_num(s.ece), nll=json_num(s.nll))
@@ -137,6 +155,30 @@ def config_scores(d: ConfigData, seed: int) -> dict[str, Any]:
     elif d.k is not None:
         out["ts_note"] = K_CONFIG_TS
     return out
+
+
+def valid_correct(d: ConfigData, correct: NDArray[np.bool_]) -> NDArray[np.bool_]:
+    """Per row of a full-label-space config: right when the top class is any of
+    the image's valid labels (ImageNet-ReaL's rule; ImageNet-Vid-Robust's
+    labels.json), else when it is the label."""
+    if d.valid is None:
+        return correct
+    return np.fromiter((p in v or p == y for p, v, y in zip(d.predicted.tolist(), d.valid.tolist(),
+                                                            d.labels.tolist(), strict=True)),
+                       dtype=bool, count=d.n)
+
+
+def perturbation_set_scores(d: ConfigData, ok: NDArray[np.bool_], seed: int) -> dict[str, Any]:
+    """ImageNet-Vid-Robust's benign and pm-k accuracy of a config whose rows name
+    their perturbation set, from the per-row valid-label correctness ``ok``;
+    the CIs resample anchors (one indicator per set), seeded per config."""
+    assert d.pmset is not None and d.anchor is not None
+    benign, pmk = set_correctness(ok, d.pmset, d.anchor)
+    b_lo, b_hi = accuracy_ci(benign, seed=derived_seed(seed, "benign-accuracy", d.config))
+    p_lo, p_hi = accuracy_ci(pmk, seed=derived_seed(seed, "pmk-accuracy", d.config))
+    return {"anchors": int(benign.size),
+            "benign_accuracy": json_num(benign.mean()), "benign_accuracy_ci": [json_num(b_lo), json_num(b_hi)],
+            "pmk_accuracy": json_num(pmk.mean()), "pmk_accuracy_ci": [json_num(p_lo), json_num(p_hi)]}
 
 
 def reference_config(configs: Sequence[ConfigData], name: str | None = None) -> ConfigData | None:
@@ -252,12 +294,43 @@ def configs_from_report(report: Any) -> list[ConfigData]:
                     if "variant" in index.columns else [])
         logits = aligned.logits[rows, :k_max] if aligned.logits is not None else None
         valid = index.columns["valid_labels"][rows] if "valid_labels" in index.columns else None
+        pmset, anchor = _perturbation_sets(index, rows, name)
         out.append(ConfigData(
             config=name, ids=index.ids[rows], labels=np.asarray(labels, dtype=np.int64),
             answer=index.answer[rows], predicted=aligned.predicted[rows], logits=logits,
             n_classes=n_classes, k=k_max if has_candidates or k_max != n_classes else None,
-            variant=str(variants[0]) if len(variants) == 1 else None, valid=valid))
+            variant=str(variants[0]) if len(variants) == 1 else None, valid=valid,
+            pmset=pmset, anchor=anchor))
     return out
+
+
+def _perturbation_sets(index: Any, rows: slice | NDArray[np.int64], name: str,
+                       ) -> tuple[NDArray[np.object_] | None, NDArray[np.bool_] | None]:
+    """A config's ``pmset`` column and which rows are anchors (their own
+    ``source_file`` is their set's anchor), or (None, None) where no row names a
+    set; a config with some rows in no set, or a set without its anchor frame, is
+    refused."""
+    if "pmset" not in index.columns:
+        return None, None
+    pmset = index.columns["pmset"][rows]
+    missing = np.array([p is None for p in pmset.tolist()], dtype=bool)
+    if missing.all():
+        return None, None
+    if missing.any():
+        j = int(np.flatnonzero(missing)[0])
+        raise VlmrobustError(f"config {name} row id {index.ids[rows][j]!r}: no pmset while other rows "
+                             "of the config have one; rebuild the dataset")
+    if "source_file" in index.columns:
+        own = index.columns["source_file"][rows]
+    else:  # ids are "<config>/<source key>"
+        own = np.array([str(i).split("/", 1)[-1] for i in index.ids[rows].tolist()], dtype=object)
+    anchor = np.asarray(own == pmset, dtype=bool)
+    found = set(pmset[anchor].tolist())
+    lost = next((p for p in pmset.tolist() if p not in found), None)
+    if lost is not None:
+        raise VlmrobustError(f"config {name}: perturbation set {lost!r} has no row for its anchor "
+                             "frame; rebuild the dataset")
+    return pmset, anchor
 
 
 def classification_section(report: Any, seed: int) -> dict[str, Any]:

@@ -9,6 +9,8 @@ the :class:`~.classification.ClassificationBoard` and the submissions (pure):
   family (the mean of its models) per variant, and each model's points;
 - seed 001 Fig. 5 / Table IV: ECE and NLL before and after the temperature
   fitted on half of ImageNet val, per variant;
+- where computed, top-1 over every valid label and ImageNet-Vid-Robust's benign and
+  pm-k accuracy over anchors (their own tables and CSV columns);
 - downloads: ``classification.csv`` (every config of every model) and, per
   re-scored submission, its per-class accuracies
   (``downloads/<model page stem>/<dataset>.per-class.csv``).
@@ -39,6 +41,12 @@ from vlmrobust.leaderboard.submission import ConfigScore, DatasetScores
 CONFIG_COLUMNS = ["model_id", "name", "family", "setting", "prompt_id", "dataset", "config", "variant",
                   "over", "k", "n_classes", "n", "accuracy", "accuracy_ci_low", "accuracy_ci_high",
                   "mean_per_class_accuracy", "ece", "nll", "temperature", "ece_ts", "nll_ts", "er"]
+# Written only when some config has them: accuracy over the valid labels of multi-label
+# rows (ImageNet val's clean labels, Vid-Robust's), and Vid-Robust's benign / pm-k accuracy.
+OPTIONAL_COLUMNS = {"mean_per_class_accuracy": ["accuracy_valid_labels", "anchors", "benign_accuracy",
+                                                "benign_accuracy_ci_low", "benign_accuracy_ci_high",
+                                                "pmk_accuracy", "pmk_accuracy_ci_low",
+                                                "pmk_accuracy_ci_high"]}
 PER_CLASS_COLUMNS = ["dataset", "config", "variant", "class_id", "class_name", "n", "accuracy"]
 
 
@@ -76,6 +84,32 @@ def per_class_records(ev: Any, key: str) -> list[dict[str, Any]]:
             out.append({"dataset": key, "config": config, "variant": variant, "class_id": c,
                         "class_name": names[c] if c < len(names) else None, "n": int(n[c]),
                         "accuracy": float(hits[c] / n[c])})
+    return out
+
+
+def csv_columns(records: list[dict[str, Any]]) -> list[str]:
+    """CONFIG_COLUMNS, with each optional column after its anchor column where
+    some record has a value for it.
+
+    >>> cols = csv_columns([{"accuracy_valid_labels": 0.5}])
+    >>> cols[cols.index("mean_per_class_accuracy"):][:3], "anchors" in cols
+    (['mean_per_class_accuracy', 'accuracy_valid_labels', 'ece'], False)
+    """
+    out = []
+    for col in CONFIG_COLUMNS:
+        out.append(col)
+        out += [c for c in OPTIONAL_COLUMNS.get(col, ()) if any(r.get(c) is not None for r in records)]
+    return out
+
+
+def _extras(c: ConfigScore) -> dict[str, Any]:
+    """A config's optional CSV fields (None where it has none)."""
+    p = c.perturbation
+    out: dict[str, Any] = {"accuracy_valid_labels": c.accuracy_valid_labels}
+    out.update(anchors=p.anchors if p else None, benign_accuracy=p.benign if p else None,
+               pmk_accuracy=p.pmk if p else None)
+    for name, ci in (("benign_accuracy", p.benign_ci if p else None), ("pmk_accuracy", p.pmk_ci if p else None)):
+        out[f"{name}_ci_low"], out[f"{name}_ci_high"] = ci if ci else (None, None)
     return out
 
 
@@ -124,7 +158,8 @@ def classification_page(lb: Leaderboard) -> tuple[dict[str, Any], dict[str, byte
     board = lb.classification
     if board is None:
         # the page links the download whatever it holds
-        return {"board": None, "per_class_links": {}}, {"classification.csv": to_csv(CONFIG_COLUMNS, []).encode()}
+        return ({"board": None, "per_class_links": {}, "valid_rows": [], "vid_rows": []},
+                {"classification.csv": to_csv(CONFIG_COLUMNS, []).encode()})
     files: dict[str, bytes] = {}
     sections = board.sections(lb.submissions)
     cols = variants(sections)
@@ -135,6 +170,8 @@ def classification_page(lb: Leaderboard) -> tuple[dict[str, Any], dict[str, byte
     k_rows: dict[tuple[str, str], list[tuple[Any, dict[int, float]]]] = defaultdict(list)
     calibration: dict[str, list[tuple[Any, Any]]] = defaultdict(list)
     cal_points: list[tuple[str, float, float]] = []
+    valid_rows: list[tuple[Any, DatasetScores, ConfigScore]] = []
+    vid_rows: list[tuple[Any, DatasetScores, ConfigScore]] = []
     for s, d in sections:
         full = variant_cells(d)
         table.append({"s": s, "d": d, "setting": board.settings.get(s.model_id, ""),
@@ -147,10 +184,14 @@ def classification_page(lb: Leaderboard) -> tuple[dict[str, Any], dict[str, byte
                 "dataset": d.key, "config": c.config, "variant": c.variant, "over": c.over, "k": c.k,
                 "n_classes": c.n_classes, "n": c.n, "accuracy": c.accuracy,
                 "accuracy_ci_low": ci[0] if ci else None, "accuracy_ci_high": ci[1] if ci else None,
-                "mean_per_class_accuracy": c.mean_per_class,
+                "mean_per_class_accuracy": c.mean_per_class, **_extras(c),
                 **{k: c.calibration.get(k) for k in ("ece", "nll", "temperature", "ece_ts", "nll_ts")},
                 "er": (_er_of(board, d.key, s.model_id, c.config)
                        if c.over == LABEL_SPACE and c.variant is not None else None)})
+            if c.over == LABEL_SPACE and c.accuracy_valid_labels is not None:
+                valid_rows.append((s, d, c))
+            if c.over == LABEL_SPACE and c.perturbation is not None:
+                vid_rows.append((s, d, c))
             if c.over == LABEL_SPACE and c.calibration.get("ece") is not None:
                 calibration[str(c.variant)].append((s, c))
                 before, after = c.calibration.get("ece"), c.calibration.get("ece_ts")
@@ -195,7 +236,7 @@ def classification_page(lb: Leaderboard) -> tuple[dict[str, Any], dict[str, byte
         files["plots/classification/ece-ts.svg"] = str(svg.linear_scatter(
             cal_points, x_label="ECE (T = 1)", y_label="ECE after seed 001's temperature",
             title="calibration before / after temperature scaling")).encode("utf-8")
-    files["classification.csv"] = to_csv(CONFIG_COLUMNS, records).encode("utf-8")
+    files["classification.csv"] = to_csv(csv_columns(records), records).encode("utf-8")
     per_class_links = {s.model_id: f"downloads/{_stem(lb, s.model_id)}/{d.key}.per-class.csv"
                        for s, d in sections
                        if f"downloads/{_stem(lb, s.model_id)}/{d.key}.per-class.csv" in files}
@@ -204,5 +245,7 @@ def classification_page(lb: Leaderboard) -> tuple[dict[str, Any], dict[str, byte
                "k_charts": k_charts,
                "calibration": sorted(calibration.items(), key=lambda kv: variant_key(kv[0])),
                "ece_plot": "plots/classification/ece-ts.svg" if cal_points else None,
-               "per_class_links": per_class_links}
+               "per_class_links": per_class_links,
+               "valid_rows": sorted(valid_rows, key=lambda r: variant_key(str(r[2].variant))),
+               "vid_rows": vid_rows}
     return context, files

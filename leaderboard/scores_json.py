@@ -26,6 +26,7 @@ from vlmrobust.leaderboard.submission import (
     ConfigScore,
     DatasetScores,
     LeaderboardInputError,
+    PerturbationSets,
 )
 
 SCHEMA_VERSION = 1
@@ -33,28 +34,43 @@ SCHEMA_VERSION = 1
 OVER = ("label-space", "k-options")
 
 
+def _interval(w: Where, c: Any, key: str, where: str) -> tuple[float, float] | None:
+    ci_raw = c.get(key)
+    # The scorer writes [null, null] when the interval is undefined (e.g. n = 0).
+    if ci_raw is None or (isinstance(ci_raw, list) and all(x is None for x in ci_raw)):
+        return None
+    if (not isinstance(ci_raw, list) or len(ci_raw) != 2
+            or any(isinstance(x, bool) or not isinstance(x, int | float) for x in ci_raw)):
+        raise w.fail(f"{where}.{key}", f"expected [low, high], got {ci_raw!r}",
+                     "write the interval as a list of two numbers")
+    lo, hi = float(ci_raw[0]), float(ci_raw[1])
+    if not (0.0 <= lo <= hi <= 1.0):
+        raise w.fail(f"{where}.{key}", f"{ci_raw!r} is not an interval in [0, 1]",
+                     "rescore the submission")
+    return lo, hi
+
+
+def _perturbation(w: Where, c: Any, where: str) -> PerturbationSets | None:
+    """ImageNet-Vid-Robust's benign / pm-k block of a config, when it has one."""
+    if c.get("anchors") is None:
+        return None
+    benign = w.number(c, "benign_accuracy", where, lo=0.0, hi=1.0)
+    pmk = w.number(c, "pmk_accuracy", where, lo=0.0, hi=1.0)
+    if benign is not None and pmk is not None and pmk > benign:
+        raise w.fail(f"{where}.pmk_accuracy", f"{pmk!r} exceeds benign_accuracy {benign!r}",
+                     "rescore the submission (a set right on every frame is right on its anchor)")
+    return PerturbationSets(int(w.integer(c, "anchors", where) or 0), benign,
+                            _interval(w, c, "benign_accuracy_ci", where), pmk,
+                            _interval(w, c, "pmk_accuracy_ci", where))
+
+
 def _load_config(w: Where, name: str, raw: Any, where: str) -> ConfigScore:
     c = w.mapping(raw, where)
-    ci_raw = c.get("accuracy_ci")
-    ci: tuple[float, float] | None = None
-    # The scorer writes [null, null] when the interval is undefined (e.g. n = 0).
-    if isinstance(ci_raw, list) and all(x is None for x in ci_raw):
-        ci_raw = None
-    if ci_raw is not None:
-        if (not isinstance(ci_raw, list) or len(ci_raw) != 2
-                or any(isinstance(x, bool) or not isinstance(x, int | float) for x in ci_raw)):
-            raise w.fail(f"{where}.accuracy_ci", f"expected [low, high], got {ci_raw!r}",
-                         "write the interval as a list of two numbers")
-        lo, hi = float(ci_raw[0]), float(ci_raw[1])
-        if not (0.0 <= lo <= hi <= 1.0):
-            raise w.fail(f"{where}.accuracy_ci", f"{ci_raw!r} is not an interval in [0, 1]",
-                         "rescore the submission")
-        ci = (lo, hi)
     return ConfigScore(
         config=name,
         n=int(w.integer(c, "n", where) or 0),
         accuracy=w.number(c, "accuracy", where, lo=0.0, hi=1.0),
-        accuracy_ci=ci,
+        accuracy_ci=_interval(w, c, "accuracy_ci", where),
         variant=w.text(c, "variant", where),
         strategy=w.text(c, "strategy", where),
         calibration={k: w.number(c, k, where) for k in CALIBRATION_FIELDS},
@@ -63,6 +79,8 @@ def _load_config(w: Where, name: str, raw: Any, where: str) -> ConfigScore:
         k=w.integer(c, "k", where, required=False),
         n_classes=w.integer(c, "n_classes", where, required=False),
         mean_per_class=w.number(c, "mean_per_class_accuracy", where, lo=0.0, hi=1.0),
+        accuracy_valid_labels=w.number(c, "accuracy_valid_labels", where, lo=0.0, hi=1.0),
+        perturbation=_perturbation(w, c, where),
         retrieval=load_retrieval(w, c, where) if c.get("kind") == "retrieval" else {},
     )
 

@@ -52,6 +52,26 @@ def check_metrics(values: Mapping[str, float | None], where: str) -> None:
 
 
 @dataclass(frozen=True)
+class PerturbationSets:
+    """ImageNet-Vid-Robust's scores of a config (evaluation/score_classification.py):
+    over ``anchors`` perturbation sets, the share right on the anchor frame
+    (``benign``) and right on every frame of the set (``pmk``), each with its
+    bootstrap interval over anchors."""
+
+    anchors: int
+    benign: float | None
+    benign_ci: tuple[float, float] | None
+    pmk: float | None
+    pmk_ci: tuple[float, float] | None
+
+    def __post_init__(self) -> None:
+        if self.anchors < 0:
+            raise ValueError("anchors must be >= 0")
+        if self.benign is not None and self.pmk is not None and self.pmk > self.benign:
+            raise ValueError(f"pm-k accuracy {self.pmk!r} exceeds benign accuracy {self.benign!r}")
+
+
+@dataclass(frozen=True)
 class ConfigScore:
     config: str
     n: int
@@ -70,6 +90,10 @@ class ConfigScore:
     k: int | None = None
     n_classes: int | None = None
     mean_per_class: float | None = None
+    # kind classification, rows with valid labels: top class among them (ImageNet-ReaL's rule)
+    accuracy_valid_labels: float | None = None
+    # kind classification, ImageNet-Vid-Robust: benign and pm-k accuracy over anchors
+    perturbation: PerturbationSets | None = None
     # kind retrieval: direction (image_to_text | text_to_image) -> "recall@K" -> value,
     # "recall@K_ci" -> (lo, hi); empty for other kinds (leaderboard/retrieval_view.py)
     retrieval: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)

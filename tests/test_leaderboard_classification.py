@@ -151,7 +151,10 @@ def test_downloads_hold_every_config_and_the_per_class_accuracies(
             assert float(got[(mid, cfg)]["accuracy"]) == pytest.approx(c["accuracy"])
             assert got[(mid, cfg)]["over"] == c["over"]
     assert got[("clip-a", "imagenet-r")]["er"] != "" and got[("clip-a", "imagenet-val-k5")]["er"] == ""
+    # no row lists valid labels or perturbation sets: no column, no table for them
+    assert not {"accuracy_valid_labels", "anchors", "pmk_accuracy"} & set(rows[0])
     page = files["classification.html"].decode("utf-8")
+    assert 'id="valid-labels"' not in page and 'id="vid-robust"' not in page
     for mid in scored:
         path = f"downloads/{Path(lb.pages[mid]).stem}/classification.per-class.csv"
         assert path in page

@@ -84,6 +84,14 @@ def render_card(spec: ClassificationSpec, sources: Sequence[VariantSource],
         f"`imagenet-d-<split>-{spec.hard_options.k}opt`: seed 001 §IX): logits over the row's "
         "**K candidates**, in `candidates` order; every number is over K options, like the "
         "5-option imagenet-mcq family, and is not comparable with the full configs'.",
+        "- **ImageNet-Vid-Robust** (`pmset`): besides top-1 over its frames, the scorer reports "
+        "Shankar et al.'s **benign accuracy** (right on the anchor frame) and **pm-k accuracy** "
+        "(right on every frame of the anchor's perturbation set, the frames `pmsets.json` lists "
+        "within ±10 frames: pm-10) over the anchors, a frame being right when the top class is "
+        "any of its `valid_labels`; their intervals resample anchors, not frames.",
+        "- `accuracy_valid_labels` (rows with several `valid_labels`: ImageNet val's clean "
+        "labels, Vid-Robust's): the top class counts as right when it is any valid label "
+        "(ImageNet-ReaL's rule); `accuracy` stays against `label`.",
         "",
         *(["| K-config | options | images |", "|---|---|---|", *k_rows, ""] if k_rows else []),
         "Label-set-size candidates: K - 1 distractors drawn uniformly without replacement among "
