@@ -181,30 +181,43 @@ def rescore_folder(folder: Path, store: DatasetStore,
             fresh["datasets"][key] = _check_retrieval(rreport, section, where, path, key,
                                                       model_id, evidence)
             continue
-        if report.partial is not None:
-            raise LeaderboardInputError(f"{predictions}: {partial_note(report.partial)}; "
-                                        "the leaderboard shows complete runs only")
-        recomputed = score_report(report, model_id)["datasets"]
-        if list(recomputed) != [key]:
-            raise LeaderboardInputError(
-                f"{where}: the predictions answer dataset {next(iter(recomputed))!r}; "
-                "store them under that name (resubmit with `vlmrobust submit`)")
-        new = recomputed[key]
-        if not isinstance(section, Mapping) or section.get("predictions_sha256") != report.sha256:
-            got = section.get("predictions_sha256") if isinstance(section, Mapping) else None
-            raise LeaderboardInputError(
-                f"{where}.predictions_sha256 is {got!r}, but {predictions} has sha256 "
-                f"{report.sha256}: the scores were not computed from these predictions; "
-                "resubmit with `vlmrobust submit`")
-        found = _disagreement(section, new, f"datasets.{key}")
-        if found:
-            raise LeaderboardInputError(
-                f"{path}: {found}; the stored scores disagree with the predictions — "
-                "resubmit with `vlmrobust submit`")
+        _refuse_partial(report.partial, predictions)
+        new = _agreeing_section(score_report(report, model_id)["datasets"], section, key, where,
+                                path, predictions, report.sha256)
         fresh["datasets"][key] = new
         if evidence is not None:
             evidence[str(key)] = evidence_from_report(report)
     return fresh
+
+
+def _refuse_partial(partial: Any, predictions: Path) -> None:
+    if partial is not None:
+        raise LeaderboardInputError(f"{predictions}: {partial_note(partial)}; "
+                                    "the leaderboard shows complete runs only")
+
+
+def _agreeing_section(recomputed: Mapping[str, Any], section: Any, key: str, where: str,
+                      path: Path, predictions: Path, sha256: str) -> Any:
+    """The recomputed section of dataset ``key`` (every kind: option logits and
+    retrieval alike), once the stored ``section`` is shown to be of that
+    dataset, computed from these very predictions, and equal to it."""
+    if list(recomputed) != [key]:
+        raise LeaderboardInputError(
+            f"{where}: the predictions answer dataset {next(iter(recomputed))!r}; "
+            "store them under that name (resubmit with `vlmrobust submit`)")
+    new = recomputed[key]
+    got = section.get("predictions_sha256") if isinstance(section, Mapping) else None
+    if got != sha256:
+        raise LeaderboardInputError(
+            f"{where}.predictions_sha256 is {got!r}, but {predictions} has sha256 "
+            f"{sha256}: the scores were not computed from these predictions; "
+            "resubmit with `vlmrobust submit`")
+    found = _disagreement(section, new, f"datasets.{key}")
+    if found:
+        raise LeaderboardInputError(
+            f"{path}: {found}; the stored scores disagree with the predictions — "
+            "resubmit with `vlmrobust submit`")
+    return new
 
 
 def _check_retrieval(report: Any, section: Any, where: str, path: Path, key: str,
@@ -212,27 +225,9 @@ def _check_retrieval(report: Any, section: Any, where: str, path: Path, key: str
     """rescore_folder for a retrieval section: recomputed Recall@K must equal the stored."""
     from vlmrobust.evaluation.retrieval_scores import retrieval_rows, retrieval_scores
 
-    if report.partial is not None:
-        raise LeaderboardInputError(f"{report.file.path}: {partial_note(report.partial)}; "
-                                    "the leaderboard shows complete runs only")
-
-    recomputed = retrieval_scores(report, model_id)["datasets"]
-    if list(recomputed) != [key]:
-        raise LeaderboardInputError(
-            f"{where}: the predictions answer dataset {next(iter(recomputed))!r}; "
-            "store them under that name (resubmit with `vlmrobust submit`)")
-    new = recomputed[key]
-    got = section.get("predictions_sha256") if isinstance(section, Mapping) else None
-    if got != report.sha256:
-        raise LeaderboardInputError(
-            f"{where}.predictions_sha256 is {got!r}, but {report.file.path} has sha256 "
-            f"{report.sha256}: the scores were not computed from these predictions; "
-            "resubmit with `vlmrobust submit`")
-    new["predictions_sha256"] = report.sha256
-    found = _disagreement(section, new, f"datasets.{key}")
-    if found:
-        raise LeaderboardInputError(f"{path}: {found}; the stored scores disagree with the "
-                                    "predictions — resubmit with `vlmrobust submit`")
+    _refuse_partial(report.partial, report.file.path)
+    new = _agreeing_section(retrieval_scores(report, model_id)["datasets"], section, key, where,
+                            path, report.file.path, report.sha256)
     if evidence is not None:
         meta = dict(report.meta or {})
         digest = hashlib.sha256()
