@@ -151,20 +151,11 @@ def prepare_submission(dataset_dir: Path, predictions: Path, model_id: str,
     bytes, scores, per-row results JSONL) of validated predictions."""
     from vlmrobust.evaluation.retrieval_validate import validate_retrieval
     from vlmrobust.evaluation.row_results import rows_jsonl
-    from vlmrobust.evaluation.submissions import check_dataset_name
+    from vlmrobust.evaluation.submissions import check_submittable
 
     report = validate_retrieval(dataset_dir, predictions)
     assert report.meta is not None
-    if report.partial is not None:
-        from vlmrobust.evaluation.validate import partial_note
-
-        raise SubmissionError(f"{predictions}: {partial_note(report.partial)}; run predict "
-                              "again without --limit to submit")
-    claimed = report.meta.get("model_id")
-    if claimed is not None and claimed != model_id:
-        raise SubmissionError(f"{predictions}: its metadata names model_id {claimed!r}, not "
-                              f"{model_id!r}; submit under the id the predictions were made for")
-    check_dataset_name(dataset_dir, report.name)
+    check_submittable(dataset_dir, predictions, report.meta, report.partial, report.name, model_id)
     stored = stored_bytes(report, predictions)
     new = retrieval_scores(report, model_id)
     new["datasets"][report.name]["predictions_sha256"] = hashlib.sha256(stored).hexdigest()

@@ -218,22 +218,29 @@ def check_dataset_name(dataset_dir: Path, dataset_name: str) -> None:
         raise SubmissionError(f"{dataset_dir}/manifest.json: dataset name {dataset_name!r} is not a folder name")
 
 
+def check_submittable(dataset_dir: Path, predictions: Path, meta: Mapping[str, Any],
+                      partial: Any, dataset_name: str, model_id: str) -> None:
+    """What ``submit`` asks of validated predictions of any kind: a complete run,
+    made for ``model_id``, of a dataset whose name can be a folder."""
+    if partial is not None:
+        raise SubmissionError(f"{predictions}: {partial_note(partial)}; run predict "
+                              "again without --limit to submit")
+    claimed = meta.get("model_id")
+    if claimed is not None and claimed != model_id:
+        raise SubmissionError(
+            f"{predictions}: its metadata names model_id {claimed!r}, not {model_id!r}; "
+            "submit under the id the predictions were made for")
+    check_dataset_name(dataset_dir, dataset_name)
+
+
 def _prepare(dataset_dir: Path, predictions: Path, model_id: str,
              ) -> tuple[Mapping[str, Any], str, bytes, dict[str, Any], str]:
     """(predictions metadata, dataset name, stored parquet bytes, scores, rows
     JSONL) of validated, complete predictions (option-logit kinds)."""
     report = validate(dataset_dir, predictions)
     assert report.meta is not None
-    if report.partial is not None:
-        raise SubmissionError(f"{predictions}: {partial_note(report.partial)}; run predict "
-                              "again without --limit to submit")
-    claimed = report.meta.get("model_id")
-    if claimed is not None and claimed != model_id:
-        raise SubmissionError(
-            f"{predictions}: its metadata names model_id {claimed!r}, not {model_id!r}; "
-            "submit under the id the predictions were made for")
     dataset_name = report.index.name
-    check_dataset_name(dataset_dir, dataset_name)
+    check_submittable(dataset_dir, predictions, report.meta, report.partial, dataset_name, model_id)
     if report.file.format == "parquet" and report.file.embedded_meta is not None:
         stored = read_bytes_bounded(predictions, DEFAULT_MAX_BYTES, "predictions file",
                                     SubmissionError)
