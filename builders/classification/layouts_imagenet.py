@@ -12,6 +12,8 @@ in its published on-disk layout (paths under ``--source-root``):
   and the manifest records the folder used. Label spaces: 1000 classes (val,
   V2, Sketch), the 200 classes of IN-R / IN-A, ObjectNet's 113 classes that map
   to ImageNet-1k, each with its ImageNet group as ``imagenet_ids`` (group_rule max).
+  A wrong layout is refused in the readers' one line, naming the file or folder,
+  the fix and the layout expected (:data:`IMAGENET_LAYOUTS`).
 - ``imagenet-vid-robust`` (Shankar et al. 2019; the release's
   ``imagenet-vid-robust/`` folder, directly or under ``imagenet_vid_ytbb_robust/``):
   ``metadata/pmsets.json`` {anchor frame: [frames of its perturbation set]},
@@ -52,7 +54,7 @@ from vlmrobust.builders.classification.sources import (
 from vlmrobust.builders.classification.spaces import group_space, imagenet_space
 from vlmrobust.builders.labels import clean_labels_for
 from vlmrobust.builders.sources import SourceImage
-from vlmrobust.core.errors import VlmrobustError
+from vlmrobust.core.errors import SourceError, VlmrobustError
 
 IMAGENET_D_SPLITS = ("background", "texture", "material")
 IMAGENET_D_MAP = "imgnet_d2imgnet_id.txt"
@@ -62,6 +64,19 @@ THREEDCC_CORRUPTIONS = ("near_focus", "far_focus", "fog_3d", "flash", "color_qua
                         "h265_crf")
 _WNID = re.compile(r"^n\d{8}$")
 
+# What the imagenet-mcq readers (vlmrobust.builders.sources) accept, as their refusals name it.
+IMAGENET_LAYOUTS = {
+    "imagenet-val": ("imagenet-val/<wnid>/<image> (class folders), or flat imagenet-val/"
+                     "ILSVRC2012_val_<8 digits>.JPEG with LOC_val_solution.csv or val.txt beside them; "
+                     "Kisel et al.'s clean_validation.csv in the source root or imagenet-val/"),
+    "imagenet-v2": ("imagenetv2-<release>-format-val/<class index 0..999>/<image> "
+                    "(directly or under imagenet-v2/)"),
+    "imagenet-r": "imagenet-r/<wnid>/<image> (wnids of ImageNet-R's 200 classes)",
+    "imagenet-a": "imagenet-a/<wnid>/<image> (wnids of ImageNet-A's 200 classes)",
+    "imagenet-sketch": "imagenet-sketch/sketch/<wnid>/<image> or imagenet-sketch/<wnid>/<image>",
+    "objectnet": ("objectnet/{images/<folder>/<image>, mappings/objectnet_to_imagenet_1k.json, "
+                  "mappings/folder_to_objectnet_label.json} (directly or under objectnet-1.0/)"),
+}
 VID_LAYOUT = ("imagenet-vid-robust/{metadata/pmsets.json, metadata/labels.json, "
               "misc/imagenet_vid_class_index.json, misc/rev_wnid_map.json, val/<video>/<frame>.JPEG}")
 D_LAYOUT = (f"ImageNet-D/{{background,texture,material}}/<class_dir>/<image> + ImageNet-D/{IMAGENET_D_MAP} "
@@ -71,7 +86,22 @@ C3D_LAYOUT = "3dcc/<corruption>/<severity 1..5>/<wnid>/<image> (ImageNet-3DCC as
 
 def read_imagenet_variant(variant: str, root: Path, clean_labels: str | None = "auto",
                           release: str | None = None) -> VariantSource:
-    """ImageNet val / V2 / R / Sketch / A / ObjectNet through the imagenet-mcq readers."""
+    """ImageNet val / V2 / R / Sketch / A / ObjectNet through the imagenet-mcq
+    readers; their one-line refusals (which name the file or folder and the fix)
+    also name the layout expected (:data:`IMAGENET_LAYOUTS`), as every other
+    classification layout's do."""
+    try:
+        return _imagenet_variant(variant, root, clean_labels, release)
+    except SourceError as exc:
+        msg = str(exc)
+        if "expected layout: " in msg or variant not in IMAGENET_LAYOUTS:
+            raise
+        raise SourceError(f"{msg}; expected layout: {IMAGENET_LAYOUTS[variant]} "
+                          "(builders/classification/)") from None
+
+
+def _imagenet_variant(variant: str, root: Path, clean_labels: str | None,
+                      release: str | None) -> VariantSource:
     from vlmrobust.builders.sources import V2_DEFAULT_RELEASE, read_variant, variant_dir
     from vlmrobust.core.classes import label_space
 
@@ -104,7 +134,7 @@ def _objectnet(root: Path, sources: Sequence[SourceImage], folder: str,
     d = root / folder
     mappings = d / "mappings" if (d / "mappings").is_dir() else d / "objectnet-1.0" / "mappings"
     members = dict(sorted(load_objectnet_mapping(mappings).items()))
-    folders = read_json(mappings / "folder_to_objectnet_label.json", "objectnet/mappings/")
+    folders = read_json(mappings / "folder_to_objectnet_label.json", IMAGENET_LAYOUTS["objectnet"])
     space = group_space("objectnet", {objectnet_name(n): ids for n, ids in members.items()})
     pos = {n: i for i, n in enumerate(members)}
     items: list[SourceItem] = []
