@@ -21,6 +21,7 @@ from markupsafe import Markup
 
 from vlmrobust.core.registry import Registry
 from vlmrobust.leaderboard.board import IMAGENET, Leaderboard, family_key
+from vlmrobust.leaderboard.factor_er_ci import factor_er_intervals
 from vlmrobust.leaderboard.formatting import data_v, params, pct, signed, tone
 from vlmrobust.leaderboard.probit_chart import (
     REFERENCE_COLOUR,
@@ -116,6 +117,18 @@ def er_cell(v: float | None, title: str = "") -> Cell:
     return Cell(signed(v, 1, 100.0), data_v(v), title, tone(v))
 
 
+def er_ci_cell(v: float | None, ci: tuple[tuple[float, float] | None, str | None],
+               level: float) -> Cell:
+    """An ER in points with its bootstrap interval beside it (the reason in the
+    title when there is none)."""
+    bounds, why = ci
+    if v is None or bounds is None:
+        return er_cell(v, why or "")
+    text = f"{signed(v, 1, 100.0)} [{signed(bounds[0], 1, 100.0)} … {signed(bounds[1], 1, 100.0)}]"
+    return Cell(text, data_v(v), f"{level:.0%} bootstrap interval over images and reference "
+                "models", tone(v))
+
+
 @SECTIONS.register("shape-bias")
 def shape_bias_sections(lb: Leaderboard) -> list[Section]:
     """Seed 001 Table I: shape bias with its bootstrap interval, shape and
@@ -207,7 +220,10 @@ def factor_sections(lb: Leaderboard) -> list[Section]:
                 for m, c in by_model.items()}
         base = _baseline(lb, key, by_model)
         lines = factor_effective_robustness(overall, accs, base, factors, lb.spec.transform)
-        er_rows = [make_row(lb, subs[m], [er_cell(lines[f].er.get(m)) for f in factors])
+        cis = factor_er_intervals({m: c.factors for m, c in by_model.items()}, lines, factors,
+                                  lb.spec, key, config)
+        er_rows = [make_row(lb, subs[m], [er_ci_cell(lines[f].er.get(m), cis[f][m],
+                                                     lb.spec.level) for f in factors])
                    for m in by_model]
         notes = tuple(
             f"{f}: " + (f"{lb.spec.transform}(acc_f) = {ln.fit.slope:.3f}·{lb.spec.transform}"
@@ -224,7 +240,10 @@ def factor_sections(lb: Leaderboard) -> list[Section]:
             "Per factor, the reference models' (factor accuracy, overall ImageNet-X accuracy) "
             f"points are fitted by a line on {lb.spec.transform} axes ({lb.spec.reference_label}; "
             "seed 001 §IV); a model's factor ER is its factor accuracy above that line, in "
-            "points.", tuple(factors), grouped(er_rows), notes, charts))
+            f"points, with its {lb.spec.level:.0%} percentile interval from a joint bootstrap "
+            f"({lb.spec.n_bootstrap} resamples) over the model's annotated images (overall and "
+            "factor accuracy from the same redrawn images) and the reference models.",
+            tuple(factors), grouped(er_rows), notes, charts))
     return out
 
 

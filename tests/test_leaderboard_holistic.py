@@ -85,6 +85,14 @@ def test_page_shows_shape_bias_factors_and_factor_er(tmp_path: Path) -> None:
             assert float(r.cells[j].sort) == pytest.approx(expected, abs=1e-9), (r.model_id, f)
     assert any("over 3 reference models (classifier-0000, classifier-0001, classifier-0002)" in n
                for n in er.notes)
+    # each factor ER shows its bootstrap interval beside it (factor_er_ci), holding the ER
+    for r in er.rows:
+        for c in r.cells:
+            lo, hi = re.fullmatch(r"\S+ \[(\S+) … (\S+)\]", c.text).groups()  # type: ignore[union-attr]
+            assert float(lo.replace("−", "-")) <= round(float(c.sort) * 100, 1) <= float(hi.replace("−", "-"))
+            assert c.title == "95% bootstrap interval over images and reference models"
+    er_html = page.split('id="factor-er-1"')[1]
+    assert "[" in er_html.split("</table>")[0] and "joint bootstrap (50 resamples)" in er_html
     # one probit chart per factor; the page passes the site check
     assert len(er.charts) == 2 and page.count("<svg") >= 2
     assert "pose: factor vs overall accuracy" in page

@@ -11,12 +11,19 @@ and a model's factor ER is its factor accuracy above that line:
 A factor whose baseline has fewer than two models with an accuracy on it (or
 whose baseline models all share one overall accuracy) has no line; its ERs
 are None, with the reason.
+
+For intervals, :func:`factor_cells` and :func:`resample_factor_accuracies`
+resample a model's annotated images (the joint bootstrap over images and the
+line's models is vlmrobust.leaderboard.factor_er_ci).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+
+import numpy as np
+from numpy.typing import NDArray
 
 from vlmrobust.metrics.effective_robustness import LineFit, effective_robustness, fit_line
 
@@ -74,3 +81,59 @@ def factor_effective_robustness(
             er[m] = None if x is None or y is None else float(effective_robustness(fit, x, y))
         out[f] = FactorLine(f, fit, names, er)
     return out
+
+
+def factor_cells(n: int, accuracy: float, factors: Mapping[str, tuple[int, float | None]],
+                 names: Sequence[str]) -> NDArray[np.int64]:
+    """The ``n`` annotated images counted by cell, for an image bootstrap:
+    ``[c_1, w_1, ..., c_F, w_F, c_o, w_o]``, where c_f / w_f are the correct / wrong
+    images whose top factor is ``names[f]`` (c_f = round(n_f · acc_f): accuracies
+    are counts over n_f) and o is every other annotated image. Top-factor
+    annotations give an image one factor, so the cells partition the n images;
+    counts that cannot (factors overlapping, as in a multi-factor file) raise
+    ValueError.
+
+    >>> factor_cells(10, 0.6, {"pose": (4, 0.5), "color": (2, 1.0)}, ["pose", "color"]).tolist()
+    [2, 2, 2, 0, 2, 2]
+    """
+    if n < 0 or not 0.0 <= accuracy <= 1.0:
+        raise ValueError(f"n {n} and accuracy {accuracy} must be >= 0 and in [0, 1]")
+    cells: list[int] = []
+    for f in names:
+        n_f, acc_f = factors.get(f, (0, None))
+        if n_f < 0 or (n_f and (acc_f is None or not 0.0 <= acc_f <= 1.0)):
+            raise ValueError(f"factor {f}: n {n_f} with accuracy {acc_f}")
+        c = round(n_f * acc_f) if n_f and acc_f is not None else 0
+        cells += [c, n_f - c]
+    correct = round(n * accuracy) - sum(cells[0::2])
+    wrong = n - round(n * accuracy) - sum(cells[1::2])
+    if correct < 0 or wrong < 0:
+        raise ValueError(f"the factors hold more images ({sum(cells)}) or more correct ones "
+                         f"than the {n} annotated images: factors overlap (a multi-factor "
+                         "annotation file), so images cannot be resampled from the counts")
+    return np.asarray([*cells, correct, wrong], dtype=np.int64)
+
+
+def resample_factor_accuracies(cells: NDArray[np.int64], n_boot: int, rng: np.random.Generator
+                               ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Image-bootstrap replicates of (overall accuracy, per-factor accuracies)
+    from :func:`factor_cells`: drawing the n images with replacement draws the
+    cell counts from Multinomial(n, cells / n), so both accuracies of a
+    replicate come from one resample of the same images. Returns shapes
+    (n_boot,) and (n_boot, F); a replicate with no image of a factor has NaN.
+
+    >>> cells = factor_cells(400, 0.75, {"pose": (100, 0.5)}, ["pose"])
+    >>> acc, fac = resample_factor_accuracies(cells, 4000, np.random.default_rng(0))
+    >>> round(float(acc.std()), 3), round(float(fac[:, 0].std()), 2)  # √(.75·.25/400), √(.25/100)
+    (0.022, 0.05)
+    """
+    n = int(cells.sum())
+    if n == 0:
+        nan = np.full(n_boot, np.nan)
+        return nan, np.full((n_boot, (cells.size - 2) // 2), np.nan)
+    draws = rng.multinomial(n, cells / n, size=n_boot).astype(np.float64)
+    overall = draws[:, 0::2].sum(axis=1) / n
+    correct, seen = draws[:, 0:-2:2], draws[:, 0:-2:2] + draws[:, 1:-2:2]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        factor = np.where(seen > 0, correct / np.where(seen > 0, seen, 1.0), np.nan)
+    return overall, factor
