@@ -305,6 +305,7 @@ def test_the_card_passes_the_hub_header_check_and_names_what_numbers_are_over(bu
     assert data["task_categories"] == ["image-classification"]
     assert "whole label space" in text and "K candidates" in text
     assert "imagenet-d-<split>-4opt" in text and "classifier:efficientnet-lite0" in text
+    assert "**pm-k accuracy**" in text and "accuracy_valid_labels" in text
 
 
 def test_label_set_configs_hold_one_seeded_subset_for_every_k(root: Path, tmp_path: Path) -> None:

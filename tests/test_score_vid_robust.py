@@ -186,3 +186,43 @@ def test_the_leaderboard_reads_the_block_and_refuses_pmk_above_benign(tmp_path: 
     with pytest.raises(LeaderboardInputError) as err:
         parse_scores(raw, tmp_path / "scores.json", "m")
     assert "\n" not in str(err.value) and f"configs.{CONFIG}.pmk_accuracy" in str(err.value)
+
+
+def test_a_build_from_the_published_layout_scores_its_anchors(tmp_path: Path) -> None:
+    """The builder's rows (id, source_file, pmset from pmsets.json) through the
+    scorer: 3 videos x 3 frames; video 1's frames list two valid classes."""
+    import json
+
+    from tests.classification_layouts import raw_spec, vid_layout
+    from vlmrobust.builders.classification.build import build
+    from vlmrobust.builders.families import BuildOptions
+    from vlmrobust.core.datadir import read_table
+
+    src = tmp_path / "src"
+    vid_layout(src)
+    pm_file = src / CONFIG / "metadata" / "pmsets.json"
+    pm = json.loads(pm_file.read_text())
+    shared = _key_of(0, 2)  # also listed in video 1's set: one row, in video 0's set
+    pm[_key_of(1, 0)] = [*pm[_key_of(1, 0)], shared]
+    pm_file.write_text(json.dumps(pm))
+    ds = tmp_path / "ds"
+    m = build(raw_spec(variants=[CONFIG], label_set_sizes=[]), Path("x.yaml"),
+              BuildOptions(out=ds, source_root=src, progress=False))
+    assert m["notes"][CONFIG]["frames_in_several_sets"] == 1 and m["configs"][CONFIG] == 9
+    rows = read_table(ds, CONFIG, columns=["id", "source_file", "pmset"]).to_pylist()
+    assert next(r["pmset"] for r in rows if r["source_file"] == shared) == _key_of(0, 0)
+    video = {r["id"]: int(r["source_file"].split("/")[1][-1]) for r in rows}
+    # right everywhere (video 1 through its second valid class, 0) but on frame 2 of video 2
+    predicted = [0 if video[r["id"]] in (0, 1) else (2 if not r["source_file"].endswith("2.JPEG") else 1)
+                 for r in rows]
+    logits = (np.eye(3)[predicted] * 4.0).tolist()
+    preds = write_parquet(tmp_path / "p.parquet", [r["id"] for r in rows], logits)
+    write_meta(preds, ds)
+    got = score(ds, preds, tmp_path / "s.json")["datasets"]["classification"]["configs"][CONFIG]
+    assert (got["anchors"], got["benign_accuracy"]) == (3, 1.0)
+    assert got["pmk_accuracy"] == pytest.approx(2 / 3) and got["accuracy_valid_labels"] == pytest.approx(8 / 9)
+    assert got["accuracy"] == pytest.approx(5 / 9)  # video 1's stored label is 1, not 0
+
+
+def _key_of(video: int, frame: int) -> str:
+    return f"val/ILSVRC2015_val_{video:08d}/{frame:06d}.JPEG"
