@@ -20,22 +20,29 @@ def available_specs() -> list[str]:
 
 
 def resolve_spec(name_or_path: str) -> Path:
+    """The spec file ``name_or_path`` names: a .yaml/.yml path as given; else a
+    registered name (benchmarks/<name>.yaml), even when the working folder holds
+    something of that name (a folder ``ood`` is never the ``ood`` spec); else an
+    existing file. A directory is never a spec."""
     candidate = Path(name_or_path)
-    if candidate.suffix in {".yaml", ".yml"} or candidate.exists():
+    if candidate.suffix in {".yaml", ".yml"}:
+        if candidate.is_dir():
+            raise SpecError(f"spec {candidate} is a directory, not a YAML file; pass the spec "
+                            "file inside it, or a registered spec name")
         if not candidate.is_file():
             raise SpecError(f"spec file {candidate} does not exist")
         return candidate
-    path = SPEC_DIR / f"{name_or_path}.yaml"
-    if not path.is_file():
-        import difflib
+    if name_or_path in available_specs():
+        return SPEC_DIR / f"{name_or_path}.yaml"
+    if candidate.is_file():
+        return candidate
+    import difflib
 
-        close = difflib.get_close_matches(name_or_path, available_specs(), n=1)
-        hint = f"; did you mean {close[0]!r}?" if close else ""
-        raise SpecError(
-            f"unknown benchmark spec {name_or_path!r}{hint} "
-            f"(known: {', '.join(available_specs())}; or pass a YAML path)"
-        )
-    return path
+    close = difflib.get_close_matches(name_or_path, available_specs(), n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    what = (f"{name_or_path!r} is a directory, not a spec file, and no registered spec has "
+            "that name" if candidate.is_dir() else f"unknown benchmark spec {name_or_path!r}")
+    raise SpecError(f"{what}{hint} (known: {', '.join(available_specs())}; or pass a YAML path)")
 
 
 def load_spec_yaml(path: Path) -> dict[str, Any]:

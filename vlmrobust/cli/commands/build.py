@@ -17,7 +17,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Build a dataset directory (parquet + README card + manifest.json) "
         "from a spec in benchmarks/ or a YAML path.",
     )
-    p.add_argument("spec", metavar="SPEC", help="a name in benchmarks/ or a YAML path")
+    p.add_argument("spec", metavar="SPEC", help="a name in benchmarks/ (the name wins over a folder of that name) or a "
+                   "YAML path")
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--sample", action="store_true", help="build from the embedded sample")
     src.add_argument("--source-root", type=Path, help="folder holding the source datasets")
