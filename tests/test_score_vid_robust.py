@@ -83,6 +83,12 @@ def test_benign_and_pmk_accuracy_equal_the_hand_scored_sets(tmp_path: Path) -> N
     assert got["benign_accuracy"] == pytest.approx(BENIGN) and got["pmk_accuracy"] == pytest.approx(PMK)
     right = sum(p in r["valid_labels"] for p, r in zip(predicted, rows, strict=True))
     assert got["accuracy_valid_labels"] == pytest.approx(right / len(rows))
+    import json
+
+    import jsonschema
+
+    schema = json.loads((Path(__file__).parents[1] / "evaluation/schemas/scores.schema.json").read_text("utf-8"))
+    jsonschema.validate(json.loads((tmp_path / "p.json").read_text("utf-8")), schema)
     lo, hi = got["pmk_accuracy_ci"]
     assert lo <= PMK <= hi and got["benign_accuracy_ci"][0] <= BENIGN <= got["benign_accuracy_ci"][1]
     # set a: its anchor stays right, one neighbour turns wrong: pm-k loses a set, benign nothing

@@ -21,10 +21,10 @@ in its published on-disk layout (paths under ``--source-root``):
   {"i": [wnid, name]} (30 classes) and ``misc/rev_wnid_map.json`` {VID wnid:
   [ImageNet wnids]}; frames at the paths the JSON names (``val/<video>/<frame>.JPEG``).
   Every anchor and perturbed frame is a row; ``pmset`` names its anchor (the
-  scorer's benign and pm-k accuracy group rows by it). The release's 22,178
-  frames in 1,109 sets of ~20 are disjoint sets; a frame listed in several sets
-  would be one row in the first (sorted) set only, and the manifest's
-  ``frames_in_several_sets`` counts such frames.
+  scorer's benign and pm-k accuracy group rows by it). The paper's 22,178
+  frames in 1,109 sets (~20 each) suggest disjoint sets; a frame listed in
+  several sets would be one row, in the first (sorted) set only, and the
+  manifest's ``frames_in_several_sets`` counts such frames.
 - ``imagenet-d`` (Zhang et al. 2024; ``ImageNet-D/`` or ``imagenet-d/``):
   ``<split>/<class_dir>/*`` for the splits background, texture, material, and the
   class mapping of ImageNet-D's code release, ``imgnet_d2imgnet_id.txt`` (JSON
