@@ -53,6 +53,20 @@ def test_identical_question_scores_zero_embedding_novelty() -> None:
     assert got.completion[0] == pytest.approx(-0.25)               # mean of the two
 
 
+def test_prefix_len_sets_the_words_of_the_prefix_bank() -> None:
+    """δ_ifreq counts the first ``prefix_len`` words (L = 3 here), not a fixed two."""
+    r3 = DiscoveryReward(RewardConfig(prefix_len=3))
+    r2 = DiscoveryReward()
+    for r in (r3, r2):
+        score_one(r, "img", "How many dogs are there?", E1, True, False)
+    assert r3.prefixes == {"how many dogs": 1} and r2.prefixes == {"how many": 1}
+    # "How many cats?" shares two words with the banked failure, not three
+    assert r3.delta_ifreq("How many cats?") == 1.0 and r2.delta_ifreq("How many cats?") == 0.5
+    assert r3.delta_ifreq("how many DOGS?") == 0.5
+    got = score_one(r3, "other", "How many cats?", E2, True, False)[0]
+    assert got == pytest.approx(1.0 + 1.0)  # empty image bank: δ_emb = 1; new 3-word prefix
+
+
 def test_cosine_and_repeated_prefix_hand_computed() -> None:
     r = DiscoveryReward(RewardConfig(lambda_scale=2.0))
     for _ in range(3):                                             # "how many" seen 3 times

@@ -231,8 +231,14 @@ def test_a_prompt_rewritten_export_imports_with_its_prompt(ds: Path, tmp_path: P
     argv = ["import", "vlmevalkit", str(result), "--dataset", str(ds), "--out"]
     rc, err = run_cli([*argv, str(tmp_path / "a.jsonl")], capsys)
     assert rc == 1 and "--prompt" in err, err
+    assert not (tmp_path / "a.jsonl").exists()
     rc, err = run_cli([*argv, str(tmp_path / "b.jsonl"), "--prompt", "photo-of"], capsys)
     assert rc == 0, err
+    meta = read_meta(tmp_path / "b.jsonl")
+    assert meta["prompt_id"] == "photo-of" and meta["dataset"]["name"] == "imagenet-mcq"
+    truth = {t["id"]: LETTERS[t["answer"]] for t in dataset_rows(ds)}
+    lines = (tmp_path / "b.jsonl").read_text(encoding="utf-8").splitlines()
+    assert {json.loads(x)["id"]: json.loads(x)["text"] for x in lines} == truth
 
 
 def test_an_exported_tsv_converts_back_to_the_same_questions(ds: Path, tmp_path: Path,

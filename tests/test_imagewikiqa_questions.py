@@ -10,12 +10,14 @@ from vlmrobust.builders.imagewikiqa.leak import LeakChecker
 
 # --- leak check -------------------------------------------------------------------------
 
-@pytest.mark.parametrize("text", [
-    "Where do tenches live?", "Is this a TENCH?", "tench-like fish", "the Tinca tinca",
-    "genus Tinca", "What do Tench eat?",
+@pytest.mark.parametrize(("text", "leak"), [
+    ("Where do tenches live?", "tenches"), ("Is this a TENCH?", "TENCH"),
+    ("tench-like fish", "tench"), ("the Tinca tinca", "Tinca tinca"),
+    ("genus Tinca", "Tinca"), ("What do Tench eat?", "Tench"),
 ])
-def test_leak_checker_finds_names_plurals_and_genus(text: str) -> None:
-    assert LeakChecker(("tench", "Tinca tinca")).find(text) is not None
+def test_leak_checker_finds_names_plurals_and_genus(text: str, leak: str) -> None:
+    # the span found is the name as written: its plural, its case, the genus alone
+    assert LeakChecker(("tench", "Tinca tinca")).find(text) == leak
 
 
 @pytest.mark.parametrize("text", ["a stench", "tenchant", "Where does this object live?"])

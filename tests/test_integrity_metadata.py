@@ -6,6 +6,7 @@ local dataset path in predictions metadata."""
 from __future__ import annotations
 
 import datetime as dt
+import gzip
 import json
 import shutil
 from pathlib import Path
@@ -292,6 +293,18 @@ def test_predictions_symlink_inside_the_tree_is_followed(board: Path, tmp_path: 
     rc, err = run_cli(["leaderboard", "build", "--submissions", str(subs), "--out",
                        str(tmp_path / "site"), "--quiet"], capsys)
     assert rc == 0, err
+    # the site's rows of model-1 were read through the link: each row's arg-max is the
+    # linked file's, and the accuracies are those of the stored scores.json
+    rows_gz = tmp_path / "site" / "downloads" / "model-1" / "imagenet-mcq.rows.jsonl.gz"
+    rows = [json.loads(x) for x in gzip.decompress(rows_gz.read_bytes()).decode().splitlines()]
+    linked = {r["id"]: max(range(len(r["logits"])), key=r["logits"].__getitem__)
+              for r in pq.read_table(kept).to_pylist()}
+    assert len(rows) == len(linked) > 0
+    assert all(r["predicted"] == linked[r["id"]] for r in rows)
+    stored = json.loads((subs / "model-1" / "scores.json").read_text())
+    for config, entry in stored["datasets"]["imagenet-mcq"]["configs"].items():
+        mine = [r["correct"] for r in rows if r["config"] == config]
+        assert len(mine) == entry["n"] and sum(mine) / len(mine) == pytest.approx(entry["accuracy"])
 
 
 def test_local_dataset_path_stays_out_of_metadata(mcq: Path) -> None:

@@ -144,6 +144,17 @@ def test_mcm_undoes_clip_logit_scale() -> None:
     assert not np.allclose(msp(logits), want)
 
 
+@pytest.mark.parametrize("tau", [0.5, 2.0])
+def test_mcm_temperature_is_applied(tau: float) -> None:
+    """MCM = max_k softmax(cos / τ)_k for τ ≠ 1 too (scipy's softmax), not τ = 1 always."""
+    cos = np.array([[0.3, -0.2, 0.1], [0.9, 0.9, -np.inf]])
+    want = special.softmax(np.array([0.3, -0.2, 0.1]) / tau).max()
+    got = mcm(cos, tau=tau)
+    assert got[0] == pytest.approx(want, abs=1e-12)
+    assert got[1] == pytest.approx(0.5, abs=1e-12)  # a tie stays 1/2 at every τ
+    assert abs(got[0] - mcm(cos)[0]) > 1e-3
+
+
 @pytest.mark.parametrize("call, match", [
     (lambda: auroc([], [1.0]), "id_scores is empty"),
     (lambda: auroc([1.0], [np.nan]), "ood_scores must be finite, got nan at index 0"),

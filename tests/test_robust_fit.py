@@ -72,6 +72,29 @@ def test_undefined_fits_are_nan_and_arguments_are_checked() -> None:
         fit.line_params(np.array([0.0, 1.0]), np.array([0.0, 1.0]), method="l1")
 
 
+def test_min_points_makes_resamples_of_too_few_distinct_points_nan() -> None:
+    """Like least_squares: a row of multiplicities with fewer than ``min_points``
+    points of non-zero weight is NaN even though its x has spread (a bootstrap
+    replicate that drew two baseline models); other rows are fitted."""
+    x = np.arange(6.0)
+    y = np.array([0.1, 1.3, 1.9, 3.2, 9.0, 5.1])
+    w = np.array([[3.0, 3.0, 0.0, 0.0, 0.0, 0.0],
+                  [2.0, 0.0, 2.0, 0.0, 2.0, 0.0],
+                  [1.0, 1.0, 1.0, 1.0, 1.0, 1.0]])
+    a, b = huber_line(x, y, w, min_points=3)
+    assert np.isnan(a[0]) and np.isnan(b[0])
+    assert np.isfinite(a[1:]).all() and np.isfinite(b[1:]).all()
+    ls_a, _ = fit.least_squares(x, y, w, min_points=3)
+    assert (np.isnan(a) == np.isnan(ls_a)).all()
+    # with min_points = 2 the two-point row is the line through its two points
+    a2, b2 = huber_line(x, y, w, min_points=2)
+    assert (float(a2[0]), float(b2[0])) == pytest.approx((1.2, 0.1), abs=1e-12)
+    rep = np.repeat(x, w[1].astype(int)), np.repeat(y, w[1].astype(int))
+    ra, rb = huber_line(*rep)
+    assert (float(a[1]), float(b[1])) == pytest.approx((float(ra), float(rb)), abs=1e-9)
+    assert np.isnan(fit.line_params(x, y, w, method="huber", min_points=3)[0][0])
+
+
 def test_fit_line_huber_ignores_an_outlying_reference_model() -> None:
     from vlmrobust.metrics.transforms import inverse_probit
 
