@@ -17,7 +17,7 @@ scorer is asked for another (``vlmrobust score --ood-score``: MCM only for a
 ``clip`` model, whose logits are scaled cosines). For every
 OOD set (the ``ood_source`` of the OOD rows) against all scored ID rows:
 AUROC (ID positive), FPR@95 and, where the set's rows name a class
-(``ood_class``; NINCO), the class-mean AUROC, each headline number with a
+(``ood_class``; NINCO, Textures), the class-mean AUROC, each headline number with a
 two-sample percentile bootstrap CI (vlmrobust.metrics.ood); the other scores'
 numbers are point estimates under ``by_score``. ID configs also get top-1
 accuracy over their ID rows. Logits are turned into scores a block of rows at

@@ -64,7 +64,8 @@ def test_every_layout_builds_loads_and_scores(tmp_path: Path) -> None:
     assert m["kind"] == "ood" and m["absent_sets"] == []
     assert m["configs"] == {"imagenet-val": 3, "inaturalist": 2, "sun": 2, "places": 2,
                             "textures": 2, "imagenet-o": 2, "ninco": 5}
-    assert m["ood_classes"] == {"ninco": ["amphiuma_means", "caracal"]}
+    assert m["ood_classes"] == {"textures": ["banded", "zigzagged"],
+                                "ninco": ["amphiuma_means", "caracal"]}
     space = read_label_space(out, "ninco")
     assert len(space) == 1000 and space.classes[970].wnid == "n09193705"
     val = datasets.load_dataset(str(out), "imagenet-val", split="test")
@@ -76,7 +77,10 @@ def test_every_layout_builds_loads_and_scores(tmp_path: Path) -> None:
     assert ninco["id"][0] == "ninco/amphiuma_means/amphiuma_means_0.jpg"
     tex = datasets.load_dataset(str(out), "textures", split="test")
     assert tex["source_file"] == ["banded/banded_0002.jpg", "zigzagged/zigzagged_0133.jpg"]
-    assert tex["ood_class"] == [None, None]  # only NINCO's classes are OOD classes
+    assert tex["ood_class"] == ["banded", "zigzagged"]  # DTD's texture category
+    # ImageNet-O's wnid folder is the class a ResNet-50 was fooled into: no ood_class
+    ino = datasets.load_dataset(str(out), "imagenet-o", split="test")
+    assert ino["source_file"][0].startswith("n01443537/") and ino["ood_class"] == [None, None]
     import pyarrow.parquet as pq
 
     t = pq.read_table(next((out / "data" / "sun").glob("*.parquet")))
@@ -97,6 +101,8 @@ def test_every_layout_builds_loads_and_scores(tmp_path: Path) -> None:
     block = score(out, preds, tmp_path / "s.json")["datasets"]["ood"]["ood"]
     assert sorted(block["sets"]) == ["imagenet-o", "inaturalist", "ninco", "places", "sun", "textures"]
     assert block["sets"]["ninco"]["n_classes"] == 2 and block["sets"]["sun"]["class_mean_auroc"] is None
+    assert block["sets"]["textures"]["n_classes"] == 2
+    assert block["sets"]["imagenet-o"]["class_mean_auroc"] is None
 
 
 def test_rebuild_is_identical_and_absent_sets_are_named(tmp_path: Path) -> None:

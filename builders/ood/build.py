@@ -11,7 +11,9 @@ space, ImageNet-1k (label_spaces/<config>.json).
 Rows: ``id`` (``<config>/<key>``), ``image`` (the published file's bytes,
 unchanged once PIL has decoded them), ``label`` (ImageNet-1k index; -1 on OOD
 rows), ``is_ood``, ``ood_source`` (the OOD set; null on ID rows),
-``ood_class`` (NINCO's class; null elsewhere) and ``source_file`` (the path
+``ood_class`` (NINCO's class or DTD's texture category, the set's class
+folder; null elsewhere: ImageNet-O's wnid folders are not what the image shows,
+see layouts.py) and ``source_file`` (the path
 below the set's image folder: an ImageNet val file name, a texture or wnid
 folder and file for DTD / ImageNet-O).
 """
@@ -151,13 +153,15 @@ def write_ood(out: Path, spec: OodSpec, id_images: Sequence[IdImage], sets: Mapp
               absent: Sequence[str], *, id_note: str, sample: bool, limit: int | None,
               source_fingerprints: Mapping[str, str], licences: Sequence[tuple[str, str, str]] = (),
               ood_rows_of: Any = ood_rows, id_config: str = ID_CONFIG,
-              named_classes: Sequence[str] = ("ninco",)) -> dict[str, Any]:
+              named_classes: Sequence[str] | None = None) -> dict[str, Any]:
     """Write the dataset directory (configs ``id_config`` + one per OOD set;
     ``named_classes``: the sets whose class folders are OOD classes)."""
     space = imagenet_label_space()
     configs: dict[str, Any] = {id_config: id_rows(id_images, id_config)}
     configs.update({name: ood_rows_of(s) for name, s in sets.items()})
     counts = {id_config: len(id_images), **{n: len(s.images) for n, s in sets.items()}}
+    if named_classes is None:
+        named_classes = [n for n, lay in LAYOUTS.items() if lay.classes_are_ood_classes]
     classes = {n: list(s.classes) for n, s in sets.items() if n in named_classes}
     feats = features()
     info = BuildInfo(spec.name, spec.version, spec.seed, source_fingerprints=dict(source_fingerprints),

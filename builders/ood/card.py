@@ -67,14 +67,16 @@ def render_card(counts: Mapping[str, int], absent: Sequence[str],
         "Layouts read (builders/ood/layouts.py; ImageNet val as builders/sources.py reads "
         "it): " + "; ".join(f"`{n}`: {lay.example}" for n, lay in LAYOUTS.items()) + ".",
         "",
-        *(["OOD class lists (NINCO's class folders; class-mean AUROC averages over them):",
+        *(["OOD class lists (the sets' class folders: NINCO's classes, DTD's textures; "
+           "class-mean AUROC averages over them):",
            *class_lines, ""] if class_lines else []),
         "## Columns",
         "",
         "`id` (`<config>/<path below the set's image folder>`), `image` (the released file, "
         "byte for byte), `label` (ImageNet-1k index; **-1 on OOD rows, which have no "
         "answer**), `is_ood`, `ood_source` (the OOD set; null on ID rows), `ood_class` "
-        "(NINCO's class; null elsewhere), `source_file`.",
+        "(NINCO's class or DTD's texture category; null elsewhere: ImageNet-O's wnid folders "
+        "name the class a ResNet-50 was fooled into, not what the image shows), `source_file`.",
         "",
         "## Predictions and scoring",
         "",
@@ -86,7 +88,8 @@ def render_card(counts: Mapping[str, int], absent: Sequence[str],
         "the logit scale undone), **MSP** for classifiers, fine-tuned models and VLMs; "
         "max-logit and energy are reported beside them. Metrics per OOD set: **AUROC** (ID "
         "positive, ties counted half, as scikit-learn's `roc_auc_score`), **FPR@95** (the "
-        "share of OOD at or above the threshold keeping 95% of ID), and for NINCO the "
+        "share of OOD at or above the threshold keeping 95% of ID), and for sets with classes "
+        "(NINCO, Textures) the "
         "**class-mean AUROC** (each class's AUROC against all ID, averaged), each with a "
         "two-sample percentile bootstrap CI; top-1 accuracy on the ID rows.",
         "",

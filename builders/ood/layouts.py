@@ -9,9 +9,14 @@ Under a source root (``--source-root``), each set lives in its release's folder
   concept), flat: ``iNaturalist/images/*.jpg``, ``SUN/images/*.jpg``,
   ``Places/images/*.jpg``;
 - ``textures``: the Describable Textures Dataset as MOS uses it (all 5,640
-  images), ``dtd/images/<texture>/*.jpg`` (47 texture folders);
+  images), ``dtd/images/<texture>/*.jpg`` (47 texture folders); a folder is
+  the image's texture category, its ``ood_class``;
 - ``imagenet-o`` (Hendrycks et al. 2021): ``imagenet-o/<wnid>/*.jpg`` (200 wnid
-  folders; a README beside them is ignored);
+  folders; a README beside them is ignored). A wnid folder names the ImageNet
+  class a ResNet-50 confidently (and wrongly) gave the image when the set was
+  adversarially filtered, not what the image shows, so it is not an
+  ``ood_class``: a "class-mean AUROC" over it would average over one model's
+  mistakes;
 - ``ninco`` (Bitterwolf et al. 2023): ``NINCO_OOD_classes/<class>/*.jpg`` (64
   classes, 5,879 images in the release), found as ``NINCO/NINCO_OOD_classes``,
   ``NINCO_all/NINCO/NINCO_OOD_classes`` or ``NINCO_OOD_classes`` under the root.
@@ -45,7 +50,8 @@ class OodLayout:
     inner: str  # the folder holding images / class folders, below the set's folder
     shape: str
     example: str
-    classes_are_ood_classes: bool = False  # rows carry ood_class (NINCO's class-mean AUROC)
+    # rows carry ood_class (NINCO's class-mean AUROC; per-class breakdowns of DTD)
+    classes_are_ood_classes: bool = False
 
 
 LAYOUTS: dict[str, OodLayout] = {
@@ -53,7 +59,8 @@ LAYOUTS: dict[str, OodLayout] = {
                              "iNaturalist/images/*.jpg"),
     "sun": OodLayout("sun", ("SUN",), "images", "flat", "SUN/images/*.jpg"),
     "places": OodLayout("places", ("Places",), "images", "flat", "Places/images/*.jpg"),
-    "textures": OodLayout("textures", ("dtd",), "images", "classes", "dtd/images/<texture>/*.jpg"),
+    "textures": OodLayout("textures", ("dtd",), "images", "classes", "dtd/images/<texture>/*.jpg",
+                          classes_are_ood_classes=True),
     "imagenet-o": OodLayout("imagenet-o", ("imagenet-o",), "", "wnid", "imagenet-o/<wnid>/*.jpg"),
     "ninco": OodLayout("ninco", ("NINCO", "NINCO_all/NINCO", "."), "NINCO_OOD_classes", "classes",
                        "NINCO/NINCO_OOD_classes/<class>/*.jpg", classes_are_ood_classes=True),
