@@ -18,23 +18,18 @@ Run: python -m pytest tests/perf/test_classification_score_memory.py \\
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 import textwrap
-from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.perf.child import run_child
 
 CHILD = textwrap.dedent("""
     import json, sys, time
     import numpy as np
 
-    def hwm_mb():
-        for line in open("/proc/self/status"):
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
+    from tests.perf.child import peak_rss_mb
 
     mode, n, c = sys.argv[1], int(sys.argv[2]), 1000
     rng = np.random.default_rng(0)
@@ -51,7 +46,7 @@ CHILD = textwrap.dedent("""
         from vlmrobust.evaluation.score_classification import ConfigData, classification_scores
         configs = [ConfigData(name, ids[s], y[s], y[s], z[s].argmax(1), z[s], c, None, name)
                    for name, s in (("imagenet-val", slice(0, half)), ("imagenet-r", slice(half, n)))]
-        input_mb = hwm_mb()
+        input_mb = peak_rss_mb()
         t0 = time.perf_counter()
         scores, block = classification_scores(configs, seed=0)
     else:
@@ -68,33 +63,28 @@ CHILD = textwrap.dedent("""
                     "configs": {"imagenet-val": half, "imagenet-r": n - half},
                     "label_spaces": {k: {"n_classes": c, "name": "in1k", "sha256": "0" * 64}
                                      for k in ("imagenet-val", "imagenet-r")}}
-        input_mb = hwm_mb()
+        input_mb = peak_rss_mb()
         t0 = time.perf_counter()
         out = score_tables(table, manifest, preds, "m")["datasets"]["classification"]
         scores, block = out["configs"], out["temperature"]
     seconds = time.perf_counter() - t0
     r = scores["imagenet-r"]
     print(json.dumps({"mode": mode, "rows": n, "seconds": seconds, "input_mb": input_mb,
-                      "peak_rss_mb": hwm_mb(), "temperature": block["value"],
+                      "peak_rss_mb": peak_rss_mb(), "temperature": block["value"],
                       "ece": r["ece"], "ece_ts": r["ece_ts"], "nll": r["nll"], "nll_ts": r["nll_ts"]}))
 """)
 
 SIZES = (12_500, 25_000, 50_000)
 
 
-def _run(root: Path, mode: str, rows: int) -> dict[str, Any]:
-    proc = subprocess.run([sys.executable, "-c", CHILD, mode, str(rows)], cwd=root,
-                          capture_output=True, text=True, check=False)
-    if proc.returncode:
-        pytest.fail(proc.stderr[-3000:])
-    return dict(json.loads(proc.stdout.strip().splitlines()[-1]))
+def _run(mode: str, rows: int) -> dict[str, Any]:
+    return run_child(CHILD, mode, str(rows))
 
 
 @pytest.mark.parametrize("mode", ["core", "report"])
 def test_classification_scoring_peak_rss_and_linear_time(benchmark: Any, mode: str) -> None:
-    root = Path(__file__).resolve().parents[2]
-    runs = [_run(root, mode, n) for n in SIZES[:-1]]
-    runs.append(benchmark.pedantic(_run, args=(root, mode, SIZES[-1]), rounds=1, iterations=1))
+    runs = [_run(mode, n) for n in SIZES[:-1]]
+    runs.append(benchmark.pedantic(_run, args=(mode, SIZES[-1]), rounds=1, iterations=1))
     print()
     for r in runs:
         print(f"{mode} {r['rows']:>6,} × 1,000: {r['seconds']:6.1f} s "

@@ -15,14 +15,12 @@ Run: python -m pytest tests/perf/test_classification_scoring_memory.py \\
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 import textwrap
-from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.perf.child import run_child
 
 CHILD = textwrap.dedent("""
     import json, resource, sys, time
@@ -30,11 +28,7 @@ CHILD = textwrap.dedent("""
     from vlmrobust.metrics.classification import (half_temperature, per_class_accuracy,
                                                   row_scores, score_logits)
 
-    def hwm_mb():
-        for line in open("/proc/self/status"):
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    from tests.perf.child import peak_rss_mb
 
     n, c = int(sys.argv[1]), 1000
     rng = np.random.default_rng(0)
@@ -45,7 +39,7 @@ CHILD = textwrap.dedent("""
         rng.standard_normal(out=block, dtype=np.float32)
         block *= 6  # twice the scale of a calibrated model: overconfident, T ≈ 2
         block[np.arange(block.shape[0]), y[s:s + 2000]] += 18
-    input_mb = hwm_mb()
+    input_mb = peak_rss_mb()
     t0 = time.perf_counter()
     fit = half_temperature(z, y, seed=0)
     held_z, held_y = z[fit.held_out_rows], y[fit.held_out_rows]
@@ -54,7 +48,7 @@ CHILD = textwrap.dedent("""
     pca = per_class_accuracy(row_scores(z, y).prediction, y, c)
     seconds = time.perf_counter() - t0
     print(json.dumps({"rows": n, "classes": c, "seconds": seconds, "input_mb": input_mb,
-                      "peak_rss_mb": hwm_mb(),
+                      "peak_rss_mb": peak_rss_mb(),
                       "ru_maxrss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
                       "temperature": fit.temperature, "acc": raw.accuracy,
                       "ece": raw.ece, "ece_ts": scaled.ece, "nll": raw.nll, "nll_ts": scaled.nll,
@@ -62,18 +56,13 @@ CHILD = textwrap.dedent("""
 """)
 
 
-def _run(root: Path, rows: int) -> dict[str, Any]:
-    proc = subprocess.run([sys.executable, "-c", CHILD, str(rows)], cwd=root,
-                          capture_output=True, text=True, check=False)
-    if proc.returncode:
-        pytest.fail(proc.stderr[-3000:])
-    return dict(json.loads(proc.stdout.strip().splitlines()[-1]))
+def _run(rows: int) -> dict[str, Any]:
+    return run_child(CHILD, str(rows))
 
 
 def test_full_label_scoring_50k_x_1000_peak_rss(benchmark: Any) -> None:
-    root = Path(__file__).resolve().parents[2]
-    small = _run(root, 12_500)
-    stats = benchmark.pedantic(_run, args=(root, 50_000), rounds=1, iterations=1)
+    small = _run(12_500)
+    stats = benchmark.pedantic(_run, args=(50_000,), rounds=1, iterations=1)
     per_row_small = small["seconds"] / small["rows"] * 1e6
     per_row = stats["seconds"] / stats["rows"] * 1e6
     print(f"\n50,000 × 1,000 float32 logits: {stats['seconds']:.1f} s "

@@ -13,19 +13,15 @@ Run: python -m pytest tests/perf/test_holistic_metrics_speed.py --benchmark-only
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 import textwrap
 from typing import Any
 
 import pytest
 
+from tests.perf.child import run_child
+
 PEAK = textwrap.dedent("""
-    def peak_mb():
-        for line in open("/proc/self/status"):
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
+    from tests.perf.child import peak_rss_mb
 """)
 
 OOD = PEAK + textwrap.dedent("""
@@ -44,7 +40,7 @@ OOD = PEAK + textwrap.dedent("""
     ci = ood_bootstrap_ci(x, y, "auroc", n_resamples=1000)
     t3 = time.perf_counter()
     print(json.dumps({"scores_s": t1 - t0, "metrics_s": t2 - t1, "bootstrap_s": t3 - t2,
-                      "auroc": a, "fpr95": f, "class_mean": c, "ci": ci, "peak_mb": peak_mb()}))
+                      "auroc": a, "fpr95": f, "class_mean": c, "ci": ci, "peak_mb": peak_rss_mb()}))
 """)
 
 RETRIEVAL = PEAK + textwrap.dedent("""
@@ -55,22 +51,17 @@ RETRIEVAL = PEAK + textwrap.dedent("""
     img = rng.normal(size=(5_000, 512)).astype(np.float32)
     ti = np.repeat(np.arange(5_000), 5)
     txt = img[ti] + rng.normal(size=(25_000, 512)).astype(np.float32) * 8.0
-    base = peak_mb()
+    base = peak_rss_mb()
     t0 = time.perf_counter()
     i2t, t2i = retrieval_ranks(img, txt, ti)
     t1 = time.perf_counter()
-    print(json.dumps({"seconds": t1 - t0, "peak_mb": peak_mb(), "inputs_peak_mb": base,
+    print(json.dumps({"seconds": t1 - t0, "peak_mb": peak_rss_mb(), "inputs_peak_mb": base,
                       "i2t_r5": recall_at_k(i2t, 5), "t2i_r5": recall_at_k(t2i, 5)}))
 """)
 
 
-def _child(code: str) -> dict[str, Any]:
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    return dict(json.loads(proc.stdout.strip().splitlines()[-1]))
-
-
 def test_ood_metrics_50k_by_50k(benchmark: Any) -> None:
-    stats = benchmark.pedantic(lambda: _child(OOD), rounds=1, iterations=1)
+    stats = benchmark.pedantic(run_child, args=(OOD,), rounds=1, iterations=1)
     print(f"\nOOD 50k ID + 50k OOD: scores {stats['scores_s']:.2f} s, AUROC + FPR@95 + "
           f"class-mean {stats['metrics_s']:.2f} s, 1,000-replicate CI {stats['bootstrap_s']:.1f} s, "
           f"peak RSS {stats['peak_mb']:.0f} MB (AUROC {stats['auroc']:.3f}, CI {stats['ci']})")
@@ -81,7 +72,7 @@ def test_ood_metrics_50k_by_50k(benchmark: Any) -> None:
 
 
 def test_retrieval_5k_images_by_25k_captions(benchmark: Any) -> None:
-    stats = benchmark.pedantic(lambda: _child(RETRIEVAL), rounds=1, iterations=1)
+    stats = benchmark.pedantic(run_child, args=(RETRIEVAL,), rounds=1, iterations=1)
     print(f"\nretrieval 5k × 25k (512-d): {stats['seconds']:.1f} s, peak RSS "
           f"{stats['peak_mb']:.0f} MB (inputs alone {stats['inputs_peak_mb']:.0f} MB; the full "
           f"float64 matrix would be 954 MB), R@5 i→t {stats['i2t_r5']:.3f} t→i {stats['t2i_r5']:.3f}")

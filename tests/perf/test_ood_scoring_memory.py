@@ -18,17 +18,16 @@ Run: python -m pytest tests/perf/test_ood_scoring_memory.py --benchmark-only -s 
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.perf.child import run_child
+
 SETUP = textwrap.dedent("""
-    import io, sys
+    import io, json, sys
     from pathlib import Path
     import numpy as np, pyarrow as pa, datasets
     from PIL import Image
@@ -72,45 +71,33 @@ SETUP = textwrap.dedent("""
             "dataset": {"name": "ood", "version": "0", "fingerprint": m["fingerprint"]},
             "configs": list(sizes)}
     write_predictions_file(out / "p.parquet", pa.table({"id": ids, "logits": logits}), meta)
+    print(json.dumps({"rows": len(ids)}))
 """)
 
 SCORE = textwrap.dedent("""
     import json, sys, time
     from pathlib import Path
 
-    def hwm_mb():
-        for line in open("/proc/self/status"):
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
+    from tests.perf.child import peak_rss_mb
 
     from vlmrobust.evaluation.score import score
     out = Path(sys.argv[1])
-    base = hwm_mb()
+    base = peak_rss_mb()
     t0 = time.perf_counter()
     s = score(out / "ds", out / "p.parquet", out / "scores.json")
     seconds = time.perf_counter() - t0
     b = s["datasets"]["ood"]["ood"]
-    print(json.dumps({"seconds": seconds, "peak_rss_mb": hwm_mb(), "import_mb": base,
+    print(json.dumps({"seconds": seconds, "peak_rss_mb": peak_rss_mb(), "import_mb": base,
                       "n_id": b["n_id"], "sets": {k: {m: v[m] for m in ("n", "auroc", "auroc_ci",
                       "fpr95", "class_mean_auroc")} for k, v in b["sets"].items()},
                       "id_accuracy": b["id_accuracy"]}))
 """)
 
 
-def _child(code: str, *args: str) -> str:
-    root = Path(__file__).resolve().parents[2]
-    proc = subprocess.run([sys.executable, "-c", code, *args], cwd=root, capture_output=True,
-                          text=True, check=False)
-    if proc.returncode:
-        pytest.fail(proc.stderr[-3000:])
-    return proc.stdout
-
-
 def test_ood_scoring_50k_id_50k_ood_x_1000(benchmark: Any, tmp_path: Path) -> None:
     n = 50_000
-    _child(SETUP, str(tmp_path), str(n))
-    stats = benchmark.pedantic(lambda: json.loads(_child(SCORE, str(tmp_path)).strip().splitlines()[-1]),
-                               rounds=1, iterations=1)
+    assert run_child(SETUP, str(tmp_path), str(n))["rows"] == 2 * n
+    stats = benchmark.pedantic(run_child, args=(SCORE, str(tmp_path)), rounds=1, iterations=1)
     ninco = stats["sets"]["ninco"]
     print(f"\nOOD score of {n:,} ID + {n:,} OOD rows × 1,000 logits: {stats['seconds']:.1f} s, "
           f"peak RSS {stats['peak_rss_mb']:.0f} MB ({stats['import_mb']:.0f} MB after imports); "

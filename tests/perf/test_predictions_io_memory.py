@@ -17,25 +17,20 @@ Run: python -m pytest tests/perf/test_predictions_io_memory.py \\
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.perf.child import run_child
+
 CHILD = textwrap.dedent("""
     import json, sys, time
     from pathlib import Path
     import numpy as np
 
-    def hwm_mb():
-        for line in open("/proc/self/status"):
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-        return 0.0
+    from tests.perf.child import peak_rss_mb
 
     phase, n, folder = sys.argv[1], int(sys.argv[2]), Path(sys.argv[3])
     C, B = 1000, 64
@@ -80,29 +75,20 @@ CHILD = textwrap.dedent("""
             assert np.array_equal(got, z.astype(got.dtype)), b
         assert pf.ids[0] == "id-000000" and pf.ids[-1] == f"id-{n - 1:06d}"
         stats = {"read_s": t1 - t0}
-    stats.update(phase=phase, rows=n, seconds=time.perf_counter() - t0, peak_rss_mb=hwm_mb(),
+    stats.update(phase=phase, rows=n, seconds=time.perf_counter() - t0, peak_rss_mb=peak_rss_mb(),
                  file_mb=out.stat().st_size / 2**20)
     print(json.dumps(stats))
 """)
 
 
-def _run(root: Path, phase: str, rows: int, folder: Path) -> dict[str, Any]:
-    proc = subprocess.run([sys.executable, "-c", CHILD, phase, str(rows), str(folder)], cwd=root,
-                          capture_output=True, text=True, check=False)
-    if proc.returncode:
-        pytest.fail(proc.stderr[-3000:])
-    return dict(json.loads(proc.stdout.strip().splitlines()[-1]))
-
-
-def _both(root: Path, rows: int, folder: Path) -> dict[str, dict[str, Any]]:
+def _both(rows: int, folder: Path) -> dict[str, dict[str, Any]]:
     folder.mkdir()
-    return {"write": _run(root, "write", rows, folder), "read": _run(root, "read", rows, folder)}
+    return {phase: run_child(CHILD, phase, str(rows), str(folder)) for phase in ("write", "read")}
 
 
 def test_predictions_50k_x_1000_write_and_read_peak_rss(benchmark: Any, tmp_path: Path) -> None:
-    root = Path(__file__).resolve().parents[2]
-    small = _both(root, 12_500, tmp_path / "small")
-    big = benchmark.pedantic(_both, args=(root, 50_000, tmp_path / "big"), rounds=1, iterations=1)
+    small = _both(12_500, tmp_path / "small")
+    big = benchmark.pedantic(_both, args=(50_000, tmp_path / "big"), rounds=1, iterations=1)
     w, r = big["write"], big["read"]
     print(f"\n50,000 × 1,000 float32 logits: write {w['seconds']:.1f} s (journal "
           f"{w['journal_s']:.1f} s, {w['journal_mb']:.0f} MB; merge {w['merge_s']:.1f} s), peak RSS "

@@ -12,9 +12,6 @@ Run: python -m pytest tests/perf/test_retrieval_scoring_memory.py --benchmark-on
 from __future__ import annotations
 
 import io
-import json
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -22,27 +19,26 @@ from typing import Any
 import numpy as np
 import pytest
 
+from tests.perf.child import run_child
+
 N_IMAGES, PER, DIM = 5_000, 5, 512
 
 CHILD = textwrap.dedent("""
     import json, sys, time
     from pathlib import Path
 
-    def peak_mb():
-        for line in open("/proc/self/status"):
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
+    from tests.perf.child import peak_rss_mb
 
     from vlmrobust.evaluation.retrieval_scores import retrieval_section
     from vlmrobust.evaluation.retrieval_validate import validate_retrieval
-    base = peak_mb()
+    base = peak_rss_mb()
     t0 = time.perf_counter()
     report = validate_retrieval(Path(sys.argv[1]), Path(sys.argv[2]))
     t1 = time.perf_counter()
     section = retrieval_section(report)
     t2 = time.perf_counter()
     c = section["configs"]["coco"]
-    print(json.dumps({"validate_s": t1 - t0, "score_s": t2 - t1, "peak_mb": peak_mb(),
+    print(json.dumps({"validate_s": t1 - t0, "score_s": t2 - t1, "peak_mb": peak_rss_mb(),
                       "imports_peak_mb": base, "n": c["n"], "n_captions": c["n_captions"],
                       "i2t": c["image_to_text"], "t2i": c["text_to_image"]}))
 """)
@@ -84,13 +80,7 @@ def test_retrieval_scoring_5k_by_25k(benchmark: Any, tmp_path: Path) -> None:
     ds, pred = tmp_path / "ds", tmp_path / "p.parquet"
     _dataset(ds)
     _predictions(ds, pred)
-
-    def run() -> dict[str, Any]:
-        proc = subprocess.run([sys.executable, "-c", CHILD, str(ds), str(pred)],
-                              capture_output=True, text=True, check=True)
-        return dict(json.loads(proc.stdout.strip().splitlines()[-1]))
-
-    stats = benchmark.pedantic(run, rounds=1, iterations=1)
+    stats = benchmark.pedantic(run_child, args=(CHILD, str(ds), str(pred)), rounds=1, iterations=1)
     print(f"\nretrieval score, {stats['n']:,} images x {stats['n_captions']:,} captions, "
           f"{DIM}-d ({pred.stat().st_size / 2**20:.0f} MB parquet): read + validate "
           f"{stats['validate_s']:.1f} s, ranks + Recall@1/5/10 + bootstrap CIs "
