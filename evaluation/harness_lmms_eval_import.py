@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from vlmrobust.core.errors import VlmrobustError
+from vlmrobust.core.fingerprint import file_sha256
 from vlmrobust.evaluation.lmms_eval_task import GENERATE_UNTIL, MULTIPLE_CHOICE
 
 MAX_SAMPLES_BYTES = 1 << 30
@@ -151,14 +152,6 @@ def _text(value: Any, where: str) -> str:
         raise VlmrobustError(f"{where}: the response is {type(value).__name__}, not text; "
                              "not a generate_until log")
     return value
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def expected_input(row: Mapping[str, Any], prompt_id: str, output_type: str) -> str:
@@ -284,7 +277,7 @@ def import_lmms_eval(samples: Sequence[str | Path], dataset: str | Path, out: st
     harness = {"name": "lmms-eval",
                "version": harness_version or _version(first_results),
                "result_file": ", ".join(sf.path.name for sf in files)[:300],
-               "result_sha256": _sha256(files[0].path) if len(files) == 1 else _combined(files),
+               "result_sha256": file_sha256(files[0].path) if len(files) == 1 else _combined(files),
                "model_class": str((first_results.get("config") or {}).get("model") or "")[:100],
                "output_type": otype}
     common: dict[str, Any] = {"model": name, "family": family, "out": out,
@@ -345,7 +338,7 @@ def _check_letter(sample: Mapping[str, Any], text: str, answer: int, where: str,
 def _combined(files: Sequence[SamplesFile]) -> str:
     h = hashlib.sha256()
     for sf in sorted(files, key=lambda f: f.path.name):
-        h.update(f"{sf.path.name}\t{_sha256(sf.path)}\n".encode())
+        h.update(f"{sf.path.name}\t{file_sha256(sf.path)}\n".encode())
     return h.hexdigest()
 
 

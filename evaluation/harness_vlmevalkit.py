@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from vlmrobust.core.errors import VlmrobustError
+from vlmrobust.core.fingerprint import file_sha256
 from vlmrobust.core.kinds import refuse_open
 
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -244,15 +245,9 @@ def import_vlmevalkit(result: str | Path, dataset: str | Path, out: str | Path,
         raise VlmrobustError(f"{result}: cannot tell the model from the file name "
                              "(VLMEvalKit writes <model>_<dataset>.xlsx); pass --model NAME")
     harness = {"name": "vlmevalkit", "version": harness_version or "unrecorded",
-               "result_file": result.name, "result_sha256": _sha256(result)}
+               "result_file": result.name, "result_sha256": file_sha256(result)}
     return write_predictions(dataset, ids, text=texts, model=name, family=family, out=out,
                              prompt_id=prompt, configs=sorted(set(configs)) or None,
                              harness=harness)
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()

@@ -5,7 +5,6 @@ them, and the final swap into ``images/`` and ``sample.csv``."""
 from __future__ import annotations
 
 import csv
-import hashlib
 import io
 import json
 import shutil
@@ -19,6 +18,7 @@ from tqdm import tqdm
 from vlmrobust.builders.sample import COLUMNS
 from vlmrobust.core.atomic import write_bytes_atomic, write_text_atomic
 from vlmrobust.core.classes import load_imagenet_classes
+from vlmrobust.core.fingerprint import file_sha256
 from vlmrobust.core.swap import recover, swap_in
 
 #: Bump when rendering changes, so that staged files of older runs are redone.
@@ -39,10 +39,6 @@ class Item:
     licence: str
     source_file: Path
     make: Callable[[], bytes]
-
-
-def file_sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def produce(items: Sequence[Item], staging: Path, progress: bool) -> dict[str, str]:
