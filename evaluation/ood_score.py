@@ -224,24 +224,19 @@ def ood_score_report(report: ValidationReport, model_id: str | None, seed: int,
                      ood_score: str | None = None) -> dict[str, Any]:
     """scores.json content of an ood dataset: the section every kind has (dataset,
     predictions_sha256, has_logits, configs, ...) plus the ``ood`` block."""
-    from vlmrobust.evaluation.score import SCHEMA_VERSION
+    from vlmrobust.evaluation.score_common import dataset_entry, scores_document
 
     index = report.index
     manifest = index.manifest
     configs, extra = ood_section(report, seed, ood_score)
     section: dict[str, Any] = {
-        "dataset": {"name": index.name, "version": str(manifest.get("spec", {}).get("version", "")),
-                    "fingerprint": manifest.get("fingerprint"),
-                    "sample": bool(manifest.get("sample", False))},
+        "dataset": dataset_entry(index.name, manifest),
         "kind": "ood", "predictions_sha256": report.sha256, "has_logits": report.has_logits,
         "has_text": report.file.has_text, "no_answer": 0, "reference_variant": None,
         "configs": configs, "bench_c": None, **extra}
     if report.partial is not None:
         section["partial"] = dict(report.partial)
-    if model_id is None and report.meta is not None:
-        found = report.meta.get("model_id", report.meta.get("model"))
-        model_id = str(found) if found is not None else None
-    return {"schema_version": SCHEMA_VERSION, "model_id": model_id, "datasets": {index.name: section}}
+    return scores_document(index.name, section, model_id, report.meta)
 
 
 def ood_row_results(report: ValidationReport, ood_score: str | None = None) -> list[dict[str, Any]]:

@@ -24,7 +24,12 @@ import numpy as np
 
 from vlmrobust.core.errors import SubmissionError, VlmrobustError
 from vlmrobust.evaluation.retrieval_validate import RetrievalReport
-from vlmrobust.evaluation.score_common import DEFAULT_SEED, derived_seed
+from vlmrobust.evaluation.score_common import (
+    DEFAULT_SEED,
+    dataset_entry,
+    derived_seed,
+    scores_document,
+)
 from vlmrobust.metrics.retrieval import clustered_recall_ci, recall_at_k, retrieval_ranks
 
 KS = (1, 5, 10)
@@ -74,12 +79,8 @@ def retrieval_section(report: RetrievalReport, seed: int = DEFAULT_SEED,
                                         n_boot),
             "text_to_image": _direction(t2i, text_image, n, name, "text_to_image", seed, n_boot),
         }
-    manifest = report.manifest
     return {
-        "dataset": {"name": report.name,
-                    "version": str(manifest.get("spec", {}).get("version", "")),
-                    "fingerprint": manifest.get("fingerprint"),
-                    "sample": bool(manifest.get("sample", False))},
+        "dataset": dataset_entry(report.name, report.manifest),
         "kind": "retrieval",
         "predictions_sha256": report.sha256,
         "has_logits": False, "has_text": False, "no_answer": 0,
@@ -93,13 +94,8 @@ def retrieval_section(report: RetrievalReport, seed: int = DEFAULT_SEED,
 def retrieval_scores(report: RetrievalReport, model_id: str | None = None,
                      seed: int = DEFAULT_SEED, n_boot: int = N_BOOT) -> dict[str, Any]:
     """scores.json content (one dataset section) for a validated report."""
-    from vlmrobust.evaluation.score import SCHEMA_VERSION
-
-    if model_id is None and report.meta is not None:
-        found = report.meta.get("model_id", report.meta.get("model"))
-        model_id = str(found) if found is not None else None
-    return {"schema_version": SCHEMA_VERSION, "model_id": model_id,
-            "datasets": {report.name: retrieval_section(report, seed, n_boot)}}
+    return scores_document(report.name, retrieval_section(report, seed, n_boot), model_id,
+                           report.meta)
 
 
 def retrieval_rows(report: RetrievalReport) -> list[Mapping[str, Any]]:

@@ -29,7 +29,13 @@ from vlmrobust.evaluation.factor_scores import annotation_record, annotations_fo
 from vlmrobust.evaluation.predictions_read import PredictionsFile, predictions_from_table
 from vlmrobust.evaluation.score_bench_c import BENCH_C_NOTE, BENCH_C_PAIR_METRICS, bench_c_scores
 from vlmrobust.evaluation.score_classification import classification_section
-from vlmrobust.evaluation.score_common import DEFAULT_SEED, derived_seed
+from vlmrobust.evaluation.score_common import (
+    DEFAULT_SEED,
+    SCHEMA_VERSION,
+    dataset_entry,
+    derived_seed,
+    scores_document,
+)
 from vlmrobust.evaluation.score_common import json_num as _num
 from vlmrobust.evaluation.score_family import add_family_blocks
 from vlmrobust.evaluation.validate import ValidationReport, validate, validate_against
@@ -45,7 +51,6 @@ __all__ = ["BENCH_C_NOTE", "BENCH_C_PAIR_METRICS", "DEFAULT_SEED", "SCHEMA_VERSI
            "bench_c_scores", "derived_seed", "dumps_scores", "score", "score_report",
            "score_tables"]
 
-SCHEMA_VERSION = 1
 CELL_METRICS = ("acc", "delta_acc", "S", "delta_S", "C", "delta_C", "ras")
 
 
@@ -162,12 +167,7 @@ def score_report(report: ValidationReport, model_id: str | None = None, seed: in
             configs[config] = _config_scores(report, rows, config, seed, annotations, clusters)
         _reference_calibration(report, configs)
     section = {
-        "dataset": {
-            "name": index.name,
-            "version": str(manifest.get("spec", {}).get("version", "")),
-            "fingerprint": manifest.get("fingerprint"),
-            "sample": bool(manifest.get("sample", False)),
-        },
+        "dataset": dataset_entry(index.name, manifest),
         "predictions_sha256": report.sha256,
         "has_logits": report.has_logits,
         "has_text": report.file.has_text,
@@ -179,10 +179,7 @@ def score_report(report: ValidationReport, model_id: str | None = None, seed: in
     }
     if report.partial is not None:
         section["partial"] = dict(report.partial)
-    if model_id is None and report.meta is not None:
-        found = report.meta.get("model_id", report.meta.get("model"))
-        model_id = str(found) if found is not None else None
-    return {"schema_version": SCHEMA_VERSION, "model_id": model_id, "datasets": {index.name: section}}
+    return scores_document(index.name, section, model_id, report.meta)
 
 
 def score_tables(dataset: Any, manifest: Mapping[str, Any], predictions: Any,
