@@ -15,7 +15,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from vlmrobust.metrics import effective_robustness as er_metrics
-from vlmrobust.metrics.robust_fit import huber_line
+from vlmrobust.metrics.robust_fit import huber_line, least_squares
 from vlmrobust.metrics.transforms import get_transform
 
 
@@ -37,43 +37,6 @@ def inverse(z: ArrayLike, kind: str = "probit") -> NDArray[np.float64]:
     (0.8413, 0.5)
     """
     return get_transform(kind)[1](z)
-
-
-def least_squares(x: NDArray[np.float64], y: NDArray[np.float64],
-                  w: NDArray[np.float64] | None = None, min_points: int = 2,
-                  ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """Weighted least-squares slope and intercept of y = a·x + b, one fit per row
-    of the weights ``w`` (shape (..., m); all ones when None):
-    x̄ = Σwx/Σw, a = Σw(x − x̄)(y − ȳ) / Σw(x − x̄)², b = ȳ − a·x̄.
-    Integer weights are bootstrap multiplicities; a zero weight leaves a point out.
-    Fits whose x has no spread, or with fewer than ``min_points`` distinct points
-    (non-zero weights), get NaN.
-
-    >>> a, b = least_squares(np.array([0.0, 1.0, 2.0]), np.array([1.0, 3.0, 5.0]))
-    >>> float(a), float(b)
-    (2.0, 1.0)
-    >>> a, b = least_squares(np.array([0.0, 1.0, 2.0]), np.array([1.0, 3.0, 9.0]),
-    ...                      np.array([[1.0, 1.0, 0.0], [0.0, 0.0, 4.0]]))
-    >>> a.tolist(), b.tolist()
-    ([2.0, nan], [1.0, nan])
-    >>> least_squares(np.array([0.0, 1.0, 2.0]), np.array([1.0, 3.0, 5.0]),
-    ...               np.array([2.0, 1.0, 0.0]), min_points=3)[0].tolist()
-    nan
-    """
-    ww = np.ones_like(x) if w is None else np.asarray(w, dtype=np.float64)
-    sw = ww.sum(axis=-1)
-    safe_sw = np.where(sw > 0, sw, 1.0)
-    xm = (ww * x).sum(axis=-1) / safe_sw
-    ym = (ww * y).sum(axis=-1) / safe_sw
-    dx = x - xm[..., None]
-    sxx = (ww * dx**2).sum(axis=-1)
-    sxy = (ww * dx * (y - ym[..., None])).sum(axis=-1)
-    # Relative tolerance: a resample that drew one model n times has sxx ~ 1e-30.
-    ok = (sw > 0) & (sxx > 1e-12 * np.maximum(1.0, (ww * x**2).sum(axis=-1)))
-    ok &= (ww > 0).sum(axis=-1) >= min_points
-    a = np.where(ok, sxy / np.where(ok, sxx, 1.0), np.nan)
-    b = np.where(ok, ym - a * xm, np.nan)
-    return np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
 
 
 def line_params(x: NDArray[np.float64], y: NDArray[np.float64],

@@ -1,8 +1,10 @@
-"""Huber-robust line fits (seed 001 fits its trend lines by robust
-regression): iteratively reweighted least squares with Huber's ψ, as
-statsmodels' ``RLM(y, X, M=HuberT(t))`` with its default scale, vectorised
-over rows of point weights (bootstrap multiplicities) like
-:func:`vlmrobust.leaderboard.fit.least_squares`."""
+"""Line fits vectorised over rows of point weights (bootstrap
+multiplicities): weighted least squares (:func:`least_squares`, the
+leaderboard's effective-robustness lines) and Huber-robust fits (seed 001 fits
+its trend lines by robust regression): iteratively reweighted least squares
+with Huber's ψ, as statsmodels' ``RLM(y, X, M=HuberT(t))`` with its default
+scale. Both share one weighted fit (:func:`_wls`) and one rule for which fits
+are estimable."""
 
 from __future__ import annotations
 
@@ -39,7 +41,11 @@ def weighted_median(values: NDArray[np.float64], w: NDArray[np.float64]) -> NDAr
 
 
 def _wls(x: NDArray[np.float64], y: NDArray[np.float64], w: NDArray[np.float64],
-         ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+         min_points: int = 2,
+         ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.bool_]]:
+    """(a, b, estimable) of the weighted least-squares line per row of ``w``;
+    a fit is estimable when x has spread and ``min_points`` distinct points
+    carry weight (elsewhere a and b are arithmetic leftovers, not NaN)."""
     sw = w.sum(axis=-1)
     safe = np.where(sw > 0, sw, 1.0)
     xm = (w * x).sum(axis=-1) / safe
@@ -47,7 +53,37 @@ def _wls(x: NDArray[np.float64], y: NDArray[np.float64], w: NDArray[np.float64],
     dx = x - xm[..., None]
     sxx = (w * dx**2).sum(axis=-1)
     a = (w * dx * (y - ym[..., None])).sum(axis=-1) / np.where(sxx > 0, sxx, 1.0)
-    return a, ym - a * xm
+    # Relative tolerance: a resample that drew one model n times has sxx ~ 1e-30.
+    ok = (sw > 0) & (sxx > 1e-12 * np.maximum(1.0, (w * x**2).sum(axis=-1)))
+    ok &= (w > 0).sum(axis=-1) >= min_points
+    return a, ym - a * xm, ok
+
+
+def least_squares(x: NDArray[np.float64], y: NDArray[np.float64],
+                  w: NDArray[np.float64] | None = None, min_points: int = 2,
+                  ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Weighted least-squares slope and intercept of y = a·x + b, one fit per row
+    of the weights ``w`` (shape (..., m); all ones when None):
+    x̄ = Σwx/Σw, a = Σw(x − x̄)(y − ȳ) / Σw(x − x̄)², b = ȳ − a·x̄.
+    Integer weights are bootstrap multiplicities; a zero weight leaves a point out.
+    Fits whose x has no spread, or with fewer than ``min_points`` distinct points
+    (non-zero weights), get NaN.
+
+    >>> a, b = least_squares(np.array([0.0, 1.0, 2.0]), np.array([1.0, 3.0, 5.0]))
+    >>> float(a), float(b)
+    (2.0, 1.0)
+    >>> a, b = least_squares(np.array([0.0, 1.0, 2.0]), np.array([1.0, 3.0, 9.0]),
+    ...                      np.array([[1.0, 1.0, 0.0], [0.0, 0.0, 4.0]]))
+    >>> a.tolist(), b.tolist()
+    ([2.0, nan], [1.0, nan])
+    >>> least_squares(np.array([0.0, 1.0, 2.0]), np.array([1.0, 3.0, 5.0]),
+    ...               np.array([2.0, 1.0, 0.0]), min_points=3)[0].tolist()
+    nan
+    """
+    ww = np.ones_like(x) if w is None else np.asarray(w, dtype=np.float64)
+    a, b, ok = _wls(x, y, ww, min_points)
+    return (np.asarray(np.where(ok, a, np.nan), dtype=np.float64),
+            np.asarray(np.where(ok, b, np.nan), dtype=np.float64))
 
 
 def huber_line(x: NDArray[np.float64], y: NDArray[np.float64], w: NDArray[np.float64] | None = None,
@@ -77,11 +113,7 @@ def huber_line(x: NDArray[np.float64], y: NDArray[np.float64], w: NDArray[np.flo
     ww = np.ones_like(x) if w is None else np.asarray(w, dtype=np.float64)
     shape = np.broadcast_shapes(x.shape, ww.shape)
     x, y, ww = (np.broadcast_to(v, shape) for v in (x, y, ww))
-    xm = (ww * x).sum(axis=-1) / np.where(ww.sum(axis=-1) > 0, ww.sum(axis=-1), 1.0)
-    sxx = (ww * (x - xm[..., None]) ** 2).sum(axis=-1)
-    ok = (ww.sum(axis=-1) > 0) & (sxx > 1e-12 * np.maximum(1.0, (ww * x**2).sum(axis=-1)))
-    ok &= (ww > 0).sum(axis=-1) >= min_points
-    a, b = _wls(x, y, ww)
+    a, b, ok = _wls(x, y, ww, min_points)
     prev = np.full(a.shape, np.inf)
     for _ in range(max_iter):
         r = y - (a[..., None] * x + b[..., None])
@@ -97,7 +129,7 @@ def huber_line(x: NDArray[np.float64], y: NDArray[np.float64], w: NDArray[np.flo
         if np.all(done | ~live):
             break
         prev = dev
-        na, nb = _wls(x, y, ww * huber_w)
+        na, nb, _ = _wls(x, y, ww * huber_w)
         a = np.where(live & ~done, na, a)
         b = np.where(live & ~done, nb, b)
     a = np.where(ok, a, np.nan)
