@@ -30,7 +30,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "beside the file is applied")
     p.add_argument("--ood-score", choices=("msp", "mcm", "max_logit", "energy"), default=None,
                    help="headline OOD score of an ood dataset (default: mcm for zero-shot CLIP, "
-                   "msp otherwise; mcm is refused for a model that is not clip)")
+                   "msp otherwise, as submit and the leaderboard score; mcm is refused for a "
+                   "model that is not clip)")
     p.set_defaults(func=run)
 
 
