@@ -136,7 +136,10 @@ def _scores(report: ValidationReport, requested: str | None = None
     if logits is None:  # validation refuses it for this kind; kept for in-memory callers
         raise SubmissionError(f"{report.predictions}: OOD scores need logits over the label space")
     head = chosen_score(report.meta, requested, str(report.predictions))
-    scale = logit_scale_of(report.meta, str(report.predictions)) if head == "mcm" else None
+    # a zero-shot CLIP scored by another headline keeps MCM under by_score
+    wants_mcm = head == "mcm" or (headline_score(report.meta) == "mcm" and report.meta is not None
+                                  and report.meta.get("logit_scale") is not None)
+    scale = logit_scale_of(report.meta, str(report.predictions)) if wants_mcm else None
     names = tuple(s for s in SCORES if s != "mcm" or scale is not None)
     return head, scale, row_scores(logits, names, scale, str(report.predictions))
 

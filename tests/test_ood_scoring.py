@@ -208,3 +208,21 @@ def test_the_score_command_prints_ood_sets_and_no_accuracy_for_ood_configs(
         assert f"{name} {s['auroc']:.3f}" in printed.out
     ood_configs = [c for c, v in section["configs"].items() if v.get("accuracy") is None]
     assert ood_configs and all(f"{c} n/a" in printed.out for c in ood_configs)
+
+
+def test_ood_score_chooses_the_headline_for_clip_too(tmp_path: Path) -> None:
+    """--ood-score: msp for a zero-shot CLIP keeps MCM under by_score; mcm for a
+    fine-tuned CLIP without a logit scale is refused as MCM always is."""
+    ds = write_ood(tmp_path / "ds")
+    ids = [r[1] for r in dataset_ids(ds)]
+    cos = np.random.default_rng(4).uniform(-0.3, 0.4, size=(len(ids), 4))
+    preds = write_logits(tmp_path / "p.parquet", ids, cos * 50.0)
+    write_meta(preds, ds, family="clip", logit_scale=50.0)
+    block = score(ds, preds, tmp_path / "s.json", ood_score="msp")["datasets"]["ood"]["ood"]
+    assert block["score"] == "msp" and "mcm" in block["scores"]
+    ninco = block["sets"]["ninco"]
+    assert ninco["auroc"] == ninco["by_score"]["msp"]["auroc"] != ninco["by_score"]["mcm"]["auroc"]
+    write_meta(preds, ds, family="clip", fine_tuned_on="imagenet-1k")
+    with pytest.raises(SubmissionError, match="has no logit_scale; MCM"):
+        score(ds, preds, tmp_path / "t.json", ood_score="mcm")
+    assert not (tmp_path / "t.json").exists()
