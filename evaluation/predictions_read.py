@@ -21,7 +21,8 @@ and a JSONL file is streamed with a cap per line (predictions_jsonl).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -171,6 +172,18 @@ def sniff_format(path: Path, head: bytes) -> str:
     raise SubmissionError(f"{path}: neither parquet nor JSONL (unknown suffix, unrecognised content); {FORMAT_HINT}")
 
 
+@contextmanager
+def opened_predictions(path: Path, max_bytes: int, hint: str) -> Iterator[tuple[BinaryIO, str]]:
+    """``path`` opened within its size bound (core.bounded.open_bounded) and its
+    format (:func:`sniff_format`); an empty file is refused with ``hint``. Each
+    reader then reads the bytes its own way (predictions: in 1 MiB blocks)."""
+    with open_bounded(path, max_bytes, "predictions file", SubmissionError) as fh:
+        head = fh.peek(64)[:64]
+        if not head:
+            raise SubmissionError(f"{path}: the file is empty; {hint}")
+        yield fh, sniff_format(path, head)
+
+
 def read_predictions(path: Path | str, max_rows: int = DEFAULT_MAX_ROWS,
                      max_bytes: int = DEFAULT_MAX_BYTES,
                      max_logits: int | None = None) -> PredictionsFile:
@@ -186,11 +199,7 @@ def read_predictions(path: Path | str, max_rows: int = DEFAULT_MAX_ROWS,
     import hashlib
 
     path = Path(path)
-    with open_bounded(path, max_bytes, "predictions file", SubmissionError) as fh:
-        head = fh.peek(64)[:64]
-        if not head:
-            raise SubmissionError(f"{path}: the file is empty; {FORMAT_HINT}")
-        fmt = sniff_format(path, head)
+    with opened_predictions(path, max_bytes, FORMAT_HINT) as (fh, fmt):
         if fmt == "jsonl":
             return _read_jsonl(path, fh, max_rows, max_bytes, max_logits)
         chunks = []

@@ -28,10 +28,15 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from vlmrobust.core.bounded import MIB, open_bounded
+from vlmrobust.core.bounded import MIB
 from vlmrobust.core.errors import SubmissionError
 from vlmrobust.evaluation.predictions_jsonl import MAX_LINE_BYTES
-from vlmrobust.evaluation.predictions_read import MAX_EXAMPLES, Problem, row_locator, sniff_format
+from vlmrobust.evaluation.predictions_read import (
+    MAX_EXAMPLES,
+    Problem,
+    opened_predictions,
+    row_locator,
+)
 
 MAX_DIM = 16_384
 # bytes a predictions file may hold per allowed row (7 captions x 4096 dims as
@@ -82,11 +87,7 @@ def read_embeddings(path: Path | str, max_rows: int, max_bytes: int) -> Embeddin
     """Read ``path`` (parquet or JSONL, by suffix or content). Structural
     failures raise SubmissionError naming the file; row problems are collected."""
     path = Path(path)
-    with open_bounded(path, max_bytes, "predictions file", SubmissionError) as fh:
-        head = fh.peek(64)[:64]
-        if not head:
-            raise SubmissionError(f"{path}: the file is empty; {FORMAT_HINT}")
-        fmt = sniff_format(path, head)
+    with opened_predictions(path, max_bytes, FORMAT_HINT) as (fh, fmt):
         data = fh.read(max_bytes + 1)
     if len(data) > max_bytes:
         raise SubmissionError(f"{path}: more than the {max_bytes} bytes allowed for a predictions file")
