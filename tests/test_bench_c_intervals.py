@@ -195,3 +195,56 @@ def test_accuracy_gain_cells(varied: tuple[dict[str, Any], dict[str, Any]]) -> N
             assert gains[key]["category"] == signs[(plain["delta_S"] > 0, plain["delta_C"] > 0)]
             assert (gains[key]["WR"], gains[key]["RW"]) == (t["WR"], t["RW"])
     assert gains, "the fixture has a cell where corruption raised accuracy"
+
+
+def test_destructive_and_corrective_intervals_equal_a_direct_cluster_bootstrap(
+        varied: tuple[dict[str, Any], dict[str, Any]]) -> None:
+    """Plain destructive (RR ∪ RW) and corrective (WR ∪ WW) RAS intervals re-done
+    with loops: per-row RAS from the logits by its formula, the scorer's draw of
+    question multiplicities, per resample the mean over cells of each cell's
+    multiplicity-weighted mean over the subset's rows."""
+    scores, data = varied
+    rows, logits = data["rows"], data["logits"]
+    clean = {r["source_id"]: _s_c_ok(logits[i], r["answer"]) for i, r in rows.items()
+             if r["corruption"] == "none"}
+    pairs = []  # (question, cell, ras, clean right)
+    for i, r in rows.items():
+        if r["corruption"] == "none":
+            continue
+        s_o, c_o, ok_o = clean[r["source_id"]]
+        s_d, c_d, _ = _s_c_ok(logits[i], r["answer"])
+        ds, dc = s_d - s_o, c_d - c_o
+        ras = -dc - max(dc, 0.0) * max(-ds, 0.0) - max(ds, 0.0) * max(-dc, 0.0)
+        pairs.append((int(r["source_id"][1:]), (r["corruption"], r["severity"]), ras, ok_o == 1.0))
+    w = cluster_multiplicities(24, B, derived_seed(0, "bench-c", "questions"))
+    cells = sorted({p[1] for p in pairs})
+    for name, clean_right in (("destructive_ras", True), ("corrective_ras", False)):
+        sub = [p for p in pairs if p[3] == clean_right]
+        reps = []
+        for wb in w:
+            means = []
+            for cell in cells:
+                mine = [(wb[q], v) for q, c, v, _ in sub if c == cell]
+                den = sum(m for m, _ in mine)
+                if den > 0:
+                    means.append(sum(m * v for m, v in mine) / den)
+            reps.append(np.mean(means) if means else np.nan)
+        reps_a = np.array(reps)
+        want = np.quantile(reps_a[np.isfinite(reps_a)], [(1 - LEVEL) / 2, (1 + LEVEL) / 2])
+        assert scores["intervals"]["plain"][name] == pytest.approx(want.tolist(), abs=1e-12)
+
+
+@pytest.mark.parametrize(("ds", "dc", "category"), [
+    (0.0, 0.1, "overconfident"), (0.0, 0.0, "stable"), (0.1, 0.0, "hesitant"),
+    (0.1, 0.1, "degraded"), (None, 0.1, None)])
+def test_accuracy_gain_categories_at_the_boundaries(ds: float | None, dc: float, category: str | None,
+                                                    ) -> None:
+    """The quadrant rule's boundaries: ΔS = 0 or ΔC = 0 count as "not increased"
+    (ΔS ≤ 0 overconfident/stable, ΔC ≤ 0 hesitant/stable); no logits, no category."""
+    from vlmrobust.evaluation.bench_c_stats import accuracy_gain
+
+    cell = {"corruption": "fog", "severity": 2, "n": 4,
+            "transitions": {"RR": 1, "RW": 0, "WR": 2, "WW": 1},
+            "plain": {"delta_acc": 0.5, "delta_S": ds, "delta_C": dc}}
+    (gain,) = accuracy_gain([cell, {**cell, "plain": {**cell["plain"], "delta_acc": 0.0}}])
+    assert (gain["category"], gain["WR"], gain["RW"], gain["delta_acc"]) == (category, 2, 0, 0.5)

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from scipy.special import softmax
+from scipy.special import logsumexp, softmax
 from sklearn.metrics import roc_auc_score, roc_curve
 
 from tests.ood_fixtures import dataset_ids, ood_rows, write_logits, write_ood
@@ -61,14 +61,18 @@ def test_auroc_fpr_and_class_mean_equal_sklearn_and_a_loop(scored: Any) -> None:
                                rtol=0, atol=1e-12)
     ood = np.array([r["is_ood"] for r in records])
     assert len(set(msp[ood]) & set(msp[~ood])) >= 2  # ties across ID and OOD really occur
+    # the other scores by their definitions (scipy), not the scorer's own per-row values
+    z64 = logits.astype(np.float32).astype(np.float64)
+    independent = {"max_logit": z64.max(axis=1), "energy": logsumexp(z64, axis=1)}
+    for other, s in independent.items():
+        np.testing.assert_allclose([r[other] for r in records], s, rtol=0, atol=1e-12)
     src = np.array([r["ood_source"] for r in records])
     for name in ("textures", "ninco"):
         a, f = _sklearn(msp[~ood], msp[src == name])
         got = block["sets"][name]
         assert got["auroc"] == pytest.approx(a, abs=1e-12) and got["fpr95"] == pytest.approx(f, abs=1e-12)
         assert got["auroc_ci"][0] <= got["auroc"] <= got["auroc_ci"][1]
-        for other in ("max_logit", "energy"):
-            s = np.array([r[other] for r in records])
+        for other, s in independent.items():
             a2, f2 = _sklearn(s[~ood], s[src == name])
             assert got["by_score"][other]["auroc"] == pytest.approx(a2, abs=1e-12)
             assert got["by_score"][other]["fpr95"] == pytest.approx(f2, abs=1e-12)
@@ -79,6 +83,7 @@ def test_auroc_fpr_and_class_mean_equal_sklearn_and_a_loop(scored: Any) -> None:
     assert ninco["class_mean_auroc"] == pytest.approx(float(np.mean(loop)), abs=1e-12)
     assert ninco["n_classes"] == 2 and block["sets"]["textures"]["class_mean_auroc"] is None
     assert block["mean_auroc"] == pytest.approx(np.mean([block["sets"][s]["auroc"] for s in ("ninco", "textures")]))
+    assert block["mean_fpr95"] == pytest.approx(np.mean([block["sets"][s]["fpr95"] for s in ("ninco", "textures")]))
 
 
 def test_id_accuracy_and_rows(scored: Any) -> None:

@@ -236,6 +236,14 @@ def test_a_classification_dataset_directory_scores_through_the_files(tmp_path: A
         z, y = np.array([logits[i] for i in mine]), np.array([rows[i]["answer"] for i in mine])
         assert got["ece"] == pytest.approx(_ece_torchmetrics(z, y), abs=1e-6)
         assert got["nll"] == pytest.approx(_nll(z, y), rel=1e-9)
+        assert got["accuracy"] == pytest.approx(float((z.argmax(1) == y).mean()))
+        # per-class accuracy is over the CLASSES (labels), on a K-option config too:
+        # the predicted class is the candidate at the arg-max position
+        labels = [rows[i]["label"] for i in mine]
+        top = [rows[i]["candidates"][j] if rows[i]["candidates"] else j
+               for i, j in zip(mine, z.argmax(1).tolist(), strict=True)]
+        assert got["mean_per_class_accuracy"] == pytest.approx(balanced_accuracy_score(labels, top))
+        assert got["n_classes_present"] == len(set(labels))
     # no imagenet-val config here: the temperature says why it is missing
     assert full["temperature"] is None and "not scored in this predictions file" in full["ts_note"]
     lines = [json.loads(x) for x in (tmp_path / "scores.rows.jsonl").read_text().splitlines()]

@@ -85,6 +85,42 @@ def test_shape_bias_equals_the_hand_count() -> None:
     assert shape_bias_config(d, s, t, CATEGORIES, seed=0) == out  # seeded: the same twice
 
 
+def test_interval_equals_a_direct_bootstrap_of_the_conflict_stimuli() -> None:
+    """The percentile interval re-done by hand: resample the 24 conflict stimuli with
+    numpy's default_rng(seed) as documented, recount shape and texture decisions
+    with the metric function, drop draws without a cued decision."""
+    from vlmrobust.metrics.shape_bias import shape_bias
+
+    d, s, t = _arrays()
+    out = shape_bias_config(d, s, t, CATEGORIES, seed=7)
+    assert out is not None
+    conflict = s != t
+    names = np.array([*CATEGORIES, ""], dtype=object)
+    dn, sn, tn = names[d[conflict]], names[s[conflict]], names[t[conflict]]
+    draws = np.random.default_rng(7).integers(0, dn.size, size=(1000, dn.size))
+    reps = [shape_bias(dn[i], sn[i], tn[i]).shape_bias for i in draws]
+    reps = [r for r in reps if not np.isnan(r)]
+    assert out["shape_bias_ci"] == pytest.approx(list(np.quantile(reps, [0.025, 0.975])), abs=1e-12)
+
+
+def test_stimuli_without_a_texture_cue_and_answers_without_a_category() -> None:
+    """Rows of a config without a texture cue (-1) are left out of every count;
+    an answer naming no category (-1) is neither a shape nor a texture decision,
+    whatever the stimulus' classes are."""
+    d, s, t = _arrays()
+    truck, cat = CATEGORIES.index("truck"), CATEGORIES.index("cat")
+    more = shape_bias_config(np.r_[d, [truck, cat, -1, -1]], np.r_[s, [truck, cat, cat, truck]],
+                             np.r_[t, [-1, -1, truck, cat]], CATEGORIES, seed=0)
+    assert more is not None
+    # 34 cued stimuli: the hand count's 32 and two conflict stimuli answered by nothing
+    assert (more["n"], more["n_conflict"], more["shape_decisions"], more["texture_decisions"]) \
+        == (34, 26, 11, 10)
+    assert more["shape_accuracy"] == pytest.approx(11 / 34)
+    none = shape_bias_config([-1, -1], [cat, truck], [truck, cat], CATEGORIES)
+    assert none is not None and (none["shape_decisions"], none["texture_decisions"]) == (0, 0)
+    assert none["shape_bias"] is None and none["shape_bias_ci"] is None
+
+
 def test_agrees_with_model_vs_human_analysis_in_pandas() -> None:
     """model-vs-human's ShapeBias.analysis, re-done: texture from the image name
     (last '-' part without digits), rows with shape == texture dropped, both
