@@ -35,16 +35,7 @@ def make_llava_for_lmms(out: Path, image_size: int = 8) -> Path:
     """A tiny randomly initialised LLaVA saved as a hub checkpoint, its tokenizer
     and processor sharing ``STRING_TEMPLATE``. ``image_size`` 8 (one 8x8 patch)
     gives one image token (see the test module for why that matters)."""
-    from transformers import (
-        CLIPImageProcessor,
-        CLIPVisionConfig,
-        LlamaConfig,
-        LlavaConfig,
-        LlavaForConditionalGeneration,
-        LlavaProcessor,
-    )
-
-    from tests.vlm_fixtures import _save, _seeded, _text_config, make_tokenizer
+    from tests.vlm_fixtures import make_llava, make_tokenizer
 
     tok = make_tokenizer()
     tok.chat_template = STRING_TEMPLATE
@@ -52,18 +43,7 @@ def make_llava_for_lmms(out: Path, image_size: int = 8) -> Path:
     # (lmms-eval's llava_hf then logs an empty text for every row)
     tok.model_input_names = ["input_ids", "attention_mask"]
     tok.init_kwargs["model_input_names"] = tok.model_input_names  # saved with it
-    vision = CLIPVisionConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                              num_attention_heads=4, image_size=image_size, patch_size=8)
-    cfg = LlavaConfig(vision_config=vision, text_config=LlamaConfig(**_text_config(len(tok))),
-                      image_token_id=tok.convert_tokens_to_ids("<image>"),
-                      vision_feature_select_strategy="default", vision_feature_layer=-1)
-    model = _seeded(lambda: LlavaForConditionalGeneration(cfg).eval())
-    image_proc = CLIPImageProcessor(size={"shortest_edge": image_size},
-                                    crop_size={"height": image_size, "width": image_size})
-    proc = LlavaProcessor(image_processor=image_proc, tokenizer=tok, patch_size=8,
-                          vision_feature_select_strategy="default", num_additional_image_tokens=1,
-                          chat_template=STRING_TEMPLATE)
-    return _save(model, proc, out)
+    return make_llava(out, image_size, tok=tok, chat_template=STRING_TEMPLATE)
 
 
 def lmms_eval_env(build: bool) -> Path | None:

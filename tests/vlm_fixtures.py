@@ -79,7 +79,11 @@ def _seeded(build: Any) -> Any:
         return build()
 
 
-def make_llava(out: Path) -> Path:
+def make_llava(out: Path, image_size: int = 32, tok: Any = None,
+               chat_template: str = LLAVA_TEMPLATE) -> Path:
+    """A tiny randomly initialised LLaVA (8x8 patches: ``image_size`` 32 gives 16
+    image tokens); ``tok`` a tokenizer prepared by the caller (default
+    :func:`make_tokenizer`'s)."""
     from transformers import (
         CLIPImageProcessor,
         CLIPVisionConfig,
@@ -89,18 +93,18 @@ def make_llava(out: Path) -> Path:
         LlavaProcessor,
     )
 
-    tok = make_tokenizer()
+    tok = make_tokenizer() if tok is None else tok
     vision = CLIPVisionConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                              num_attention_heads=4, image_size=32, patch_size=8)
+                              num_attention_heads=4, image_size=image_size, patch_size=8)
     cfg = LlavaConfig(vision_config=vision, text_config=LlamaConfig(**_text_config(len(tok))),
                       image_token_id=tok.convert_tokens_to_ids("<image>"),
                       vision_feature_select_strategy="default", vision_feature_layer=-1)
     model = _seeded(lambda: LlavaForConditionalGeneration(cfg).eval())
-    image_proc = CLIPImageProcessor(size={"shortest_edge": 32}, crop_size={"height": 32,
-                                    "width": 32})
+    image_proc = CLIPImageProcessor(size={"shortest_edge": image_size},
+                                    crop_size={"height": image_size, "width": image_size})
     proc = LlavaProcessor(image_processor=image_proc, tokenizer=tok, patch_size=8,
                           vision_feature_select_strategy="default", num_additional_image_tokens=1,
-                          chat_template=LLAVA_TEMPLATE)
+                          chat_template=chat_template)
     return _save(model, proc, out)
 
 
