@@ -107,6 +107,19 @@ def test_fingerprint_changes_with_what_a_model_sees(change: dict[str, Any]) -> N
     assert _fp() == _fp()  # deterministic
 
 
+def test_fingerprint_changes_with_the_config_a_row_is_in() -> None:
+    """A row moved to another config (another variant: scored and fitted apart) is
+    another dataset."""
+    def fp(*configs: str) -> str:
+        h = ContentHasher("what-type")
+        for i, config in enumerate(configs):
+            h.update(config, {**BASE_ROW, "id": f"r{i}"})
+        return h.hexdigest()
+
+    assert fp("cfg", "cfg") != fp("cfg", "other") != fp("other", "cfg")
+    assert fp("cfg", "other") == fp("cfg", "other")
+
+
 def test_fingerprint_changes_with_the_dataset_prompt() -> None:
     assert _fp(prompt="what-object") != _fp(prompt="what-type") != _fp(prompt=None)
 
