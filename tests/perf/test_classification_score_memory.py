@@ -29,17 +29,10 @@ CHILD = textwrap.dedent("""
     import json, sys, time
     import numpy as np
 
-    from tests.perf.child import peak_rss_mb
+    from tests.perf.child import overconfident_logits, peak_rss_mb
 
     mode, n, c = sys.argv[1], int(sys.argv[2]), 1000
-    rng = np.random.default_rng(0)
-    z = np.empty((n, c), dtype=np.float32)
-    y = rng.integers(0, c, size=n)
-    for s in range(0, n, 2000):
-        block = z[s:s + 2000]
-        rng.standard_normal(out=block, dtype=np.float32)
-        block *= 6
-        block[np.arange(block.shape[0]), y[s:s + 2000]] += 18
+    z, y = overconfident_logits(n, c)
     ids = np.array([f"r{i:06d}" for i in range(n)], dtype=object)
     half = n // 2
     if mode == "core":

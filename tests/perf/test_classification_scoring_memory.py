@@ -28,17 +28,10 @@ CHILD = textwrap.dedent("""
     from vlmrobust.metrics.classification import (half_temperature, per_class_accuracy,
                                                   row_scores, score_logits)
 
-    from tests.perf.child import peak_rss_mb
+    from tests.perf.child import overconfident_logits, peak_rss_mb
 
     n, c = int(sys.argv[1]), 1000
-    rng = np.random.default_rng(0)
-    z = np.empty((n, c), dtype=np.float32)
-    y = rng.integers(0, c, size=n)
-    for s in range(0, n, 2000):
-        block = z[s:s + 2000]
-        rng.standard_normal(out=block, dtype=np.float32)
-        block *= 6  # twice the scale of a calibrated model: overconfident, T ≈ 2
-        block[np.arange(block.shape[0]), y[s:s + 2000]] += 18
+    z, y = overconfident_logits(n, c)
     input_mb = peak_rss_mb()
     t0 = time.perf_counter()
     fit = half_temperature(z, y, seed=0)
