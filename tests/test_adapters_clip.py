@@ -3,7 +3,6 @@ as a local-dir checkpoint (open_clip's bundled BPE vocab; no downloads)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -13,33 +12,17 @@ import skimage.data
 import torch
 from PIL import Image
 
+from tests.clip_fixtures import make_open_clip
 from vlmrobust.core.errors import VlmrobustError
 from vlmrobust.models import load_adapter, parse_adapter_name
 from vlmrobust.models.clip import ClipAdapter
 from vlmrobust.models.prompts import PROMPTS, resolve_prompt
 
-TINY_CFG = {
-    "embed_dim": 32,
-    "vision_cfg": {"image_size": 32, "layers": 1, "width": 32, "patch_size": 16, "head_width": 16},
-    "text_cfg": {"context_length": 24, "vocab_size": 49408, "width": 32, "heads": 2,
-                 "layers": 1},
-}
-
 
 @pytest.fixture(scope="module")
 def tiny_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    import open_clip
-
-    folder = tmp_path_factory.mktemp("tiny_clip")
-    (folder / "open_clip_config.json").write_text(json.dumps({"model_cfg": TINY_CFG}))
-    with torch.random.fork_rng():
-        torch.manual_seed(0)
-        model = open_clip.create_model(f"local-dir:{folder}")
     # a non-default temperature shows that logit_scale is used
-    with torch.no_grad():
-        model.logit_scale.fill_(np.log(50.0))
-    torch.save(model.state_dict(), folder / "open_clip_pytorch_model.bin")
-    return folder
+    return make_open_clip(tmp_path_factory.mktemp("tiny_clip"), seed=0, logit_scale=50.0)
 
 
 @pytest.fixture(scope="module")

@@ -4,7 +4,6 @@ not the adapter's): the adapter's logits, with the logit scale undone."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
@@ -13,31 +12,17 @@ import skimage.data
 import torch
 from PIL import Image
 
+from tests.clip_fixtures import make_open_clip
 from vlmrobust.metrics.ood_scores import clip_cosines, mcm, msp
 from vlmrobust.models import load_adapter
 from vlmrobust.models.clip import ClipAdapter
 
-TINY_CFG = {
-    "embed_dim": 32,
-    "vision_cfg": {"image_size": 32, "layers": 1, "width": 32, "patch_size": 16, "head_width": 16},
-    "text_cfg": {"context_length": 24, "vocab_size": 49408, "width": 32, "heads": 2, "layers": 1},
-}
 SCALE = 37.0  # not CLIP's 100: the scale must come from the model, not a constant
 
 
 @pytest.fixture(scope="module")
 def clip_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    import open_clip
-
-    folder = tmp_path_factory.mktemp("tiny_clip_mcm")
-    (folder / "open_clip_config.json").write_text(json.dumps({"model_cfg": TINY_CFG}))
-    with torch.random.fork_rng():
-        torch.manual_seed(1)
-        model = open_clip.create_model(f"local-dir:{folder}")
-    with torch.no_grad():
-        model.logit_scale.fill_(np.log(SCALE))
-    torch.save(model.state_dict(), folder / "open_clip_pytorch_model.bin")
-    return folder
+    return make_open_clip(tmp_path_factory.mktemp("tiny_clip_mcm"), seed=1, logit_scale=SCALE)
 
 
 @pytest.fixture(scope="module")

@@ -16,33 +16,19 @@ import torch
 from PIL import Image
 from sklearn.metrics import roc_auc_score
 
+from tests.clip_fixtures import make_open_clip
 from tests.ood_fixtures import SPACE, write_ood
 from vlmrobust.evaluation.predict import predict_dataset
 from vlmrobust.evaluation.predictions_meta import read_prediction_meta
 from vlmrobust.evaluation.row_results import rows_path
 from vlmrobust.evaluation.score import score
 
-TINY_CFG = {
-    "embed_dim": 32,
-    "vision_cfg": {"image_size": 32, "layers": 1, "width": 32, "patch_size": 16, "head_width": 16},
-    "text_cfg": {"context_length": 24, "vocab_size": 49408, "width": 32, "heads": 2, "layers": 1},
-}
 SCALE = 23.0  # not CLIP's 100: the scorer must take it from the metadata
 
 
 @pytest.fixture(scope="module")
 def tiny_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    import open_clip
-
-    folder = tmp_path_factory.mktemp("tiny_clip_ood")
-    (folder / "open_clip_config.json").write_text(json.dumps({"model_cfg": TINY_CFG}))
-    with torch.random.fork_rng():
-        torch.manual_seed(3)
-        model = open_clip.create_model(f"local-dir:{folder}")
-    with torch.no_grad():
-        model.logit_scale.fill_(np.log(SCALE))
-    torch.save(model.state_dict(), folder / "open_clip_pytorch_model.bin")
-    return folder
+    return make_open_clip(tmp_path_factory.mktemp("tiny_clip_ood"), seed=3, logit_scale=SCALE)
 
 
 def _hand_mcm(folder: Path, images: list[Image.Image]) -> np.ndarray:

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 import torch
 
+from tests.clip_fixtures import make_open_clip
 from tests.label_space_fixtures import photos, write_classification
-from tests.test_adapters_clip import TINY_CFG
 from vlmrobust.core.label_space import ClassEntry, LabelSpace
 from vlmrobust.evaluation.predict import predict_dataset
 from vlmrobust.evaluation.predictions_meta import read_prediction_meta
@@ -24,17 +24,7 @@ SPACE = LabelSpace("toy", (ClassEntry("tabby cat"), ClassEntry("espresso"),
 
 @pytest.fixture(scope="module")
 def tiny_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    import open_clip
-
-    folder = tmp_path_factory.mktemp("tiny_clip_ls")
-    (folder / "open_clip_config.json").write_text(json.dumps({"model_cfg": TINY_CFG}))
-    with torch.random.fork_rng():
-        torch.manual_seed(1)
-        model = open_clip.create_model(f"local-dir:{folder}")
-    with torch.no_grad():
-        model.logit_scale.fill_(np.log(37.0))
-    torch.save(model.state_dict(), folder / "open_clip_pytorch_model.bin")
-    return folder
+    return make_open_clip(tmp_path_factory.mktemp("tiny_clip_ls"), seed=1, logit_scale=37.0)
 
 
 @pytest.fixture(scope="module")

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from tests import vlm_fixtures
+from tests.clip_fixtures import make_open_clip
 from tests.predict_fixtures import (
     CUP,
     ESPRESSO,
@@ -78,17 +79,8 @@ def dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    import open_clip
-    import torch
-
     root = tmp_path_factory.mktemp("p5models")
-    clip_dir = root / "clip"
-    clip_dir.mkdir()
-    (clip_dir / "open_clip_config.json").write_text(json.dumps({"model_cfg": TINY_CLIP}))
-    with torch.random.fork_rng():
-        torch.manual_seed(0)
-        model = open_clip.create_model(f"local-dir:{clip_dir}")
-    torch.save(model.state_dict(), clip_dir / "open_clip_pytorch_model.bin")
+    clip_dir = make_open_clip(root / "clip", seed=0, cfg=TINY_CLIP)
     vlm_dir = vlm_fixtures.make_llava(root / "llava")
     return {"classifier": "classifier:efficientnet-lite0", "clip": f"clip:local-dir:{clip_dir}",
             "vlm": f"vlm:{vlm_dir}"}

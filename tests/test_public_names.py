@@ -10,9 +10,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
 import yaml
 
+from tests.clip_fixtures import make_open_clip
 from tests.predict_fixtures import write_mcq
 from vlmrobust.cli.main import main
 from vlmrobust.core.public_names import (
@@ -85,16 +85,7 @@ def test_publishable_meta_keys_and_note() -> None:
 
 @pytest.fixture(scope="module")
 def tiny_clip(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    import open_clip
-
-    folder = tmp_path_factory.mktemp("home") / "me" / "ckpt"
-    folder.mkdir(parents=True)
-    (folder / "open_clip_config.json").write_text(json.dumps({"model_cfg": TINY_CFG}))
-    with torch.random.fork_rng():
-        torch.manual_seed(0)
-        model = open_clip.create_model(f"local-dir:{folder}")
-    torch.save(model.state_dict(), folder / "open_clip_pytorch_model.bin")
-    return folder
+    return make_open_clip(tmp_path_factory.mktemp("home") / "me" / "ckpt", seed=0, cfg=TINY_CFG)
 
 
 def test_predict_and_submit_keep_local_paths_private(tiny_clip: Path, tmp_path: Path,

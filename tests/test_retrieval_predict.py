@@ -16,6 +16,7 @@ import pytest
 import torch
 from PIL import Image
 
+from tests.clip_fixtures import make_open_clip
 from tests.retrieval_fixtures import write_flickr30k
 from vlmrobust.benchmarks import load_spec_yaml, resolve_spec
 from vlmrobust.builders.families import BuildOptions
@@ -27,24 +28,10 @@ from vlmrobust.evaluation.retrieval_predict import check_retrieval_adapter
 from vlmrobust.evaluation.retrieval_validate import validate_retrieval
 from vlmrobust.evaluation.score import score
 
-TINY_CFG = {
-    "embed_dim": 32,
-    "vision_cfg": {"image_size": 32, "layers": 1, "width": 32, "patch_size": 16, "head_width": 16},
-    "text_cfg": {"context_length": 24, "vocab_size": 49408, "width": 32, "heads": 2, "layers": 1},
-}
-
 
 @pytest.fixture(scope="module")
 def tiny_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    import open_clip
-
-    folder = tmp_path_factory.mktemp("tiny_clip_retrieval")
-    (folder / "open_clip_config.json").write_text(json.dumps({"model_cfg": TINY_CFG}))
-    with torch.random.fork_rng():
-        torch.manual_seed(0)
-        model = open_clip.create_model(f"local-dir:{folder}")
-    torch.save(model.state_dict(), folder / "open_clip_pytorch_model.bin")
-    return folder
+    return make_open_clip(tmp_path_factory.mktemp("tiny_clip_retrieval"), seed=0)
 
 
 @pytest.fixture(scope="module")
