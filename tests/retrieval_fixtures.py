@@ -66,3 +66,15 @@ def write_sources(root: Path) -> Path:
     write_flickr30k(root)
     write_mscoco(root)
     return root
+
+
+def build_retrieval(root: Path, out: Path) -> Path:
+    """``out``: the retrieval dataset the shipped spec builds from the sources
+    written under ``root`` (the tests that predict, score and submit over one)."""
+    from vlmrobust.benchmarks import load_spec_yaml, resolve_spec
+    from vlmrobust.builders.families import BuildOptions
+    from vlmrobust.builders.retrieval.build import build
+
+    spec = resolve_spec("retrieval")
+    build(load_spec_yaml(spec), spec, BuildOptions(out=out, source_root=root, progress=False))
+    return out

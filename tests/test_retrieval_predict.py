@@ -17,10 +17,7 @@ import torch
 from PIL import Image
 
 from tests.clip_fixtures import make_open_clip
-from tests.retrieval_fixtures import write_flickr30k
-from vlmrobust.benchmarks import load_spec_yaml, resolve_spec
-from vlmrobust.builders.families import BuildOptions
-from vlmrobust.builders.retrieval.build import build
+from tests.retrieval_fixtures import build_retrieval, write_flickr30k
 from vlmrobust.core.errors import VlmrobustError
 from vlmrobust.evaluation.predict import predict_dataset
 from vlmrobust.evaluation.predictions_meta import read_prediction_meta
@@ -38,10 +35,7 @@ def tiny_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def ds(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("src")
     write_flickr30k(root, n_test=5, n_train=0)
-    spec = resolve_spec("retrieval")
-    out = root.parent / "retrieval-predict-ds"
-    build(load_spec_yaml(spec), spec, BuildOptions(out=out, source_root=root, progress=False))
-    return out
+    return build_retrieval(root, root.parent / "retrieval-predict-ds")
 
 
 def test_predict_writes_open_clips_own_embeddings(tiny_dir: Path, ds: Path,

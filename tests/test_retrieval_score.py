@@ -16,10 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 import torch
 
-from tests.retrieval_fixtures import write_flickr30k, write_mscoco
-from vlmrobust.benchmarks import load_spec_yaml, resolve_spec
-from vlmrobust.builders.families import BuildOptions
-from vlmrobust.builders.retrieval.build import build
+from tests.retrieval_fixtures import build_retrieval, write_flickr30k, write_mscoco
 from vlmrobust.core.errors import SubmissionError, VlmrobustError
 from vlmrobust.evaluation.predictions_meta import attach_meta, read_prediction_meta
 from vlmrobust.evaluation.retrieval_predict import write_retrieval_predictions
@@ -28,7 +25,6 @@ from vlmrobust.evaluation.retrieval_validate import gallery, validate_retrieval
 from vlmrobust.evaluation.score import score
 from vlmrobust.metrics.retrieval import clustered_recall_ci, retrieval_ranks
 
-SPEC = resolve_spec("retrieval")
 DIM = 16
 
 
@@ -37,9 +33,7 @@ def ds(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("src")
     write_flickr30k(root, n_test=24, n_train=1)
     write_mscoco(root, n_test=14, n_val=1, six=3)
-    out = root.parent / "retrieval-ds"
-    build(load_spec_yaml(SPEC), SPEC, BuildOptions(out=out, source_root=root, progress=False))
-    return out
+    return build_retrieval(root, root.parent / "retrieval-ds")
 
 
 def _embeddings(ds: Path, seed: int = 0, noise: float = 1.6,

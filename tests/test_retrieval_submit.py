@@ -11,10 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.retrieval_fixtures import write_flickr30k
-from vlmrobust.benchmarks import load_spec_yaml, resolve_spec
-from vlmrobust.builders.families import BuildOptions
-from vlmrobust.builders.retrieval.build import build
+from tests.retrieval_fixtures import build_retrieval, write_flickr30k
 from vlmrobust.evaluation.predictions_meta import read_prediction_meta
 from vlmrobust.evaluation.retrieval_predict import write_retrieval_predictions
 from vlmrobust.evaluation.retrieval_validate import gallery
@@ -28,10 +25,7 @@ from vlmrobust.leaderboard.verify import DatasetStore, load_verified_submissions
 def ds(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("src")
     write_flickr30k(root, n_test=12, n_train=0)
-    spec = resolve_spec("retrieval")
-    out = root.parent / "retrieval-submit-ds"
-    build(load_spec_yaml(spec), spec, BuildOptions(out=out, source_root=root, progress=False))
-    return out
+    return build_retrieval(root, root.parent / "retrieval-submit-ds")
 
 
 def _predictions(ds: Path, out: Path, seed: int) -> Path:
