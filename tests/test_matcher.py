@@ -44,6 +44,26 @@ def test_the_last_answer_cue_wins() -> None:
     assert match_option("Answer: A\nAnswer: B", OPTS) == 1
 
 
+def test_the_last_letter_is_correct_wins() -> None:
+    # "X is correct" / "X is the answer" are answer cues too: the last one decides
+    assert match_option("At first A is the answer, but on reflection C is correct.", OPTS) == 2
+
+
+def test_a_restated_option_list_is_no_letter_answer() -> None:
+    # several letters at line starts: the leading "A." is the list, not an answer (1 c-e)
+    assert match_option("A. tench\nB. goldfish", OPTS) is None
+    assert match_option("A) tench\nB) goldfish\nC) tiger shark", OPTS) is None
+    assert match_option("A. tench", OPTS) == 0  # one letter: it is the answer
+
+
+def test_a_name_two_options_share_decides_nothing() -> None:
+    # folded alike ("crane" / "Crane"): naming it answers neither; the other
+    # option named alone still answers
+    opts = ["crane", "Crane", "tench"]
+    assert match_option("It is a crane.", opts) is None
+    assert match_option("It is a crane or a tench.", opts) == 2
+
+
 def test_letter_outside_the_options_is_ignored() -> None:
     assert match_option("E", OPTS) is None
     assert match_option("Answer: E", OPTS) is None
