@@ -152,9 +152,13 @@ def label_plan(reader: DatasetReader, configs: Sequence[str], family: str, model
 
 
 def label_space_meta(adapter: Any, kind: str) -> dict[str, Any]:
-    """What a label-space run adds to the predictions' metadata: the kind, and
-    a CLIP model's logit scale (logits = scale·cos; OOD's MCM undoes it)."""
+    """What a label-space run adds to the predictions' metadata: the kind, the
+    prompt a vlm's calls were rendered from (a label-space prompt, not its MCQ
+    one), and a CLIP model's logit scale (logits = scale·cos; OOD's MCM undoes it)."""
     meta: dict[str, Any] = {"kind": kind}
+    prompt_id = getattr(adapter, "label_prompt_id", None)
+    if isinstance(prompt_id, str):
+        meta["prompt_id"] = prompt_id
     scale = getattr(adapter, "logit_scale_value", None)
     if callable(scale):
         meta["logit_scale"] = float(scale())

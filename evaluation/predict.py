@@ -46,7 +46,7 @@ from vlmrobust.evaluation.retrieval_predict import run_retrieval
 from vlmrobust.evaluation.rows import DatasetReader, PlannedRow, plan_rows
 from vlmrobust.models import load_adapter, parse_adapter_name
 from vlmrobust.models.base import FAMILIES, Adapter, AdapterSpec
-from vlmrobust.models.prompts import CLIP_LABEL_SPACE_PROMPT
+from vlmrobust.models.prompts import CLIP_LABEL_SPACE_PROMPT, resolve_label_space_prompt
 from vlmrobust.models.readers import Reader, ReadOptions, parse_mode
 from vlmrobust.models.readers.base import CLASS_LOGITS, EMBEDDING
 
@@ -127,6 +127,8 @@ def predict_dataset(
                                              spec.max_options, mode_id, kind)
         if spec.family == "clip" and prompt is None:
             prompt = CLIP_LABEL_SPACE_PROMPT  # seed 002's zero-shot template
+        elif answer_reader is not None:  # a vlm: a label-space prompt, refused before it loads
+            prompt = resolve_label_space_prompt(prompt, answer_reader.mode)
     else:
         plan = plan_rows(reader, configs, spec.required_columns, limit, spec.max_options)
     info = reader.info

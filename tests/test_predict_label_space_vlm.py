@@ -22,10 +22,11 @@ from vlmrobust.core.matcher import names_in_text
 from vlmrobust.evaluation.predict import predict_dataset
 from vlmrobust.evaluation.predictions_meta import read_prediction_meta
 from vlmrobust.models import load_adapter
-from vlmrobust.models.readers.label_space import DEFAULT_QUESTION
+from vlmrobust.models.prompts import LABEL_SPACE_PROMPTS
 from vlmrobust.models.vlm import VlmAdapter
 
 SPACE = toy_label_space()
+DEFAULT_QUESTION = LABEL_SPACE_PROMPTS["what-type"].question
 
 
 @pytest.fixture(scope="module")
@@ -69,6 +70,7 @@ def test_likelihood_over_class_names_equals_the_readers_option_scores(
         np.testing.assert_allclose(g["logits"], w, rtol=1e-5, atol=1e-5)
     assert all(r["prompt_text"].rstrip().endswith("ASSISTANT:") and DEFAULT_QUESTION in r["prompt_text"]
                for r in got)
+    assert read_prediction_meta(out)["prompt_id"] == "what-type"
 
 
 @pytest.mark.parametrize("order", ["fixed", "random"])

@@ -21,7 +21,10 @@ The vlm turn ends with the answer instruction ("Answer with the option's letter
 from the given choices directly."). Without ``--prompt`` the clip adapter uses
 ``photo`` ("a photo of a {option}") on MCQ rows and ``photo-period`` ("a photo
 of a {option}.", seed 002) over a whole label space, and the vlm adapter asks the dataset's own
-question (``mcq-letter``), which is what Bench-C and ImageWikiQA need.
+question (``mcq-letter``), which is what Bench-C and ImageWikiQA need. Over a
+whole label space (kinds classification, ood) a row has no question of its own:
+the vlm is asked by a :data:`LABEL_SPACE_PROMPTS` entry (default ``what-type``),
+and that entry's id is what the predictions record.
 
 >>> SEED_PROMPTS["photo-of"].clip_templates, SEED_PROMPTS["identify"].clip_templates
 (('A photo of a {option}',), ('Identify the object in this image. {option}',))
@@ -128,6 +131,83 @@ VLM_INSTRUCTIONS = MappingProxyType({
 })
 DEFAULT_VLM_PROMPT = "mcq-letter"
 
+#: the answer modes that write each class as an answer (scored or lettered); the
+#: others (generate: closed world, open-world) show only the question and names
+ANSWER_MODES = ("letter", "likelihood")
+
+
+@dataclass(frozen=True)
+class LabelSpacePrompt:
+    """How a vlm is asked over a whole label space (kinds classification and ood;
+    seed 002). ``question`` is the user turn's question in every mode (alone in
+    ``open-world``); ``answer`` writes a class as the answer (``{class}``: its
+    name): the continuation ``likelihood`` scores and the option ``letter``
+    letters, the latter ended by the ``letter_instruction`` (a
+    :data:`VLM_INSTRUCTIONS` id); ``choices`` follows the question in a
+    closed-world call (``generate``; ``{classes}``: every name, in presentation
+    order).
+
+    >>> p = LABEL_SPACE_PROMPTS["photo-of"]
+    >>> p.question, p.answers(["cat"])
+    ('What type of object is in this photo?', ['A photo of a cat'])
+    >>> print(LABEL_SPACE_PROMPTS["identify"].closed_world(["cat", "dog"]))
+    Identify the object in this image. Choose one from: cat, dog.
+    Answer with the name of the class only.
+    """
+
+    id: str
+    question: str
+    answer: str = "{class}"
+    choices: str = "Choose one from: {classes}.\nAnswer with the name of the class only."
+    letter_instruction: str = DEFAULT_VLM_PROMPT
+
+    def __post_init__(self) -> None:
+        if not self.question.strip() or "{" in self.question or "}" in self.question:
+            raise ValueError(f"{self.id}: the question must be plain, non-empty text")
+        rest = self.answer.replace("{class}", "")
+        if self.answer.count("{class}") != 1 or "{" in rest or "}" in rest:
+            raise ValueError(f"{self.id}: the answer holds {{class}} once and no other braces")
+        rest = self.choices.replace("{classes}", "")
+        if self.choices.count("{classes}") != 1 or "{" in rest or "}" in rest:
+            raise ValueError(f"{self.id}: choices hold {{classes}} once and no other braces")
+        if self.letter_instruction not in VLM_INSTRUCTIONS:
+            raise ValueError(f"{self.id}: letter_instruction must be one of "
+                             f"{', '.join(VLM_INSTRUCTIONS)}")
+
+    def answers(self, names: Sequence[str]) -> list[str]:
+        """Each class name written as this prompt's answer."""
+        return [self.answer.replace("{class}", n) for n in names]
+
+    def closed_world(self, names: Sequence[str]) -> str:
+        """The closed-world user turn: the question, every name, the instruction."""
+        sep = "; " if any("," in n for n in names) else ", "
+        return f"{self.question} {self.choices.replace('{classes}', sep.join(names))}"
+
+    def serves(self, mode: str) -> bool:
+        """Whether ``mode`` (an answer mode, its argument ignored) renders this
+        prompt as itself: a prompt that only words the answers would ask a
+        closed-world or open-world call exactly as the one with its question."""
+        return self.answer == "{class}" or mode.partition(":")[0] in ANSWER_MODES
+
+    def describe(self) -> str:
+        answer = "" if self.answer == "{class}" else \
+            f"  [answers: {self.answer}; --mode letter and likelihood only]"
+        return f"{self.question}{answer}"
+
+
+#: the prompts a vlm is asked by over a whole label space, named as the seed
+#: prompts whose wording they use: a label-space row has no question of its own,
+#: so a class formulation keeps what-type's question (``class-name`` would ask
+#: exactly as ``what-type`` does and is not listed)
+LABEL_SPACE_PROMPTS: MappingProxyType[str, LabelSpacePrompt] = MappingProxyType({p.id: p for p in (
+    LabelSpacePrompt("what-type", SEED_PROMPTS["what-type"].text),
+    LabelSpacePrompt("select-label", SEED_PROMPTS["select-label"].text),
+    LabelSpacePrompt("identify", SEED_PROMPTS["identify"].text),
+    LabelSpacePrompt("photo-of", SEED_PROMPTS["what-type"].text,
+                     answer=SEED_PROMPTS["photo-of"].text),
+)})
+DEFAULT_LABEL_SPACE_PROMPT = "what-type"
+
 
 def get_seed_prompt(prompt_id: str) -> SeedPrompt:
     """The seed prompt ``prompt_id``; a clear error lists the five ids."""
@@ -174,6 +254,29 @@ def resolve_vlm_prompt(prompt: str | None) -> str:
         raise VlmrobustError(f"unknown vlm prompt {prompt!r}{_hint(prompt, known)} "
                              f"(known: {', '.join(known)})")
     return prompt
+
+
+def resolve_label_space_prompt(prompt: str | None, mode: str) -> str:
+    """The :data:`LABEL_SPACE_PROMPTS` id a vlm read in ``mode`` over a label
+    space renders (default ``what-type``); a prompt that cannot serve one (an
+    MCQ answer instruction, ...) is refused in one line naming those that can.
+
+    >>> resolve_label_space_prompt(None, "likelihood:avg")
+    'what-type'
+    """
+    prompt_id = DEFAULT_LABEL_SPACE_PROMPT if prompt is None else prompt
+    entry = LABEL_SPACE_PROMPTS.get(prompt_id)
+    if entry is not None and entry.serves(mode):
+        return prompt_id
+    usable = [p.id + (" (default)" if p.id == DEFAULT_LABEL_SPACE_PROMPT else "")
+              for p in LABEL_SPACE_PROMPTS.values() if p.serves(mode)]
+    why = (f"it words only the answers, which --mode {mode} does not show"
+           if entry is not None else
+           "it asks an MCQ's own question" if prompt_id in VLM_INSTRUCTIONS else
+           "it asks as what-type does" if prompt_id == "class-name" else "it is not one of them")
+    raise VlmrobustError(f"--prompt {prompt_id}: a vlm over a label space (kinds classification, "
+                         f"ood) in --mode {mode} is asked by {', '.join(usable)}; {why} "
+                         "(vlmrobust prompts lists them)")
 
 
 def resolve_classifier_prompt(prompt: str | None) -> str | None:

@@ -84,6 +84,8 @@ class VlmAdapter:
         self.reader = reader if reader is not None else parse_mode(None)
         refuse_missing(backend, self.reader)
         self.prompt_id = resolve_vlm_prompt(prompt)
+        # over a label space the prompt is a LABEL_SPACE_PROMPTS entry (None: the default)
+        self.requested_prompt = prompt
         self.mode = self.reader.mode
         self.backend_kind = backend_kind
         self.max_options = self.reader.max_options
@@ -96,13 +98,19 @@ class VlmAdapter:
 
     def _label_reads(self) -> LabelSpaceReads:
         if self._labels is None:
-            self._labels = LabelSpaceReads(self.reader, self.backend, self.prompt_id,
+            self._labels = LabelSpaceReads(self.reader, self.backend, self.requested_prompt,
                                            self.class_order or "fixed",
                                            getattr(self.reader, "options", None))
         return self._labels
 
+    @property
+    def label_prompt_id(self) -> str:
+        """The label-space prompt every call over a label space is rendered from."""
+        return self._label_reads().prompt_id
+
     def check_label_space(self) -> None:
         """What refuses a label-space run before any row is read."""
+        self._label_reads()  # a prompt that cannot ask over a label space
         options = getattr(self.reader, "options", None)
         if self.mode == "generate" and getattr(options, "answer_cue", None) is not None:
             raise VlmrobustError("--answer-cue reads option letters; closed-world generation "

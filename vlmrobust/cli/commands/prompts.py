@@ -10,7 +10,8 @@ from typing import Any
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("prompts", help="list the prompt names predict accepts",
                        description="List the named prompts of `vlmrobust predict --prompt` "
-                       "(clip templates and vlm instructions); clip also takes a literal "
+                       "(clip templates, vlm instructions, vlm prompts over a label space); "
+                       "clip also takes a literal "
                        "template containing {option}.")
     p.set_defaults(func=run)
 
@@ -23,6 +24,8 @@ def _entries(registry: Any) -> list[tuple[str, Any]]:
 
 
 def _describe(value: Any) -> str:
+    if callable(getattr(value, "describe", None)):
+        return str(value.describe())
     for attr in ("templates", "text", "template"):
         if hasattr(value, attr):
             value = getattr(value, attr)
@@ -45,10 +48,17 @@ def _registries() -> list[tuple[str, Any, str | None]]:
         for attr in sorted(vars(module)):
             value = getattr(module, attr)
             if attr.isupper() and attr.endswith("PROMPTS") and not isinstance(value, (str, bytes)):
-                title = (f"seed paper A.4, every family: classifier, clip, vlm "
-                         f"({module.__name__}.{attr})" if attr == "SEED_PROMPTS"
-                         else f"{family} ({module.__name__}.{attr})")
-                out.append((title, value, getattr(module, "DEFAULT_PROMPT", None)))
+                where = f"{module.__name__}.{attr}"
+                default = getattr(module, "DEFAULT_PROMPT", None)
+                if attr == "SEED_PROMPTS":
+                    title = f"seed paper A.4, every family: classifier, clip, vlm ({where})"
+                elif attr == "LABEL_SPACE_PROMPTS":
+                    title = (f"vlm over a label space, kinds classification and ood; every mode "
+                             f"unless said ({where})")
+                    default = prompts.DEFAULT_LABEL_SPACE_PROMPT
+                else:
+                    title = f"{family} ({where})"
+                out.append((title, value, default))
     return out
 
 

@@ -7,17 +7,18 @@ through the answer modes of :mod:`vlmrobust.models.readers`:
 - ``letter``: only rows of at most 26 classes (a K-config), lettered as MCQ
   options (predict refuses larger rows before the model loads).
 - ``generate``: closed world: every class name in the prompt
-  (:func:`closed_world_text`), in label-space order (``fixed``) or shuffled
+  (:meth:`LabelSpacePrompt.closed_world`), in label-space order (``fixed``) or shuffled
   per row with a seed derived from the row id (``random``; seed 002 Table 2
   varies it); the output is matched to a class name or synonym by
   :class:`vlmrobust.core.class_matcher.ClassMatcher` (no letter stage).
 - ``open-world``: the question alone; right when the output names the true
   class or a synonym.
 
-The question is the row's ``question`` when it has one, else the seed prompt's
-(``what-type``: "What type of object is in this photo?"). ``prediction`` is
-an index into the label space, or into the row's candidates on a K-config
-row, as the scorer reads it.
+Every call is rendered from one :data:`vlmrobust.models.prompts.LABEL_SPACE_PROMPTS`
+entry (default ``what-type``: "What type of object is in this photo?"), whose
+id the predictions record; a label-space row has no question of its own.
+``prediction`` is an index into the label space, or into the row's candidates
+on a K-config row, as the scorer reads it.
 """
 
 from __future__ import annotations
@@ -34,22 +35,10 @@ from vlmrobust.core.label_space import LabelSpace
 from vlmrobust.core.matcher import names_in_text
 from vlmrobust.models.backends.base import Backend, GenerationConfig, Prompt
 from vlmrobust.models.label_logits import class_names, row_candidates
-from vlmrobust.models.prompts import SEED_PROMPTS
+from vlmrobust.models.prompts import LABEL_SPACE_PROMPTS, resolve_label_space_prompt
 from vlmrobust.models.readers.base import Reader, Reading, row_where
 
 CLASS_ORDERS = ("fixed", "random")
-DEFAULT_QUESTION = SEED_PROMPTS["what-type"].text
-CLOSED_WORLD_INSTRUCTION = "Answer with the name of the class only."
-
-
-def class_question(row: Mapping[str, Any], prompt_id: str) -> str:
-    """A seed question prompt's text, else the row's own question, else
-    ``what-type``'s."""
-    seed = SEED_PROMPTS.get(prompt_id)
-    if seed is not None and seed.kind == "question":
-        return seed.text
-    question = row.get("question")
-    return question.strip() if isinstance(question, str) and question.strip() else DEFAULT_QUESTION
 
 
 def presentation(row: Mapping[str, Any], n: int, order: str) -> list[int]:
@@ -68,25 +57,18 @@ def presentation(row: Mapping[str, Any], n: int, order: str) -> list[int]:
     return [int(i) for i in rng.permutation(n)]
 
 
-def closed_world_text(question: str, names: Sequence[str]) -> str:
-    """The closed-world user turn: the question, every class name, the instruction.
-
-    >>> print(closed_world_text("What is this?", ["cat", "dog"]))
-    What is this? Choose one from: cat, dog.
-    Answer with the name of the class only.
-    """
-    sep = "; " if any("," in n for n in names) else ", "
-    return f"{question} Choose one from: {sep.join(names)}.\n{CLOSED_WORLD_INSTRUCTION}"
-
-
 class LabelSpaceReads:
-    """Turns label-space rows into calls of the adapter's reader and backend."""
+    """Turns label-space rows into calls of the adapter's reader and backend,
+    rendered from the label-space prompt ``prompt`` names (None: the default;
+    one that cannot serve ``reader``'s mode is refused)."""
 
-    def __init__(self, reader: Reader, backend: Backend, prompt_id: str, order: str,
+    def __init__(self, reader: Reader, backend: Backend, prompt: str | None, order: str,
                  options: Any = None) -> None:
         if order not in CLASS_ORDERS:
             raise VlmrobustError(f"--class-order {order!r}: use one of {', '.join(CLASS_ORDERS)}")
-        self.reader, self.backend, self.prompt_id, self.order = reader, backend, prompt_id, order
+        self.prompt_id = resolve_label_space_prompt(prompt, reader.mode)
+        self.prompt = LABEL_SPACE_PROMPTS[self.prompt_id]
+        self.reader, self.backend, self.order = reader, backend, order
         self.options = options
         self._matchers: dict[str, ClassMatcher] = {}
         self._checked: set[tuple[str, int]] = set()
@@ -99,13 +81,11 @@ class LabelSpaceReads:
 
     def main_prompt(self, row: Mapping[str, Any], space: LabelSpace, where: str) -> Prompt:
         """The row's main model call (its rendering is ``prompt_text``)."""
-        cands = row_candidates(row, len(space), where)
-        names = class_names(space, cands)
-        question = class_question(row, self.prompt_id)
         if self.reader.mode == "generate":
+            names = class_names(space, row_candidates(row, len(space), where))
             shown = [names[i] for i in presentation(row, len(names), self.order)]
-            return Prompt(closed_world_text(question, shown), image=row.get("image"))
-        return Prompt(question, image=row.get("image"))
+            return Prompt(self.prompt.closed_world(shown), image=row.get("image"))
+        return Prompt(self.prompt.question, image=row.get("image"))
 
     def read(self, rows: Sequence[Mapping[str, Any]], space: LabelSpace) -> list[Reading]:
         mode = self.reader.mode
@@ -115,11 +95,12 @@ class LabelSpaceReads:
             return self._closed_world(rows, space, wheres)
         if mode == "open-world":
             return self._open_world(rows, space, wheres)
-        # letter / likelihood: the row as an MCQ over its class names
-        mcq = [{"id": r.get("id"), "image": r.get("image"), "question": class_question(r, self.prompt_id),
-                "options": class_names(space, row_candidates(r, len(space), w))}
+        # letter / likelihood: the row as an MCQ over its classes written as answers,
+        # read under the entry's letter instruction (an instruction id rewords nothing)
+        mcq = [{"id": r.get("id"), "image": r.get("image"), "question": self.prompt.question,
+                "options": self.prompt.answers(class_names(space, row_candidates(r, len(space), w)))}
                for r, w in zip(rows, wheres, strict=True)]
-        return self.reader.read(self.backend, mcq, self.prompt_id)
+        return self.reader.read(self.backend, mcq, self.prompt.letter_instruction)
 
     def _generate(self, prompts: list[Prompt]) -> list[str]:
         from vlmrobust.models.readers.base import ReadOptions
@@ -198,7 +179,7 @@ class LabelSpaceReads:
             opts = self.options if isinstance(self.options, ReadOptions) else ReadOptions()
             n = count(prompt)
             return None if n is None else int(n) + opts.max_new_tokens
-        names = class_names(space, row_candidates(row, len(space), where))
-        longest = max(names, key=len)
+        answers = self.prompt.answers(class_names(space, row_candidates(row, len(space), where)))
+        longest = max(answers, key=len)
         n = count(Prompt(prompt.text, image=prompt.image, assistant_prefix=longest))
         return None if n is None else int(n)
