@@ -53,6 +53,11 @@ def export_vlmevalkit(dataset: str | Path, out: str | Path, config: str | None =
     check_file_output(out, "--out", input_dirs=[reader.local])
     configs = reader.configs(config)
     refuse_open(reader.manifest, configs, f"{reader.source}/manifest.json")
+    for cfg in configs:  # a label-space (classification, ood) config has no options to letter
+        missing = {"image", "question", "options", "answer"} - set(reader.column_names(cfg))
+        if missing:
+            raise VlmrobustError(f"{reader.where(cfg)}: no {', '.join(sorted(missing))} column; "
+                                 "VLMEvalKit benchmarks are exported for multiple-choice datasets")
     fingerprint = reader.info.fingerprint
     rows = list(_export_rows(reader, configs))
     if not rows:

@@ -261,3 +261,19 @@ def test_an_exported_tsv_converts_back_to_the_same_questions(ds: Path, tmp_path:
     for a, b in zip(sorted(want, key=key), sorted(got, key=key), strict=True):
         assert (a["question"], a["options"], a["answer"]) == (b["question"], b["options"], b["answer"])
         assert a["image"]["bytes"] == b["image"]["bytes"]
+
+
+def test_export_refuses_a_label_space_dataset_in_one_line(tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """A classification dataset has no options to letter: one line, no file (it
+    raised KeyError 'options' once)."""
+    from tests.classification_fixtures import write_classification
+
+    cls = write_classification(tmp_path / "cls", n=2, k=3)
+    out = tmp_path / "out" / "cls.tsv"
+    out.parent.mkdir()
+    rc, err = run_cli(["export", "vlmevalkit", str(cls), "--out", str(out)], capsys)
+    assert rc == 1 and "no answer, options, question column" in err, err
+    assert "multiple-choice datasets" in err
+    one_line_error(err)
+    assert list(out.parent.iterdir()) == []

@@ -66,6 +66,10 @@ def test_vlm_msp_auroc_equals_sklearn_on_the_predictions_logits(
     preds = predicted[mode]
     meta = read_prediction_meta(preds)
     assert meta["family"] == "vlm" and meta["mode"] == mode and meta["kind"] == "ood"
+    # the label-space prompt its calls were rendered from, not the MCQ default
+    assert meta["prompt_id"] == "what-type"
+    assert all(r["prompt_text"].count("What type of object is in this photo?") == 1
+               for r in pq.read_table(preds).to_pylist())
     out = tmp_path / "scores.json"
     assert main(["score", "--dataset", str(dataset), "--predictions", str(preds),
                  "--out", str(out)]) == 0
