@@ -49,6 +49,35 @@ def test_blind_answerer_is_wrong_exactly_on_its_types() -> None:
     assert odd[1] == MISSING
 
 
+def test_partial_blind_spot_is_wrong_on_a_fixed_share_of_scenes() -> None:
+    answerer = make_answerer("rule:blind=count@0.5,color")
+    assert answerer.name == "rule-answerer:blind=count@0.5,color"
+    verifier = PlantedVerifier()
+    # every distinct scene (4 counts x 4 colours x 2 kinds x 2 sides = 64)
+    scenes = [planted.Scene(c, col, k, s) for c in range(1, 5) for col in planted.PALETTE
+              for k in planted.KINDS for s in planted.SIDES]
+    images = [planted.draw(sc) for sc in scenes]
+    counts = [planted.TEMPLATES["count"][i % 4] for i in range(len(images))]
+    wrong = [not v.correct for v in verifier.verify(images, counts,
+                                                    answerer.answer(images, counts))]
+    # a binomial(64, 0.5) share: outside [0.25, 0.75] has probability < 1e-4
+    assert 0.25 <= np.mean(wrong) <= 0.75
+    # the same scene gets the same verdict whatever the phrasing, on every call
+    again = [planted.TEMPLATES["count"][(i + 1) % 4] for i in range(len(images))]
+    assert wrong == [not v.correct for v in verifier.verify(images, again,
+                                                            answerer.answer(images, again))]
+    colours = ["what color are the shapes ?"] * len(images)
+    assert not any(v.correct for v in verifier.verify(images, colours,
+                                                      answerer.answer(images, colours)))
+
+
+@pytest.mark.parametrize("spec", ["rule:blind=count@0", "rule:blind=count@1.5",
+                                  "rule:blind=count@half"])
+def test_partial_blind_spot_rates_are_checked(spec: str) -> None:
+    with pytest.raises(VlmrobustError, match="rate"):
+        make_answerer(spec)
+
+
 def test_answer_value_reads_free_text() -> None:
     assert planted.answer_value("count", "There are 3 shapes.") == "3"
     assert planted.answer_value("color", "They look red, maybe blue") is None

@@ -19,6 +19,7 @@ questions, while the prefix term (δ_ifreq) makes it pay for the shared prefix.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -141,14 +142,36 @@ def wrong_value(qtype: str, truth: str) -> str:
 class RuleAnswerer:
     """Answers planted questions from the pixels, wrong on the ``blind`` types
     (a count one too high, the next colour, ...) and right on the others;
-    anything else gets "I don't know"."""
+    anything else gets "I don't know".
 
-    def __init__(self, blind: Sequence[str] = ("count",)) -> None:
+    ``rates`` makes a blind spot partial: a type with rate r < 1 is answered
+    wrongly on a fixed fraction r of the images (chosen by a hash of the image's
+    pixels and the type, so the same image always gets the same answer, whatever
+    the phrasing), like a model that miscounts some scenes. A partial blind spot
+    keeps the reward noisy after training saturates, which is what lets a
+    neutral drift between two blind spots run on (see docs/discover.md).
+    """
+
+    def __init__(self, blind: Sequence[str] = ("count",),
+                 rates: Sequence[float] | None = None) -> None:
         bad = sorted(set(blind) - set(QUESTION_TYPES))
         if bad:
             raise VlmrobustError(f"unknown blind-spot types {bad}; use {list(QUESTION_TYPES)}")
+        rs = tuple(float(r) for r in (rates if rates is not None else [1.0] * len(blind)))
+        if len(rs) != len(blind) or not all(0.0 < r <= 1.0 for r in rs):
+            raise VlmrobustError(f"blind-spot rates must be one per type in (0, 1], got {rs}")
         self.blind = tuple(blind)
-        self.name = "rule-answerer:blind=" + ",".join(self.blind)
+        self.rates = dict(zip(self.blind, rs, strict=True))
+        self.name = "rule-answerer:blind=" + ",".join(
+            t if r == 1.0 else f"{t}@{r:g}" for t, r in self.rates.items())
+
+    def is_wrong(self, image: Any, qtype: str) -> bool:
+        """Whether this answerer answers ``qtype`` wrongly on ``image``."""
+        rate = self.rates.get(qtype, 0.0)
+        if rate >= 1.0 or rate == 0.0:
+            return rate >= 1.0
+        digest = hashlib.sha256(np.asarray(image.convert("RGB")).tobytes() + qtype.encode())
+        return int.from_bytes(digest.digest()[:8], "big") / 2.0**64 < rate
 
     def answer(self, images: Sequence[Any], questions: Sequence[str]) -> list[str]:
         out = []
@@ -158,7 +181,7 @@ class RuleAnswerer:
                 out.append("I don't know")
                 continue
             truth = read_scene(image).truth(qtype)
-            out.append(wrong_value(qtype, truth) if qtype in self.blind else truth)
+            out.append(wrong_value(qtype, truth) if self.is_wrong(image, qtype) else truth)
         return out
 
 

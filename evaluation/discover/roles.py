@@ -196,12 +196,22 @@ def load_backend(name: str, endpoint_url: str | None = None, api_key_env: str | 
 
 
 def make_answerer(name: str, max_new_tokens: int = 64, **backend_opts: Any) -> Answerer:
-    """``rule:blind=count,color`` (the planted rule answerer) or a backend model."""
+    """``rule:blind=count,color`` (the planted rule answerer; ``count@0.5`` makes
+    a blind spot partial: wrong on that fraction of the images) or a backend model."""
     if name.startswith("rule:"):
         spec = name[len("rule:"):]
         if not spec.startswith("blind="):
-            raise VlmrobustError(f"answerer {name!r}: write rule:blind=TYPE[,TYPE]")
-        return RuleAnswerer([t for t in spec[len("blind="):].split(",") if t])
+            raise VlmrobustError(f"answerer {name!r}: write rule:blind=TYPE[@RATE][,TYPE[@RATE]]")
+        types, rates = [], []
+        for part in (t for t in spec[len("blind="):].split(",") if t):
+            qtype, _, rate = part.partition("@")
+            try:
+                rates.append(float(rate) if rate else 1.0)
+            except ValueError:
+                raise VlmrobustError(f"answerer {name!r}: {part!r} needs a rate in (0, 1] after "
+                                     "'@', e.g. count@0.5") from None
+            types.append(qtype)
+        return RuleAnswerer(types, rates)
     return BackendAnswerer(load_backend(name, **backend_opts), max_new_tokens=max_new_tokens)
 
 
