@@ -277,6 +277,36 @@ def test_wild_logit_rows_found_in_blocks_equal_the_per_value_count(monkeypatch: 
     assert expected.size > 10
 
 
+def test_logits_aligned_in_blocks_equal_each_rows_own_logits(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Predictions rows in another order than the dataset's, rows of 40 and of 5
+    logits, aligned a few rows per block (as 50,000 × 1,000 logits are): each
+    dataset row holds its own predictions row's logits, −inf after its K."""
+    import pyarrow as pa
+
+    from vlmrobust.evaluation import alignment
+    from vlmrobust.evaluation.dataset_index import DatasetIndex
+    from vlmrobust.evaluation.predictions_read import predictions_from_table
+    from vlmrobust.evaluation.validate import validate_against
+
+    table, manifest, preds, truth = _dataset(np.random.default_rng(8), CONFIGS)
+    order = np.random.default_rng(9).permutation(preds.num_rows)
+    shuffled = pa.table({"id": preds.column("id").take(order), "logits": preds.column("logits").take(order)})
+    monkeypatch.setattr(alignment, "ALIGN_CELLS", 100)  # 2 rows of 40 logits per block
+    report = validate_against(DatasetIndex.from_table(table, manifest, "config"),
+                              predictions_from_table(shuffled))
+    got = report.aligned.logits
+    assert got is not None and got.shape == (table.num_rows, C)
+    start = 0
+    for name in CONFIGS:
+        ids, _, z = truth[name]
+        mine = got[start:start + ids.size]
+        start += ids.size
+        np.testing.assert_array_equal(mine[:, :z.shape[1]], z)
+        assert np.isneginf(mine[:, z.shape[1]:]).all()
+        assert report.aligned.predicted[start - ids.size:start].tolist() == z.argmax(1).tolist()
+    assert start == table.num_rows
+
+
 def test_valid_labels_give_a_real_style_accuracy_beside_the_single_label_one(tmp_path: Any) -> None:
     import datasets
 
