@@ -36,7 +36,8 @@ def _cue_conflict(shape: int, texture: int) -> dict[str, Any]:
             "configs": {"cue-conflict": {"n": 48, "accuracy": (shape + 6) / 48}},
             "shape_bias": {"cue-conflict": {
                 "n": 48, "n_conflict": 40, "shape_decisions": shape, "texture_decisions": texture,
-                "shape_bias": shape / (shape + texture), "shape_bias_ci": [0.1, 0.9],
+                "shape_bias": shape / (shape + texture),
+                "shape_bias_ci": [shape / (shape + texture) - 0.1, shape / (shape + texture) + 0.1],
                 "shape_accuracy": shape / 48, "texture_accuracy": texture / 48}}}
 
 
@@ -65,8 +66,11 @@ def test_page_shows_shape_bias_factors_and_factor_er(tmp_path: Path) -> None:
     assert list(sections) == ["shape-bias", "factors-0", "factor-er-1"]
     # shape bias: the scores' numbers, one row per model with a cue-conflict run
     sb = sections["shape-bias"]
-    assert {r.model_id: r.cells[0].sort for r in sb.rows} == {
-        m: repr(v[2]) for m, v in SHAPE.items()}
+    assert sb.columns[:6] == ("Shape bias %", "95% CI", "Shape acc. %", "Texture acc. %",
+                              "16-class acc. %", "Conflict stimuli")
+    assert {r.model_id: [c.sort for c in r.cells[:6]] for r in sb.rows} == {
+        m: [repr(b), repr(b - 0.1), repr(sh / 48), repr(tx / 48), repr((sh + 6) / 48), "40"]
+        for m, (sh, tx, b) in SHAPE.items()}
     row = re.search(r'<tr data-model="clip-0003">(.*?)</tr>', page.split('id="factors-0"')[0], re.S)
     assert row is not None and ">75.0<" in row.group(1) and "vit · laion-2b (2B) · contrastive" in row.group(1)
     # factor accuracy columns carry the image counts

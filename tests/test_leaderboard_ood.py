@@ -51,6 +51,12 @@ def test_holistic_page_shows_rescored_ood_numbers(tmp_path: Path) -> None:
                 want.append(block["sets"][s]["class_mean_auroc"])
         want += [block["mean_auroc"], block["mean_fpr95"]]
         assert [float(v) for v in values] == pytest.approx(want, abs=1e-12), model
+        # each set's cells carry their own interval on hover (AUROC, FPR@95, class-mean)
+        titles = re.findall(r'<td[^>]*title="([^"]*)"', row.group(1))
+        for s in ("textures", "ninco"):
+            for key in ("auroc_ci", "fpr95_ci") + (("class_mean_auroc_ci",) if s == "ninco" else ()):
+                lo, hi = block["sets"][s][key]
+                assert any(f"95% CI {100 * lo:.1f} … {100 * hi:.1f}" in t for t in titles), (model, s, key)
     assert sections["toy-clip"]["score"] == "mcm" and "MCM; 7 OOD rows vs 12 ID" in page
     # seed 001 Figs. 3-4: AUROC (and NINCO's class-mean AUROC) against ID accuracy, per set
     ood_part = page.split('id="ood-ood"')[1]
