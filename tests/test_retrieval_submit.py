@@ -6,6 +6,7 @@ parquet with its metadata."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -76,9 +77,18 @@ def test_holistic_page_shows_the_retrieval_table(ds: Path, tmp_path: Path) -> No
     lb = aggregate(loaded, BaselineSpec(version="t", n_bootstrap=0))
     html = render_site(lb)["holistic.html"].decode()
     assert 'id="retrieval-flickr30k"' in html and "R@5 image→text" in html
+    table = html.split('id="retrieval-flickr30k"')[1].split("</table>")[0]
+    heads = re.findall(r"<th[^>]*>(R@\d+ [^<]+)</th>", table)
+    assert heads == [f"R@{k} {d}" for d in ("image→text", "text→image") for k in (1, 5, 10)]
     for s in loaded:
-        block = s.datasets["retrieval"].configs[0].retrieval["text_to_image"]
-        v, ci = block["recall@5"], block["recall@5_ci"]
-        assert f'data-v="{v!r}"' in html or f'data-v="{v}"' in html
-        assert ci is not None and ci[0] <= v <= ci[1]
+        row = re.search(rf'<tr data-model="{s.model_id}">(.*?)</tr>', table, re.S)
+        assert row is not None
+        cells = re.findall(r'<td[^>]*data-v="([^"]*)"[^>]*title="([^"]*)"', row.group(1))
+        want = [(s.datasets["retrieval"].configs[0].retrieval[d], k)
+                for d in ("image_to_text", "text_to_image") for k in (1, 5, 10)]
+        assert len(cells) == len(want) == 6
+        for (v, title), (block, k) in zip(cells, want, strict=True):
+            ci = block[f"recall@{k}_ci"]
+            assert float(v) == block[f"recall@{k}"] and ci is not None and ci[0] <= float(v) <= ci[1]
+            assert f"95% CI {100 * ci[0]:.1f} … {100 * ci[1]:.1f}" in title
     assert "vit" in html  # rows carry the model group
