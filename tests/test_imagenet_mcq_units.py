@@ -156,6 +156,13 @@ def test_grouped_distractors_one_per_group_and_uniform_over_groups() -> None:
     assert set(wordnet_distractors(ranking, valid, 3, 3, rng, groups)) == {2, 6, 7}
     with pytest.raises(VlmrobustError, match="only 4"):
         random_distractors(range(9), valid, 5, rng, groups)
+    # a valid label's group is closed to every strategy: an ObjectNet "chair" image
+    # never gets another chair class as a distractor
+    shared = frozenset({1})  # group "a" holds 1..5
+    drawn = {c for _ in range(300) for c in random_distractors(range(9), shared, 3, rng, groups)}
+    assert drawn == {0, 6, 7, 8}
+    assert visual_distractors(ranking, shared, 3, groups) == (6, 7, 8)
+    assert set(wordnet_distractors(ranking, shared, 3, 3, rng, groups)) == {6, 7, 8}
 
 
 def test_wordnet_distractors_come_from_top_k_and_vary() -> None:
