@@ -76,6 +76,14 @@ def test_top_kappa_survives_a_larger_later_score() -> None:
     assert sel.kept == (0, 1)
 
 
+def test_a_score_equal_to_the_mean_is_not_above_it() -> None:
+    # orthogonal candidates: D_s = 2 at every pick, scores κ + 2 = 2.75, 2.5, 2.25
+    # (exact in binary), mean 2.5: "above the mean" keeps the first pick only
+    sel = greedy_select([0.75, 0.5, 0.25], [np.eye(3)])
+    assert sel.scores == (2.75, 2.5, 2.25) and sel.threshold == 2.5
+    assert sel.kept == (0,)
+
+
 def test_diversity_closed_form() -> None:
     z = [np.array([1.0, 0.0]), np.array([0.6, 0.8])]
     a = [np.array([[0.0, 1.0], [1.0, 1.0]]), np.array([[0.6, 0.8]])]
