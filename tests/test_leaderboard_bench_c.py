@@ -4,6 +4,7 @@ per-category breakdown."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -69,6 +70,27 @@ def test_page_shows_plain_and_weighted_and_categories(tmp_path: Path) -> None:
         assert text in page, text
     m0 = raw["m0"]["aggregate"]["plain"]["ras"]
     assert f"{m0:.3f}".replace("-", "−") in page or f"{m0:.3f}" in page
+    # every cell of each model's row holds the scorer's number of its column
+    table = page.split('<table id="benchc"')[1].split("</table>")[0]
+    heads = re.findall(r"<th[^>]*>([^<]+)</th>", table)[2:]  # after Model, Family
+    for i in range(2):
+        r = raw[f"m{i}"]
+        a, pl = r["aggregate"], r["aggregate"]["plain"]
+        want: dict[str, float] = {
+            "Clean acc (plain)": r["clean"]["plain"]["acc"], "Clean acc (κ)": r["clean_accuracy"],
+            "S⁽ᵒ⁾": pl["S_clean"], "S⁽ᵈ⁾": pl["S"], "ΔS": pl["delta_S"],
+            "C⁽ᵒ⁾": pl["C_clean"], "C⁽ᵈ⁾": pl["C"], "ΔC": pl["delta_C"],
+            **a["quadrants"], **a["transitions"]}
+        for label, key in (("Acc", "acc"), ("ΔAcc", "delta_acc"), ("RAS", "ras"),
+                           ("Destructive RAS", "destructive_ras"), ("Corrective RAS", "corrective_ras")):
+            want[f"{label} (plain)"], want[f"{label} (κ)"] = pl[key], a[key]
+        row = re.search(rf'<tr>\s*<td class="t name" data-v="Model {i}">(.*?)</tr>', table, re.S)
+        assert row is not None
+        cells = re.findall(r'<td data-v="([^"]*)"', row.group(1))
+        assert len(cells) == len(heads) == len(want)
+        for head, v in zip(heads, cells, strict=True):
+            assert (float(v) if v else None) == want[head], (i, head, v)
+        assert sum(want[h] is None for h in heads) <= 2  # m0 is never right on a clean copy
     model = files[lb.pages["m0"]].decode("utf-8")
     for text in ("Per source category", "Every corruption × severity cell", ">chart<", ">scene<",
                  "Destructive plain", "Corrective κ"):
