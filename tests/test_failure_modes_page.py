@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
@@ -97,6 +98,16 @@ def test_page_is_rendered_escaped_and_found_through_datasets(world, tmp_path) ->
     assert html.count('<path class="curve"') == 2  # one FDR curve per row (Fig. 8)
     assert "<script>q</script>" not in html and "&lt;script&gt;q&lt;/script&gt;" in html
     assert 'href="failure-modes.html"' in (site / "index.html").read_text()
+    # each row's numbers under their columns (SD aside: it depends on the embedder)
+    (fd,) = failure_modes([built], embed=lambda: (None, ""))
+    table = html.split('<table class="sortable">')[1].split("</table>")[0]
+    for r in fd.rows:
+        row = re.search(rf"<tr>((?:(?!</tr>).)*?>{re.escape(r.answerer)}<.*?)</tr>", table, re.S)
+        assert row is not None, r.answerer
+        v = re.findall(r'<td data-v="([^"]*)"', row.group(1))
+        assert len(v) == 7
+        assert (int(v[0]), float(v[1]), float(v[2])) == (r.n_questions, r.qvr, r.fdr)
+        assert (float(v[4]), int(v[5]), float(v[6])) == (r.ld, r.n_skills, r.coverage)
     # without the dataset the page says so
     empty = tmp_path / "site2"
     assert main(["leaderboard", "build", "--submissions", str(subs), "--out", str(empty),
