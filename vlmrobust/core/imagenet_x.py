@@ -27,7 +27,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from vlmrobust.core.bounded import read_bytes_bounded
+from vlmrobust.core.bounded import open_bounded, read_bytes_bounded
 from vlmrobust.core.errors import VlmrobustError
 
 TOP_FILE = "annotations/imagenet_x_val_top_factor.jsonl"
@@ -91,22 +91,25 @@ def _prototypes(path: Path) -> frozenset[str]:
 
 
 def _read(path: Path) -> dict[str, frozenset[str]]:
-    try:
-        size = path.stat().st_size
-    except FileNotFoundError:
+    what = "ImageNet-X annotation file"
+    if not path.exists() and not path.is_symlink():
         raise VlmrobustError(f"{path}: ImageNet-X annotation file not found; fix: pass "
-                             f"imagenet-x's {TOP_FILE} or `pip install imagenet-x`") from None
-    if size > _MAX_BYTES:
-        raise VlmrobustError(f"{path}: {size} bytes is not an ImageNet-X annotation file; "
-                             f"fix: pass {TOP_FILE}")
+                             f"imagenet-x's {TOP_FILE} or `pip install imagenet-x`")
     out: dict[str, frozenset[str]] = {}
-    with path.open(encoding="utf-8") as fh:
-        for n, line in enumerate(fh, start=1):
+    # open_bounded: a FIFO or device cannot hang the read, a folder or an oversized
+    # file is refused before a byte is read
+    with open_bounded(path, _MAX_BYTES, what) as fh:
+        for n, raw in enumerate(fh, start=1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                raise VlmrobustError(f"{path}: line {n} is not UTF-8 text; fix: use imagenet-x's "
+                                     "JSONL annotation file") from None
             if not line.strip():
                 continue
             try:
                 row = json.loads(line)
-            except ValueError:
+            except (ValueError, RecursionError):  # RecursionError: '[[[[...' nested too deep
                 raise VlmrobustError(f"{path}: line {n} is not JSON; fix: use imagenet-x's "
                                      "JSONL annotation file") from None
             name = row.get("file_name") if isinstance(row, dict) else None
@@ -115,8 +118,9 @@ def _read(path: Path) -> dict[str, frozenset[str]]:
                                      "JSONL annotation file")
             bad = [f for f in FACTORS if row.get(f) not in (0, 1)]
             if bad:
-                raise VlmrobustError(f"{path}: line {n} ({name}): factor {bad[0]!r} is "
-                                     f"{row.get(bad[0])!r}, expected 0 or 1; fix: restore the file")
+                raise VlmrobustError(f"{path}: line {n} ({name[:80]}): factor {bad[0]!r} is "
+                                     f"{row.get(bad[0])!r:.80}, expected 0 or 1; fix: restore the "
+                                     "file")
             if name in out:
                 raise VlmrobustError(f"{path}: line {n}: {name} is annotated twice; fix: restore "
                                      "the file")
