@@ -63,6 +63,38 @@ def test_pages_and_rows(site: tuple[dict[str, bytes], Path]) -> None:
     assert keys[-5:-1] == ["", "", "", ""]  # Bench-C Acc, ΔAcc, RAS, ImageWikiQA
     assert keys[-1] == "self-reported partial"
     assert "no Bench-C; no ImageWikiQA" in row.group(1)
+    # every number of every row is leaderboard.json's (itself checked column by
+    # column against the scorer in test_leaderboard_downloads_bench_c)
+    table = json.loads(files["leaderboard.json"])
+    headline = table["overview_strategy"]
+    strategies = sorted({k.split(":")[2] for k in table["columns"] if k.startswith("imagenet-mcq:")},
+                        key=lambda st: (st != headline, st))  # the switch: the overview's first
+    variants = list(dict.fromkeys(k.split(":")[1] for k in table["columns"] if k.startswith("imagenet-mcq:")))
+    n_er = n_bc = 0
+    for r in table["rows"]:
+        tr = re.search(rf'<tr data-model="{re.escape(r["model_id"])}"[^>]*>(.*?)</tr>', index, re.S)
+        assert tr is not None
+        cells = re.findall(r"<td([^>]*)>", tr.group(1))
+        v = [re.search(r'data-v="([^"]*)"', c).group(1) for c in cells]  # type: ignore[union-attr]
+
+        def num(x: str) -> float | None:
+            return float(x) if x else None
+
+        assert r["headline_er_strategy"] in (None, headline)
+        assert (num(v[5]), num(v[6]), num(v[7])) == (
+            r["headline_er_value"], r["headline_er_ci_low"], r["headline_er_ci_high"]), r["model_id"]
+        n_er += r["headline_er_value"] is not None
+        for j, variant in enumerate(variants):
+            sw = dict(re.findall(r'data-s(\d+)="([^"]*)"', cells[8 + j]))
+            assert [num(sw[str(i)]) for i in range(len(strategies))] == [
+                r.get(f"imagenet-mcq:{variant}:{st}:accuracy") for st in strategies], (r["model_id"], variant)
+            assert num(v[8 + j]) == r.get(f"imagenet-mcq:{variant}:{headline}:accuracy")
+        bc = [num(x) for x in v[8 + len(variants):8 + len(variants) + 4]]
+        assert bc == [r.get("bench-c:kappa_weighted:acc"), r.get("bench-c:kappa_weighted:delta_acc"),
+                      r.get("bench-c:kappa_weighted:ras"), r.get("imagewikiqa:accuracy")], r["model_id"]
+        n_bc += None not in bc
+    # the ER and Bench-C columns were compared on numbers, not only on blanks
+    assert n_er >= 4 and n_bc == len(table["rows"]) - 1
 
 
 def test_model_supplied_text_is_escaped_everywhere(site: tuple[dict[str, bytes], Path]) -> None:
