@@ -294,3 +294,30 @@ def test_board_without_imagenet_scores(tmp_path: Path) -> None:
     assert len(re.findall(r"<tr data-model=", index)) == 3
     assert 'data-v=""' in re.search(r'<tr data-model="vlm-0000"[^>]*>(.*?)</tr>', index,
                                      re.S).group(1)  # type: ignore[union-attr]
+
+
+def test_model_page_tables_hold_the_submissions_numbers(site: tuple[dict[str, bytes], Path]) -> None:
+    """A model page's per-config table (n, accuracy and interval, ECE/NLL before and
+    after temperature scaling, T) holds its scores.json numbers row by row, and its
+    ER table leaderboard.json's ER of each (strategy, shift) with the two accuracies."""
+    files, root = site
+    scores = json.loads((root / "clip-0001" / "scores.json").read_text())
+    row = next(r for r in json.loads(files["leaderboard.json"])["rows"] if r["model_id"] == "clip-0001")
+    page = files["models/clip-0001.html"].decode()
+    configs = scores["datasets"]["imagenet-mcq"]["configs"]
+    for name, c in configs.items():
+        tr = re.search(rf'<tr><td class="t">{re.escape(name)}</td>(.*?)</tr>', page, re.S)
+        assert tr is not None, name
+        got = [float(v) if v else None for v in re.findall(r'data-v="([^"]*)"', tr.group(1))]
+        assert got == [c["n"], c["accuracy"], *c["accuracy_ci"], c["ece"], c["nll"], c["ece_ts"],
+                       c["nll_ts"], c["temperature"]], name
+    er = page.split('<table id="er"')[1].split("</table>")[0]
+    shown = 0
+    for tr in re.findall(r"<tr><td class=\"t\">(.*?)</tr>", er, re.S):
+        strategy, shift = re.findall(r'<td class="t">([^<]*)</td>', '<td class="t">' + tr)[:2]
+        v = [float(x) if x else None for x in re.findall(r'data-v="([^"]*)"', tr)]
+        ref = next(c for c in configs.values() if c["strategy"] == strategy and c["variant"] == "sample-photo")
+        sh = next(c for c in configs.values() if c["strategy"] == strategy and c["variant"] == shift)
+        assert v[:3] == [ref["accuracy"], sh["accuracy"], row[f"er:{strategy}:{shift}"]], (strategy, shift)
+        shown += v[2] is not None
+    assert shown >= 1
