@@ -110,8 +110,8 @@ def read_samples(path: Path, max_rows: int) -> list[dict[str, Any]]:
                 continue
             try:
                 obj = json.loads(line)
-            except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-                raise VlmrobustError(f"{path} line {n}: not JSON ({exc})") from None
+            except (ValueError, RecursionError) as exc:  # + an int of > 4300 digits, deep nesting
+                raise VlmrobustError(f"{path} line {n}: not JSON ({str(exc)[:120]})") from None
             if not isinstance(obj, dict):
                 raise VlmrobustError(f"{path} line {n}: expected a JSON object")
             obj["_line"] = n

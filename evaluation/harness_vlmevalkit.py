@@ -164,15 +164,22 @@ def read_result_rows(path: str | Path) -> list[dict[str, Any]]:
                 return [dict(r) for r in csv.DictReader(f, delimiter="\t")]
             except csv.Error as exc:
                 raise VlmrobustError(f"{path}: not a well-formed TSV ({exc})") from None
+            except UnicodeDecodeError as exc:
+                raise VlmrobustError(f"{path}: not UTF-8 text (byte {exc.start}); save the "
+                                     "result file as UTF-8") from None
     if path.suffix == ".jsonl":
         rows = []
-        with path.open(encoding="utf-8") as f:
+        with path.open("rb") as f:
             for n, line in enumerate(f, start=1):
                 if line.strip():
                     try:
-                        obj = json.loads(line)
+                        obj = json.loads(line.decode("utf-8"))
                     except json.JSONDecodeError as exc:
                         raise VlmrobustError(f"{path} line {n}: not JSON ({exc.msg})") from None
+                    except (ValueError, RecursionError) as exc:  # not UTF-8, a 5,000-digit int,
+                        # nesting past the recursion limit
+                        raise VlmrobustError(f"{path} line {n}: not JSON ({type(exc).__name__}: "
+                                             f"{str(exc)[:80]})") from None
                     if not isinstance(obj, dict):
                         raise VlmrobustError(f"{path} line {n}: expected a JSON object")
                     rows.append(obj)
