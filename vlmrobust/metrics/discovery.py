@@ -32,6 +32,7 @@ from numpy.typing import ArrayLike, NDArray
 
 MAX_COMPLETION_CHARS = 65536
 _RESPONSE = re.compile(r"<response_(\d{1,3})>(.*?)</response_\1>", re.DOTALL)
+_ANY_TAG = re.compile(r"</?response_\d+>")
 _PUNCT = string.punctuation + "“”‘’«»¿¡…"
 
 
@@ -41,7 +42,7 @@ def parse_questions(completion: str, k: int,
 
     Slot i (1-based in the tags) holds the stripped text of the first
     well-formed ``<response_i>…</response_i>`` pair, or None when that pair is
-    missing, unclosed or empty. Tags beyond k and text outside the tags are
+    missing, unclosed, empty or holds another response tag. Tags beyond k and text outside the tags are
     ignored. A malformed completion thus yields fewer questions, and every
     None slot counts as invalid (V = 0) downstream. A completion longer than
     ``max_chars`` is not read at all (all slots None): the bound keeps a
@@ -51,6 +52,8 @@ def parse_questions(completion: str, k: int,
     ['How many dogs?', 'Is it red?']
     >>> parse_questions("<response_2>Is it red?</response_2><response_1>What is", 2)
     [None, 'Is it red?']
+    >>> parse_questions("<response_1><response_2>Is it red?</response_2></response_1>", 2)
+    [None, None]
     """
     if k < 1:
         raise ValueError(f"k must be >= 1, got {k}")
@@ -60,7 +63,8 @@ def parse_questions(completion: str, k: int,
     for m in _RESPONSE.finditer(completion):
         i = int(m.group(1))
         text = m.group(2).strip()
-        if 1 <= i <= k and slots[i - 1] is None and text:
+        # a slot holding another response tag is a malformed nesting, not a question
+        if 1 <= i <= k and slots[i - 1] is None and text and _ANY_TAG.search(text) is None:
             slots[i - 1] = text
     return slots
 

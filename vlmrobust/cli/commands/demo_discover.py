@@ -94,7 +94,9 @@ def run_discover(folder: Path, settings: DemoDiscover = DemoDiscover()) -> list[
         n = max(1, len(hist) // 4)
 
         def mean(key: str, part: list[dict[str, Any]]) -> float:
-            return sum(float(h[key]) for h in part) / len(part)
+            # a step without a valid question has no FDR (null), as in the metrics
+            vals = [float(h[key]) for h in part if h[key] is not None]
+            return sum(vals) / len(vals) if vals else float("nan")
 
         first, last = hist[:n], hist[-n:]
         print(f"    GRPO {len(hist)} steps (mean of the first / last {n}): reward "

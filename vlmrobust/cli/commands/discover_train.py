@@ -87,8 +87,11 @@ def run_train(args: argparse.Namespace) -> int:
     hist = record.get("history") or []
     if hist:
         first, last = hist[0], hist[-1]
+        def fdr(h: dict[str, Any]) -> str:
+            return "n/a" if h["fdr"] is None else f"{h['fdr']:.3f}"
+
         print(f"reward {first['reward']:.3f} -> {last['reward']:.3f}, "
-              f"FDR {first['fdr']:.3f} -> {last['fdr']:.3f} over {len(hist)} steps")
+              f"FDR {fdr(first)} -> {fdr(last)} over {len(hist)} steps")
     print(f"wrote {args.out} ({record['steps_done']} steps)")
     return 0
 
