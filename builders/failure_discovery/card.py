@@ -101,8 +101,11 @@ def render_card(records: Sequence[DiscoveryRecord], choices: Sequence[Choice],
         f"- **Options.** The reference, the answerer's wrong answer and {n_options - 2} "
         "distractors drawn, with a seed derived per row, from the other answers (right or "
         "wrong) to valid questions of the same type: the meta-skill when the taxonomy gave "
-        "one, else the question's first two words. No two options are equal after "
-        "normalisation (case, spacing, final punctuation). Option texts keep the answerers' "
+        "one, else the question's first two words. An answer judged correct to the row's own "
+        "question (same image, same question) is never a distractor, so exactly one option "
+        "is right by the verifier's verdicts; a row left with too few distractors is left "
+        "out. No two options are equal after normalisation (case, spacing, final "
+        "punctuation). Option texts keep the answerers' "
         "wording, so a reference written by a verbose model may differ in style.",
         "- **Answer positions** are balanced (a seeded permutation of 0..K-1 repeated over "
         "the rows); the other options follow in a per-row seeded order.",

@@ -72,8 +72,10 @@ class Choice:
     qtype: str
 
 
-def references(records: Sequence[DiscoveryRecord]) -> dict[tuple[str, str], str]:
-    """(image sha256, normalised question) -> the reference answer text."""
+def _correct_votes(records: Sequence[DiscoveryRecord]
+                   ) -> tuple[dict[tuple[str, str], Counter[str]], dict[str, str]]:
+    """(image sha256, normalised question) -> votes per normalised answer judged
+    correct, and each normalised answer's first text."""
     votes: dict[tuple[str, str], Counter[str]] = {}
     text: dict[str, str] = {}
     for r in records:
@@ -82,6 +84,12 @@ def references(records: Sequence[DiscoveryRecord]) -> dict[tuple[str, str], str]
             n = norm_answer(r.answer)
             votes.setdefault(key, Counter())[n] += 1
             text.setdefault(n, _clean(r.answer))
+    return votes, text
+
+
+def references(records: Sequence[DiscoveryRecord]) -> dict[tuple[str, str], str]:
+    """(image sha256, normalised question) -> the reference answer text."""
+    votes, text = _correct_votes(records)
     return {k: text[min(c, key=lambda a: (-c[a], a))] for k, c in votes.items()}
 
 
@@ -102,13 +110,17 @@ def build_choices(records: Sequence[DiscoveryRecord], keys: Sequence[str], n_opt
     if n_options < 3:
         raise ValueError("n_options must be >= 3")
     refs = references(records)
+    # every answer judged right to a question: none of them may be a distractor
+    # of that question, or a row would have two correct options
+    right = {k: set(c) for k, c in _correct_votes(records)[0].items()}
     pools = answer_pools(records)
     skipped: Counter[str] = Counter()
     drafts: list[tuple[int, str, str, list[str], str]] = []
     for i, r in enumerate(records):
         if not (r.failure and r.question and r.answer and norm_answer(r.answer)):
             continue
-        ref = refs.get((r.image_sha256, norm_question(r.question)))
+        qkey = (r.image_sha256, norm_question(r.question))
+        ref = refs.get(qkey)
         if ref is None:
             skipped[NO_REFERENCE] += 1
             continue
@@ -118,7 +130,8 @@ def build_choices(records: Sequence[DiscoveryRecord], keys: Sequence[str], n_opt
             continue
         qtype = question_type(r)
         pool: Mapping[str, str] = pools.get(qtype, {})
-        cands = sorted(n for n in pool if n not in (norm_answer(ref), norm_answer(wrong)))
+        barred = right[qkey] | {norm_answer(wrong)}
+        cands = sorted(n for n in pool if n not in barred)
         if len(cands) < n_options - 2:
             skipped[TOO_FEW] += 1
             continue
