@@ -8,9 +8,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from vlmrobust.core.errors import SpecError
+
+# the shipped specs are under 5 KB
+MAX_SPEC_BYTES = 1 << 20
 
 SPEC_DIR = Path(__file__).resolve().parent
 
@@ -46,10 +47,11 @@ def resolve_spec(name_or_path: str) -> Path:
 
 
 def load_spec_yaml(path: Path) -> dict[str, Any]:
-    try:
-        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        raise SpecError(f"{path}: not valid YAML ({exc}); fix the syntax") from None
+    from vlmrobust.core.bounded import read_yaml_bounded
+
+    # bounded and checked: a spec that is not UTF-8, nests past the recursion
+    # limit or expands aliases without end is one line, never a traceback
+    data = read_yaml_bounded(path, MAX_SPEC_BYTES, "benchmark spec", SpecError)
     if not isinstance(data, dict):
         raise SpecError(f"{path}: a spec must be a YAML mapping with 'family', 'name', 'version'")
     for key in ("family", "name", "version"):
