@@ -103,6 +103,7 @@ def classification_index(dataset_dir: Path, manifest: Mapping[str, Any], chosen:
     columns = {col: _family_array(col, values, manifest) for col, values in raw.items()}
     if "valid_labels" in columns:  # lists: one tuple per row, never a 2-D array
         columns["valid_labels"] = _tuples(raw["valid_labels"])
+        _check_valid_labels(dataset_dir, columns["valid_labels"], labels, ids, config)
     cand_arr = np.empty(len(cands), dtype=object)
     cand_arr[:] = cands
     return DatasetIndex(
@@ -120,6 +121,20 @@ def _ood_index(dataset_dir: Path, manifest: Mapping[str, Any], chosen: Sequence[
     from vlmrobust.evaluation.ood_index import ood_index
 
     return ood_index(dataset_dir, manifest, chosen, other)
+
+
+def _check_valid_labels(dataset_dir: Path, valid: Any, labels: Sequence[int],
+                        ids: Sequence[str], config: Sequence[str]) -> None:
+    """Every row's valid labels hold its label (the builders list it first):
+    accuracy over valid labels relies on it (ImageNet-ReaL's rule)."""
+    first: dict[str, int] = {}
+    for j, (v, y) in enumerate(zip(valid, labels, strict=True)):
+        first.setdefault(config[j], j)
+        if v and y not in v:
+            row = j - first[config[j]]
+            raise VlmrobustError(f"{dataset_dir}/data/{config[j]} row {row} (id {ids[j]!r}): "
+                                 f"valid_labels {list(v)} do not hold its label {y}; rebuild "
+                                 "the dataset")
 
 
 def _tuples(values: list[Any]) -> Any:

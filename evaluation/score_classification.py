@@ -160,12 +160,12 @@ def config_scores(d: ConfigData, seed: int) -> dict[str, Any]:
 def valid_correct(d: ConfigData, correct: NDArray[np.bool_]) -> NDArray[np.bool_]:
     """Per row of a full-label-space config: right when the top class is any of
     the image's valid labels (ImageNet-ReaL's rule; ImageNet-Vid-Robust's
-    labels.json), else when it is the label."""
+    labels.json). Every build lists the label first among them and drops an
+    image with none, so a row is never scored against a set without its label."""
     if d.valid is None:
         return correct
-    return np.fromiter((p in v or p == y for p, v, y in zip(d.predicted.tolist(), d.valid.tolist(),
-                                                            d.labels.tolist(), strict=True)),
-                       dtype=bool, count=d.n)
+    return np.fromiter((p in v for p, v in zip(d.predicted.tolist(), d.valid.tolist(),
+                                                strict=True)), dtype=bool, count=d.n)
 
 
 def perturbation_set_scores(d: ConfigData, ok: NDArray[np.bool_], seed: int) -> dict[str, Any]:
