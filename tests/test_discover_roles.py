@@ -153,7 +153,7 @@ def test_bad_record_line_is_named(tmp_path, edit: dict[str, object], message: st
     bad = dict(good, **edit)
     path = tmp_path / "r.jsonl"
     path.write_text(json.dumps(good) + "\n" + json.dumps(bad, allow_nan=True) + "\n")
-    with pytest.raises(VlmrobustError, match=rf"r\.jsonl:2: .*{message}"):
+    with pytest.raises(VlmrobustError, match=rf"r\.jsonl line 2: .*{message}"):
         read_records(path)
 
 
@@ -162,7 +162,7 @@ def test_missing_field_and_empty_file(tmp_path) -> None:
     del good["answer"]
     path = tmp_path / "r.jsonl"
     path.write_text(json.dumps(good) + "\n")
-    with pytest.raises(VlmrobustError, match=r"r\.jsonl:1: .*answer"):
+    with pytest.raises(VlmrobustError, match=r"r\.jsonl line 1: .*answer"):
         read_records(path)
     path.write_text("\n")
     with pytest.raises(VlmrobustError, match="no records"):

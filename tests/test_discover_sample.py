@@ -119,7 +119,7 @@ def test_cli_errors_are_one_line(tmp_path, capsys) -> None:
     assert main(["discover", "evaluate", str(bad), "--out", str(tmp_path / "m.json"),
                  "--no-sd"]) == 1
     err = capsys.readouterr().err
-    assert err.startswith("error: ") and "bad.jsonl:1" in err and err.count("\n") == 1
+    assert err.startswith("error: ") and "bad.jsonl line 1" in err and err.count("\n") == 1
     assert not (tmp_path / "m.json").exists()
     assert main(["discover", "sample", "--questioner", str(tmp_path), "--images",
                  str(tmp_path / "none"), "--answerer", "rule:blind=count", "--verifier",

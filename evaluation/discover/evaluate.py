@@ -9,15 +9,17 @@
   normalised by ln n (:func:`vlmrobust.metrics.discovery.prefix_entropy`);
 - #Skills (skills on more than ``min_skill_questions`` valid questions) and,
   given a reference taxonomy, skill coverage;
-- FDR per skill and the FDR curve against the number of questions (in record
-  order), and, over the rows of one (method, questioner), the per-answerer
+- FDR per skill and, apart, per meta-skill (the default taxonomy names a
+  meta-skill after its most frequent skill, so one map of both would count a
+  question twice under one name), the FDR curve against the number of
+  questions (in record order), and, over the rows of one (method, questioner), the per-answerer
   FDR mean / min / σ (ddof = 1) of seed 004's Tables 8–9.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,7 +58,7 @@ class EvaluateConfig:
 
 def _num(x: float) -> float | None:
     """JSON has no NaN: an undefined rate is null."""
-    return None if math.isnan(x) else round(float(x), 6)
+    return None if math.isnan(x) else round(float(x), 6) + 0.0  # + 0.0: no "-0.0"
 
 
 def _curve(valid: np.ndarray, correct: np.ndarray) -> list[list[float | None]]:
@@ -97,18 +99,30 @@ def evaluate_rows(records: Sequence[DiscoveryRecord], config: EvaluateConfig | N
         }
         if embed is not None and valid_qs:
             row["sd"] = _num(vendi_score(embed(valid_qs)))
-        tagged = [(r.valid, r.correct, s) for r in rs for s in (r.meta_skill, *r.skills)
-                  if s is not None]
-        if tagged:
-            by = fdr_by_group([t[0] for t in tagged], [t[1] for t in tagged],
-                              [t[2] for t in tagged])
-            row["fdr_by_skill"] = {k: {"fdr": _num(f), "n_valid": n} for k, (f, n) in by.items()}
+        # a question tagged twice with one skill counts once (as in skill_counts)
+        for key, tags in (("fdr_by_skill", [dict.fromkeys(r.skills) for r in rs]),
+                          ("fdr_by_meta_skill", [() if r.meta_skill is None else (r.meta_skill,)
+                                                 for r in rs])):
+            by = _by_group(rs, tags)
+            if by is not None:
+                row[key] = by
         rows.append(row)
     return {"rows": rows, "spread": _spread(rows), "config": {
         "prefix_words": cfg.prefix_words, "ld_normalise": cfg.ld_normalise,
         "min_skill_questions": cfg.min_skill_questions,
         "sd": "Vendi score, cosine kernel over all-MiniLM-L6-v2 embeddings of valid questions"
         if embed is not None else None}}
+
+
+def _by_group(rs: Sequence[DiscoveryRecord], tags: Sequence[Iterable[str]],
+              ) -> dict[str, dict[str, Any]] | None:
+    """{label: {fdr, n_valid}} over the records carrying each label; None when
+    no record carries one."""
+    tagged = [(r.valid, r.correct, t) for r, ts in zip(rs, tags, strict=True) for t in ts]
+    if not tagged:
+        return None
+    by = fdr_by_group([t[0] for t in tagged], [t[1] for t in tagged], [t[2] for t in tagged])
+    return {k: {"fdr": _num(f), "n_valid": n} for k, (f, n) in by.items()}
 
 
 def _spread(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:

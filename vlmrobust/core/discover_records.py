@@ -10,18 +10,19 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 from vlmrobust.core.atomic import atomic_file
-from vlmrobust.core.bounded import MIB, open_bounded
+from vlmrobust.core.bounded import MIB, open_bounded, parse_json_bounded
 from vlmrobust.core.errors import VlmrobustError
 
 SCHEMA = "vlmrobust.discover.record/1"
 MAX_RECORDS_BYTES = 4096 * MIB
 MAX_LINE_BYTES = 1 * MIB
+FIX = "fix the line or regenerate the file with `vlmrobust discover sample`"
 METHODS = ("rl", "zero-shot", "conme", "untrained")
 _STR = str
 _OPT_STR = (str, type(None))
@@ -82,6 +83,15 @@ class DiscoveryRecord:
             raise ValueError("correct = true needs valid = true")
         if self.question is None and self.valid:
             raise ValueError("a missing question (null) cannot be valid")
+        # the writers store a missing or empty slot as null and never answer it,
+        # and an unreadable verdict is V = C = false (docs/discover.md)
+        if self.question is not None and not self.question.strip():
+            raise ValueError("question is empty or whitespace; a missing question is null")
+        if self.question is None and self.answer is not None:
+            raise ValueError("answer must be null when question is null (nothing was asked)")
+        if not self.verifier_parsed and (self.valid or self.correct):
+            raise ValueError("verifier_parsed = false (an unreadable verdict) needs "
+                             "valid = false and correct = false")
         if not isinstance(self.skills, tuple) or not all(isinstance(s, str) for s in self.skills):
             raise ValueError("skills must be a list of strings")
         for name in ("reward", "delta_emb", "delta_ifreq"):
@@ -89,6 +99,14 @@ class DiscoveryRecord:
             if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))
                                   or not math.isfinite(v)):
                 raise ValueError(f"{name} must be a finite number or null")
+
+    @property
+    def identity(self) -> tuple[str, ...]:
+        """What makes the slot unique (the failure-discovery builder's record
+        key): the same completion's slot asked of another answerer, sampled
+        with another seed or at another step is another record."""
+        return (self.method, self.questioner, self.answerer, self.verifier, str(self.seed),
+                str(self.step), self.completion_id, str(self.slot))
 
     @property
     def failure(self) -> bool:
@@ -117,31 +135,76 @@ class DiscoveryRecord:
             raise ValueError(str(exc).split(") ", 1)[-1]) from None
 
 
-def iter_records(path: Path, max_bytes: int = MAX_RECORDS_BYTES) -> Iterator[DiscoveryRecord]:
-    """The records of a JSONL file, streamed; the first bad line raises one
-    VlmrobustError naming the file, the line and what to fix."""
+class _BadJson(VlmrobustError):
+    pass
+
+
+def _parse_line(raw: bytes, where: str) -> DiscoveryRecord:
+    """One record from one line; every failure is a ValueError naming what is
+    wrong (JSON nested past the stack included: bounded.parse_json_bounded)."""
+    try:
+        obj = parse_json_bounded(raw, where, error=_BadJson)
+    except _BadJson as exc:
+        raise ValueError(str(exc).removeprefix(f"{where}: ").split("; ")[0]) from None
+    if not isinstance(obj, dict):
+        raise ValueError("not a JSON object")
+    return DiscoveryRecord.from_mapping(obj)
+
+
+def iter_lines(path: Path, max_bytes: int = MAX_RECORDS_BYTES,
+               ) -> Iterator[tuple[int, DiscoveryRecord]]:
+    """(line number, record) of a JSONL file, streamed; the first bad line
+    raises one VlmrobustError naming the file, the line and what to fix."""
     with open_bounded(path, max_bytes, "records file (JSONL)") as fh:
         read = 0
         for lineno, raw in enumerate(iter(lambda: fh.readline(MAX_LINE_BYTES + 1), b""),
                                      start=1):
             read += len(raw)
+            where = f"{path} line {lineno}"
             if read > max_bytes:
                 raise VlmrobustError(f"{path}: more than {max_bytes} bytes")
             if len(raw) > MAX_LINE_BYTES:
-                raise VlmrobustError(f"{path}:{lineno}: line longer than {MAX_LINE_BYTES} "
-                                     "bytes; one record per line")
+                raise VlmrobustError(f"{where}: longer than {MAX_LINE_BYTES} bytes; "
+                                     "one record per line")
             if not raw.strip():
                 continue
             try:
-                obj = json.loads(raw)
-                if not isinstance(obj, dict):
-                    raise ValueError("not a JSON object")
-                yield DiscoveryRecord.from_mapping(obj)
-            except (ValueError, UnicodeDecodeError) as exc:
-                msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+                rec = _parse_line(raw, where)
+            except ValueError as exc:
+                msg = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
                 raise VlmrobustError(
-                    f"{path}:{lineno}: not a discover record ({msg}); fix the line or "
-                    "regenerate the file with `vlmrobust discover sample`") from None
+                    f"{where}: not a discover record ({msg}); {FIX}") from None
+            yield lineno, rec
+
+
+def iter_records(path: Path, max_bytes: int = MAX_RECORDS_BYTES) -> Iterator[DiscoveryRecord]:
+    """The records of a JSONL file, streamed (see :func:`iter_lines`)."""
+    for _, rec in iter_lines(path, max_bytes):
+        yield rec
+
+
+def read_many(paths: Sequence[Path], max_bytes: int = MAX_RECORDS_BYTES,
+              ) -> list[DiscoveryRecord]:
+    """The records of several files in order; a record given twice (the same
+    :attr:`DiscoveryRecord.identity`, within a file or across files) is refused
+    naming both places, since it would count one question twice."""
+    seen: dict[tuple[str, ...], tuple[int, int]] = {}
+    out: list[DiscoveryRecord] = []
+    for i, path in enumerate(paths):
+        n = len(out)
+        for lineno, rec in iter_lines(path, max_bytes):
+            first = seen.setdefault(rec.identity, (i, lineno))
+            if first != (i, lineno):
+                raise VlmrobustError(
+                    f"{path} line {lineno}: the record of completion {rec.completion_id!r} "
+                    f"slot {rec.slot} ({rec.method}, answerer {rec.answerer}, seed {rec.seed}, "
+                    f"step {rec.step}) is already at {paths[first[0]]} line {first[1]}; it would "
+                    "be counted twice; fix: give each records file once and drop the repeated "
+                    "line")
+            out.append(rec)
+        if len(out) == n:
+            raise VlmrobustError(f"{path}: no records; run `vlmrobust discover sample` first")
+    return out
 
 
 def read_records(path: Path, max_bytes: int = MAX_RECORDS_BYTES) -> list[DiscoveryRecord]:

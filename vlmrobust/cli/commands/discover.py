@@ -27,6 +27,7 @@ class DiscoverDefaults:
     planted_images: int = 64
     min_skill_questions: int = 20
     prefix_words: int = 2
+    ld_normalise: str = "n_questions"
 
 
 D = DiscoverDefaults()
@@ -97,6 +98,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="reference skills, one per line, for skill coverage")
     e.add_argument("--min-skill-questions", type=int, default=D.min_skill_questions)
     e.add_argument("--prefix-words", type=int, default=D.prefix_words)
+    e.add_argument("--ld-normalise", choices=("n_questions", "n_prefixes", "none"),
+                   default=D.ld_normalise,
+                   help="LD's divisor: ln(#valid questions), ln(#distinct prefixes) or none "
+                   "(entropy in nats)")
     e.set_defaults(func=run_evaluate)
 
     from vlmrobust.cli.commands.discover_train import register_taxonomy, register_train
@@ -174,12 +179,12 @@ def run_sample(args: argparse.Namespace) -> int:
 def run_evaluate(args: argparse.Namespace) -> int:
     from vlmrobust.core.atomic import write_text_atomic
     from vlmrobust.core.bounded import MIB, read_bytes_bounded
-    from vlmrobust.core.discover_records import read_records
+    from vlmrobust.core.discover_records import read_many
     from vlmrobust.evaluation.discover.evaluate import EvaluateConfig, evaluate_rows
 
-    cfg = EvaluateConfig(prefix_words=args.prefix_words,
+    cfg = EvaluateConfig(prefix_words=args.prefix_words, ld_normalise=args.ld_normalise,
                          min_skill_questions=args.min_skill_questions)
-    records = [r for path in args.records for r in read_records(path)]
+    records = read_many(args.records)
     taxonomy = None
     if args.taxonomy is not None:
         text = read_bytes_bounded(args.taxonomy, 16 * MIB, "taxonomy file").decode(
