@@ -61,10 +61,12 @@ def _hub_space(reader: DatasetReader, config: str) -> LabelSpace:
 
 def plan_label_rows(reader: DatasetReader, configs: Sequence[str],
                     spaces: Mapping[str, LabelSpace], limit: int | None = None,
-                    max_options: int | None = None, mode: str | None = None) -> list[PlannedRow]:
+                    max_options: int | None = None, mode: str | None = None,
+                    ood: bool = False) -> list[PlannedRow]:
     """Validate the light columns of every config and list the rows to predict.
     ``max_options`` (a lettering reader's limit) refuses a config whose rows
-    answer over more classes than it can letter."""
+    answer over more classes than it can letter (``ood``: the fix named is a
+    likelihood mode only, as an ood dataset refuses text readers)."""
     if limit is not None and limit < 1:
         raise VlmrobustError(f"--limit must be >= 1, got {limit}")
     plan: list[PlannedRow] = []
@@ -92,8 +94,8 @@ def plan_label_rows(reader: DatasetReader, configs: Sequence[str],
             if max_options is not None and k > max_options:
                 raise VlmrobustError(
                     f"{at}: answers over {k} classes (label space {space.name!r}), but --mode "
-                    f"{mode} letters at most {max_options}; use --mode likelihood:sum, "
-                    "generate or open-world")
+                    f"{mode} letters at most {max_options}; use --mode likelihood:sum"
+                    + (" or likelihood:avg" if ood else ", generate or open-world"))
             plan.append(PlannedRow(len(plan), config, r, rid))
     if not plan:
         raise VlmrobustError(f"{reader.source}: no rows to predict")
@@ -148,7 +150,8 @@ def label_plan(reader: DatasetReader, configs: Sequence[str], family: str, model
             imagenet_groups(space, model, f"{reader.where(config)} (label space)")
     # only letter letters the classes; closed-world generation lists them by name
     lettered = max_options if mode == "letter" else None
-    return spaces, plan_label_rows(reader, configs, spaces, limit, lettered, mode)
+    return spaces, plan_label_rows(reader, configs, spaces, limit, lettered, mode,
+                                   ood=kind == OOD)
 
 
 def label_space_meta(adapter: Any, kind: str) -> dict[str, Any]:
