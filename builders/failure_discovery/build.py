@@ -10,6 +10,11 @@ with two configs of different kinds:
   known (choices.py);
 - ``mcq`` (kind ``mcq``): one row per verified failure with a reference answer
   (choices.py), scored like every MCQ family.
+
+The settings of the runs behind the records (runs.py: a ``<name>.run.json``
+beside a records file, or a journal's ``discover_run.json``) go into the card,
+one line per run, and into the manifest's ``source_runs``; the run records'
+sha256 join the source fingerprints.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from vlmrobust.builders.failure_discovery.choices import (
     norm_question,
     references,
 )
+from vlmrobust.builders.failure_discovery.runs import source_runs
 from vlmrobust.builders.failure_discovery.source import (
     Source,
     fingerprints,
@@ -136,13 +142,14 @@ def build(raw_spec: dict[str, Any], spec_path: Path, options: BuildOptions) -> d
                           f"choice question ({reasons}); fix: add records of other answerers "
                           "over the same questions (they give references) or of more images "
                           "(they give distractors)")
+    runs, run_files = source_runs(src.files, root)
     n_fail = sum(r.failure for r in src.records)
     info = BuildInfo(
         spec.name, spec.version, spec.seed,
-        source_fingerprints=fingerprints(src.files, root),
+        source_fingerprints=fingerprints([*src.files, *run_files], root),
         extra={"family": FAMILY, "n_options": spec.n_options, "n_failures": n_fail,
-               "mcq_skipped": dict(skipped)})
-    card = render_card(src.records, choices, skipped, n_options=spec.n_options)
+               "mcq_skipped": dict(skipped), "source_runs": runs.manifest()})
+    card = render_card(src.records, choices, skipped, runs, n_options=spec.n_options)
     feats = choice_features()
     return write_dataset(
         options.out, configs={OPEN_CONFIG: open_rows(src, keys),

@@ -3,33 +3,112 @@ MCQ config is derived, and every choice made where seed 004 is silent."""
 
 from __future__ import annotations
 
+import hashlib
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from vlmrobust.builders import card_meta
 from vlmrobust.builders.failure_discovery.choices import Choice
+from vlmrobust.builders.failure_discovery.runs import (
+    RUN_RECORD,
+    SIDECAR_SUFFIX,
+    RunInfo,
+    SourceRuns,
+)
 from vlmrobust.core.discover_records import DiscoveryRecord
 
 FAMILY = "failure-discovery"
 DOCS = "https://github.com/vlmrobust/leaderboard/blob/main/docs/discover.md"
-# Where seed 004 is silent (docs/discover.md, "Choices where seed 004 is
-# silent"): the defaults of `discover train` / `discover sample`; a trained
-# run's discover_run.json records the values it actually used.
-SILENT_CHOICES = (
-    ("verifier prompt", "ours (docs/discover.md, `VERIFIER_PROMPT`): reasons first, then "
-     "`VALID`, `VALID_REASON`, `CORRECT`, `CORRECT_REASON` lines"),
+# Rules of the code, whatever the run (docs/discover.md); a run's own settings
+# come from its run record (runs.py), never from the defaults.
+FIXED_CHOICES = (
+    ("prompts", "ours; seed 004's appendix is not in our copy. Questioner: `QUESTIONER` "
+     "(`evaluation/discover/prompts.py`; ConMe baseline: `CONME_DESCRIBE`, `CONME_ASK`); "
+     "answerer: `ANSWERER_PROMPT` (`{question}` + \"Answer briefly.\"); verifier: "
+     "`VERIFIER_PROMPT` (`evaluation/discover/roles.py`): reasons first, then `VALID`, "
+     "`VALID_REASON`, `CORRECT`, `CORRECT_REASON` lines. Texts in docs/discover.md; a run "
+     "record holds the exact texts it used (hashes above, texts in `manifest.json`)"),
     ("unreadable verdict", "V = C = 0 (`verifier_parsed: false`)"),
     ("missing question slot", "invalid (V = 0), never answered or judged"),
-    ("k rewards -> one completion reward", "mean (`--aggregate`)"),
-    ("δ_emb of an empty image bank", "1 (`--empty-bank-emb`)"),
-    ("what enters the banks", "failures, V = 1 and C = 0 (`--bank`)"),
-    ("λ_scale, λ_penalty", "1, 1"),
-    ("group size, images per step", "8, 4"),
-    ("learning rate, β, ε", "1e-5 (AdamW, linear decay), 0, 0.2"),
-    ("steps, sampling temperature", "200, 1.0"),
+    ("prefix L (δ_ifreq) and LD", "counts whitespace-separated words (lower-cased, "
+     "punctuation stripped), not tokenizer tokens as seed 004's \"first-L-token prefix\""),
+    ("GRPO loss and reward scaling", "TRL's `loss_type` and `scale_rewards`; `discover "
+     "train` defaults to `dapo` and `group` (per-group std); each run's values above"),
+    ("max completion length", "in questioner tokens (`--max-completion-length`, default "
+     "128); each run's value above"),
+    ("taxonomy (`meta_skill`)", "not BERTopic: skills deduplicated with all-MiniLM-L6-v2 "
+     "(cosine ≥ 0.9 by default), then SciPy average-linkage agglomerative clustering under "
+     "cosine distance into meta-skills (`discover taxonomy`)"),
     ("SD kernel, LD normalisation", "cosine over all-MiniLM-L6-v2 embeddings; prefix entropy "
      "divided by ln n"),
 )
+
+
+def _md(value: Any) -> str:
+    """A recorded value inside a code span of a table-free line."""
+    text = " ".join(str(value).split()).replace("`", "'")
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+def _num(value: Any) -> str:
+    if value is None:
+        return "not recorded"
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def _run_line(run: RunInfo, files: Sequence[str]) -> str:
+    s = run.settings
+
+    def v(key: str) -> str:
+        return _num(s.get(key))
+
+    def code(key: str) -> str:
+        return "not recorded" if s.get(key) is None else f"`{_md(s[key])}`"
+
+    def prompt(key: str) -> str:
+        text = s.get(key)
+        if text is None:
+            return "none recorded (a rule role has none)"
+        return f"sha256 `{hashlib.sha256(str(text).encode('utf-8')).hexdigest()[:12]}`"
+
+    where = ", ".join(f"`{_md(f)}`" for f in files)
+    return (
+        f"- {where}: run record `{_md(run.path)}` (sha256 `{run.sha256[:12]}`, status "
+        f"{code('status')}, {v('steps_done')} of {v('steps')} steps done). Trained: questioner "
+        f"{code('questioner')} against answerer {code('answerer')}, judged by verifier "
+        f"{code('verifier')} (the `answerer` column names who answered these records). "
+        f"Reward (Eq. 5): λ_scale {v('lambda_scale')}, λ_penalty {v('lambda_penalty')}, "
+        f"δ_emb {v('use_emb')}, δ_ifreq {v('use_ifreq')}, k {v('k')}, L {v('prefix_len')} "
+        f"words, k rewards -> one by {code('aggregate')}, banks of {code('bank')}, δ_emb of "
+        f"an empty bank {v('empty_bank_emb')}, embedder {code('embedder')}. GRPO: group "
+        f"size {v('group_size')}, images per step {v('images_per_step')}, learning rate "
+        f"{v('learning_rate')} ({code('lr_scheduler')}), β {v('beta')}, ε {v('epsilon')}, "
+        f"loss_type {code('loss_type')}, scale_rewards {code('scale_rewards')}, max "
+        f"completion length {v('max_completion_length')} tokens, temperature "
+        f"{v('temperature')}, seed {v('seed')}, dtype {code('dtype')}, LoRA {v('lora')}, "
+        f"vLLM {v('use_vllm')}. Prompts: questioner {prompt('questioner_prompt')}, answerer "
+        f"{prompt('answerer_prompt')}, verifier {prompt('verifier_prompt')}.")
+
+
+def run_section(runs: SourceRuns) -> list[str]:
+    """One line per source run (records files sharing a run record's bytes),
+    then one per records file without a run record."""
+    lines = [_run_line(run, files) for run, files in runs.runs]
+    lines += [f"- `{_md(f)}`: **no run record** (no `{_md(_sidecar(f))}` beside it, and not "
+              f"a train journal with `{RUN_RECORD}` in its folder): the settings its "
+              "questions were found with are unknown to this build and not stated here "
+              "(`discover sample` of an untrained or API questioner has no training "
+              "settings)." for f in runs.without]
+    return lines
+
+
+def _sidecar(rel: str) -> str:
+    name = rel.rsplit("/", 1)[-1]
+    stem = name[:-len(".jsonl")] if name.endswith(".jsonl") else name.rsplit(".", 1)[0]
+    return rel[:len(rel) - len(name)] + stem + SIDECAR_SUFFIX
 
 
 def _groups(records: Sequence[DiscoveryRecord], choices: Sequence[Choice]) -> list[str]:
@@ -49,7 +128,7 @@ def _groups(records: Sequence[DiscoveryRecord], choices: Sequence[Choice]) -> li
 
 
 def render_card(records: Sequence[DiscoveryRecord], choices: Sequence[Choice],
-                skipped: Mapping[str, int], *, n_options: int) -> str:
+                skipped: Mapping[str, int], runs: SourceRuns, *, n_options: int) -> str:
     n_fail = sum(r.failure for r in records)
     left = "; ".join(f"{n:,}: {why}" for why, n in sorted(skipped.items())) or "none"
     parts = [
@@ -112,12 +191,22 @@ def render_card(records: Sequence[DiscoveryRecord], choices: Sequence[Choice],
         "",
         "## Choices where seed 004 is silent",
         "",
-        f"Defaults of `vlmrobust discover` (table and reasons: [docs/discover.md]({DOCS})); "
-        "a trained run records the values it used in its `discover_run.json`:",
+        "### The runs behind these records",
+        "",
+        "Each source's settings as its run record states them (`discover train`'s "
+        f"`{RUN_RECORD}`; how a records file is matched to one: `{SIDECAR_SUFFIX}` beside "
+        "it, or a train journal's own folder); the kept settings and prompts are in "
+        "`manifest.json` (`source_runs`):",
+        "",
+        *run_section(runs),
+        "",
+        "### Choices of the code, whatever the run",
+        "",
+        f"Defaults and reasons: [docs/discover.md]({DOCS}).",
         "",
         "| setting | choice |",
         "|---|---|",
-        *[f"| {k} | {v} |" for k, v in SILENT_CHOICES],
+        *[f"| {k} | {v} |" for k, v in FIXED_CHOICES],
         "",
         card_meta.common_sections(FAMILY, config="mcq", licences=(
             ("images", "other", "as the images folder the records were made from"),
