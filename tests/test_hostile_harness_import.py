@@ -62,3 +62,20 @@ def test_lmms_eval_samples_damage_is_one_line(tmp_path: Path, damage: str) -> No
     with pytest.raises(VlmrobustError, match=rf"{samples} {where}: not JSON") as exc:
         read_samples(samples, max_rows=10)
     assert "\n" not in str(exc.value) and len(str(exc.value)) < 600
+
+
+@pytest.mark.parametrize("harness", ["vlmevalkit", "lmms-eval"])
+def test_import_out_must_be_a_predictions_file_name(tmp_path: Path, harness: str,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    ds = write_mcq(tmp_path / "ds", n=3, k=4)
+    result = tmp_path / ("M_vr-mcq.jsonl" if harness == "vlmevalkit"
+                         else "20261126_063610_samples_t.jsonl")
+    result.write_bytes(GOOD)
+    notes = tmp_path / "notes.txt"
+    notes.write_text("mine\n")
+    rc, err = run_cli(["import", harness, str(result), "--dataset", str(ds), "--out",
+                       str(notes)], capsys)
+    assert rc == 1
+    one_line_error(err)
+    assert f"--out {notes}: use a .parquet (or .jsonl) file name" in err, err
+    assert notes.read_text() == "mine\n"

@@ -50,10 +50,20 @@ def register(sub: argparse._SubParsersAction) -> None:
     m.set_defaults(func=run_lmms_eval)
 
 
+def _check_suffix(out: Path) -> None:
+    # the writer picks parquet for any name but .jsonl: `--out notes.txt` replaced a
+    # user's text file with parquet bytes
+    if out.suffix not in (".parquet", ".jsonl"):
+        from vlmrobust.core.errors import VlmrobustError
+
+        raise VlmrobustError(f"--out {out}: use a .parquet (or .jsonl) file name")
+
+
 def run_vlmevalkit(args: argparse.Namespace) -> int:
     from vlmrobust.core.output_guard import check_file_output
     from vlmrobust.evaluation.harness_vlmevalkit import import_vlmevalkit
 
+    _check_suffix(args.out)
     check_file_output(args.out, "--out", inputs=[args.result], input_dirs=[args.dataset])
     out = import_vlmevalkit(args.result, args.dataset, args.out, model=args.model,
                             family=args.family, harness_version=args.harness_version,
@@ -67,6 +77,7 @@ def run_lmms_eval(args: argparse.Namespace) -> int:
     from vlmrobust.core.output_guard import check_file_output
     from vlmrobust.evaluation.harness_lmms_eval_import import import_lmms_eval
 
+    _check_suffix(args.out)
     check_file_output(args.out, "--out", inputs=[*args.samples, args.results],
                       input_dirs=[args.dataset])
     out = import_lmms_eval(args.samples, args.dataset, args.out, results=args.results,
