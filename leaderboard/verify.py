@@ -52,6 +52,7 @@ class DatasetStore:
         self.dirs = tuple(Path(d) for d in dirs)
         self.roots = tuple(Path(r) for r in roots)
         self._by_fp: dict[str, Path] | None = None
+        self._checked: set[str] = set()
 
     @classmethod
     def default(cls, submissions: Path, dirs: Iterable[Path | str] = (),
@@ -98,7 +99,32 @@ class DatasetStore:
                 f"{needed_by}: answers dataset build {fingerprint[:16]}…, which is in no dataset "
                 f"directory given ({where}); pass it with --datasets DIR (or a folder of dataset "
                 f"directories with --dataset-store DIR or ${STORE_ENV})")
+        if fingerprint not in self._checked and path not in self.dirs:
+            _check_content(path, fingerprint)
+        self._checked.add(fingerprint)
         return path
+
+
+def _check_content(path: Path, fingerprint: str) -> None:
+    """A build found in a store (a submissions folder may ship one) is used only
+    when its rows give the fingerprint its manifest claims: a relabelled copy
+    whose manifest keeps the published fingerprint (and rewrites the shard
+    checksums) would otherwise re-score submissions against other answers."""
+    from vlmrobust.core.fingerprint import recompute_fingerprints
+
+    try:
+        got = recompute_fingerprints(path, read_manifest(path))
+    except VlmrobustError as exc:
+        raise LeaderboardInputError(f"{path}: {exc}") from None
+    except (OSError, ValueError, TypeError, KeyError) as exc:  # pyarrow's errors among them
+        raise LeaderboardInputError(
+            f"{path}: cannot read its rows ({type(exc).__name__}: {str(exc)[:120]}); rebuild "
+            "it with `vlmrobust build` or remove it from the dataset store") from None
+    if fingerprint not in got:
+        raise LeaderboardInputError(
+            f"{path}: its rows do not give the content fingerprint its manifest.json claims "
+            f"({fingerprint[:16]}…): the build was changed after it was built; pass the "
+            "published build with --datasets, or rebuild it with `vlmrobust build`")
 
 
 def _disagreement(stored: Any, fresh: Any, where: str) -> str | None:

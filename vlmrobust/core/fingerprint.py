@@ -130,3 +130,56 @@ def tree_fingerprint(paths: list[Path], root: Path) -> str:
         rel = p.relative_to(root).as_posix()
         h.update(rel.encode("utf-8") + b"\0" + file_sha256(p).encode("ascii") + b"\n")
     return h.hexdigest()
+
+
+_MAX_SPACE_BYTES = 64 << 20
+
+
+def _class_names(features: Any) -> dict[str, list[str]]:
+    """column -> names of a ClassLabel column in a manifest's features dict."""
+    if not isinstance(features, Mapping):
+        return {}
+    return {str(k): [str(n) for n in v["names"]] for k, v in features.items()
+            if isinstance(v, Mapping) and v.get("_type") == "ClassLabel"
+            and isinstance(v.get("names"), list)}
+
+
+def recompute_fingerprints(dataset_dir: Path, manifest: Mapping[str, Any]) -> set[str]:
+    """The content fingerprint of the rows a dataset directory holds, fed as the
+    writer fed them (vlmrobust.core.writer.write_dataset): the dataset-wide
+    prompt, each config's label-space file, then every row of every config in
+    manifest order. A builder may have given a ClassLabel column as its index
+    or as its name (the stored form is the index), so two digests come back:
+    those columns as stored, and as names. One of them equals the manifest's
+    ``fingerprint`` unless the rows, label spaces or manifest changed after
+    the build (shard checksums in the manifest can be rewritten with them)."""
+    import pyarrow.parquet as pq
+
+    from vlmrobust.core.bounded import read_bytes_bounded
+    from vlmrobust.core.label_space import label_space_file
+
+    prompt = manifest.get("question_prompt", manifest.get("prompt"))
+    as_stored = ContentHasher(None if prompt is None else str(prompt))
+    as_names = ContentHasher(None if prompt is None else str(prompt))
+    configs = [str(c) for c in manifest.get("configs") or {}]
+    for c in configs:
+        blob = dataset_dir / label_space_file(c)
+        if blob.is_file():
+            data = read_bytes_bounded(blob, _MAX_SPACE_BYTES, "label space")
+            as_stored.update_blob(label_space_file(c), data)
+            as_names.update_blob(label_space_file(c), data)
+    shared = _class_names(manifest.get("features"))
+    per_config = manifest.get("config_features")
+    per_config = per_config if isinstance(per_config, Mapping) else {}
+    for c in configs:
+        names = _class_names(per_config[c]) if c in per_config else shared
+        for shard in sorted((dataset_dir / "data" / c).glob("*.parquet")):
+            for batch in pq.ParquetFile(shard).iter_batches(batch_size=256):
+                for row in batch.to_pylist():
+                    as_stored.update(c, row)
+                    for col, labels in names.items():
+                        v = row.get(col)
+                        if isinstance(v, int) and 0 <= v < len(labels):
+                            row[col] = labels[v]
+                    as_names.update(c, row)
+    return {as_stored.hexdigest(), as_names.hexdigest()}
