@@ -7,6 +7,7 @@ rows against the failures."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -64,6 +65,12 @@ def test_demo_discover_stage(tmp_path: Path) -> None:
     assert manifest["configs"]["open"] == 2 * 4 * 3 * 2
     # every counting failure has a reference: the colour-blind answerer counts right
     assert 0 < manifest["configs"]["mcq"] <= count_failures + sum(r.failure for r in by["color"])
+    # the card states the run the questioner came from (one run behind both files)
+    card = (tmp_path / "fd" / "README.md").read_text()
+    assert "no run record" not in card
+    runs = manifest["source_runs"]
+    assert len(runs) == 1 and runs[0]["sha256"] == hashlib.sha256(
+        (folder / "run" / "discover_run.json").read_bytes()).hexdigest()
 
 
 def test_demo_settings_are_checked() -> None:

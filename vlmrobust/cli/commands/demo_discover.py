@@ -13,7 +13,8 @@ process so that MiniLM is loaded once. Leaves DIR/discover/: ``images/``,
 journal, trained model), ``records/blind-count.jsonl`` and
 ``records/blind-color.jsonl`` (the trained questioner's questions, answered by
 the answerer it was trained against and by one blind to colour instead, with
-the verdicts) and ``metrics.json`` (QVR, FDR, SD, LD, #Skills per answerer).
+the verdicts; each with ``.run.json``, a copy of the run record its questioner
+came from, which the dataset card reads) and ``metrics.json`` (QVR, FDR, SD, LD, #Skills per answerer).
 ``records/`` + ``images/`` are the source layout of the failure-discovery
 family (benchmarks/failure-discovery.yaml), which the demo builds next."""
 
@@ -61,7 +62,7 @@ def complete(folder: Path) -> bool:
 
 def run_discover(folder: Path, settings: DemoDiscover = DemoDiscover()) -> list[dict[str, Any]]:
     """Run the stage into ``folder``; returns the metrics rows (one per answerer)."""
-    from vlmrobust.core.atomic import write_text_atomic
+    from vlmrobust.core.atomic import write_bytes_atomic, write_text_atomic
     from vlmrobust.evaluation.discover.evaluate import EvaluateConfig, evaluate_rows
     from vlmrobust.evaluation.discover.images import list_images, write_planted_images
     from vlmrobust.evaluation.discover.planted import tag_skills
@@ -69,7 +70,7 @@ def run_discover(folder: Path, settings: DemoDiscover = DemoDiscover()) -> list[
     from vlmrobust.evaluation.discover.roles import make_answerer, make_verifier
     from vlmrobust.evaluation.discover.sample import run_sample
     from vlmrobust.evaluation.discover.tiny import make_tiny_questioner
-    from vlmrobust.evaluation.discover.train import TrainConfig, run_train
+    from vlmrobust.evaluation.discover.train import RUN_RECORD, TrainConfig, run_train
     from vlmrobust.metrics.discovery_reward import RewardConfig
     from vlmrobust.models.minilm import TextEmbedder, load_minilm
 
@@ -114,6 +115,10 @@ def run_discover(folder: Path, settings: DemoDiscover = DemoDiscover()) -> list[
             verifier, folder / "records" / f"blind-{blind}.jsonl", method="rl", seed=s.seed,
             samples_per_image=s.samples_per_image, step=int(record.get("steps_done", s.steps)),
             skill_tagger=lambda imgs, qs: [tag_skills(q) for q in qs])
+        # beside each records file, the run its questioner came from: the
+        # failure-discovery card states that run's settings, not defaults
+        write_bytes_atomic(folder / "records" / f"blind-{blind}.run.json",
+                           (run / RUN_RECORD).read_bytes())
     result = evaluate_rows(records, EvaluateConfig(), embed, None)
     write_text_atomic(folder / "metrics.json", json.dumps(result, indent=2, sort_keys=True) + "\n")
     rows: list[dict[str, Any]] = result["rows"]
