@@ -80,9 +80,46 @@ def test_model_tagger_and_namer_through_a_backend(tmp_path) -> None:
                f"vlm:{model}", "--namer", f"vlm:{model}", "--device", "cpu"])
     assert rc == 0
     tax = json.loads((out / "taxonomy.json").read_text())
-    assert tax["tagger"] == f"vlm:{model}"
+    # the tagger and namer are named as published: no local path of this machine
+    assert tax["tagger"] == tax["namer"] == f"vlm:{model.name}@{_path_hash(model)}"
+    assert str(tmp_path) not in (out / "taxonomy.json").read_text()
     assert sum(s["count"] for s in tax["skills"].values()) >= tax["n_skills"] >= 1
     tagged = read_records(out / "records.jsonl")
     # every valid question got the random model's phrases as skills, canonicalised
     assert all(r.skills and set(r.skills) <= set(tax["skills"]) for r in tagged if r.valid)
     assert {r.meta_skill for r in tagged if r.valid} <= set(tax["meta_skills"])
+
+
+def _path_hash(path: object) -> str:
+    import hashlib
+
+    return hashlib.sha256(str(path).encode()).hexdigest()[:12]
+
+
+def test_dedup_equals_a_pairwise_loop_in_frequency_order() -> None:
+    """Each skill, most frequent first, joins the most similar representative
+    kept so far when cos >= threshold, else becomes one (a direct loop)."""
+    from collections import Counter
+
+    import numpy as np
+
+    from vlmrobust.evaluation.discover.taxonomy import dedup
+
+    rng = np.random.default_rng(5)
+    centres = rng.normal(size=(6, 16))
+    emb = np.repeat(centres, 20, axis=0) + 0.35 * rng.normal(size=(120, 16))
+    emb /= np.linalg.norm(emb, axis=1, keepdims=True)
+    skills = [f"s{i:03d}" for i in range(120)]
+    counts = Counter({s: int(c) for s, c in zip(skills, rng.integers(1, 9, 120), strict=True)})
+    got = dedup(skills, counts, emb, 0.8)
+    kept: list[int] = []
+    want: dict[str, str] = {}
+    for i in sorted(range(120), key=lambda i: (-counts[skills[i]], skills[i])):
+        sims = [float(emb[i] @ emb[j]) for j in kept]
+        if sims and max(sims) >= 0.8:
+            want[skills[i]] = skills[kept[sims.index(max(sims))]]
+        else:
+            kept.append(i)
+            want[skills[i]] = skills[i]
+    assert got == want
+    assert 6 <= len(set(got.values())) < 120  # some merged, not all

@@ -33,6 +33,7 @@ import numpy as np
 from vlmrobust.core.atomic import atomic_directory
 from vlmrobust.core.discover_records import read_records, write_records
 from vlmrobust.core.errors import VlmrobustError
+from vlmrobust.core.public_names import public_name
 from vlmrobust.models.backends.base import GenerationConfig, Prompt
 
 SKILL_PROMPT = ("Which visual skills does answering this question about the image need? "
@@ -74,15 +75,20 @@ def dedup(skills: Sequence[str], counts: Counter[str], emb: np.ndarray,
     """skill -> its kept representative (frequency order, cosine >= threshold)."""
     order = sorted(range(len(skills)), key=lambda i: (-counts[skills[i]], skills[i]))
     kept: list[int] = []
+    # the kept representatives' embeddings, filled in order: one matrix-vector
+    # product per skill instead of a Python loop over the kept ones
+    bank = np.empty((len(skills), emb.shape[1] if emb.ndim == 2 else 0), dtype=emb.dtype)
     out: dict[str, str] = {}
     for i in order:
-        sims = [float(emb[i] @ emb[j]) for j in kept]
-        best = int(np.argmax(sims)) if sims else -1
-        if best >= 0 and sims[best] >= threshold:
-            out[skills[i]] = skills[kept[best]]
-        else:
-            kept.append(i)
-            out[skills[i]] = skills[i]
+        if kept:
+            sims = bank[:len(kept)] @ emb[i]
+            best = int(np.argmax(sims))
+            if sims[best] >= threshold:
+                out[skills[i]] = skills[kept[best]]
+                continue
+        bank[len(kept)] = emb[i]
+        kept.append(i)
+        out[skills[i]] = skills[i]
     return out
 
 
@@ -152,7 +158,9 @@ def build_taxonomy(records_path: Path, out: Path, tagger: str, config: TaxonomyC
                        "aliases": sorted(s for s in skills if canon[s] == k and s != k)}
                    for k in kept},
         "meta_skills": {names[lab]: sorted(ks) for lab, ks in groups.items()},
-        "tagger": tagger, "namer": namer or "most frequent skill",
+        # a local model folder is published as <name>@<hash>, never its path
+        "tagger": public_name(tagger, None)[0],
+        "namer": public_name(namer, None)[0] if namer else "most frequent skill",
         "clusterer": "average-linkage agglomerative, cosine, MiniLM embeddings (scipy)",
         "config": asdict(config)}
     with atomic_directory(out) as tmp:

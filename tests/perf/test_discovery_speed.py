@@ -72,3 +72,25 @@ def test_eval_metrics_speed(benchmark: Any) -> None:
     t_vendi = time.perf_counter() - t0
     print(f"\nQVR+FDR+Vendi+LD over {N_EVAL:,} questions (d={D}): "
           f"{benchmark.stats.stats.mean:.3f} s; Vendi alone {t_vendi:.3f} s")
+
+
+def test_taxonomy_dedup_speed(benchmark: Any) -> None:
+    """Skill dedup over 3,000 distinct skills that never merge (the worst case:
+    every skill is compared with every representative kept before it)."""
+    from collections import Counter
+
+    from vlmrobust.evaluation.discover.taxonomy import dedup
+
+    rng = np.random.default_rng(2)
+    emb = rng.normal(size=(3000, D)).astype(np.float32)
+    emb /= np.linalg.norm(emb, axis=1, keepdims=True)
+    skills = [f"skill {i}" for i in range(3000)]
+    counts = Counter(dict.fromkeys(skills, 1))
+    out: dict[str, str] = {}
+
+    def run() -> None:
+        out.update(dedup(skills, counts, emb, 0.8))
+
+    benchmark.pedantic(run, rounds=3, iterations=1)
+    assert len(set(out.values())) == 3000
+    print(f"\ntaxonomy dedup: 3,000 skills in {benchmark.stats.stats.mean:.3f} s")
