@@ -31,12 +31,14 @@ def resolve_spec(name_or_path: str) -> Path:
             raise SpecError(f"spec {candidate} is a directory, not a YAML file; pass the spec "
                             "file inside it, or a registered spec name")
         if not candidate.is_file():
+            _refuse_special(candidate)
             raise SpecError(f"spec file {candidate} does not exist")
         return candidate
     if name_or_path in available_specs():
         return SPEC_DIR / f"{name_or_path}.yaml"
     if candidate.is_file():
         return candidate
+    _refuse_special(candidate)
     import difflib
 
     close = difflib.get_close_matches(name_or_path, available_specs(), n=1)
@@ -44,6 +46,22 @@ def resolve_spec(name_or_path: str) -> Path:
     what = (f"{name_or_path!r} is a directory, not a spec file, and no registered spec has "
             "that name" if candidate.is_dir() else f"unknown benchmark spec {name_or_path!r}")
     raise SpecError(f"{what}{hint} (known: {', '.join(available_specs())}; or pass a YAML path)")
+
+
+def _refuse_special(path: Path) -> None:
+    """Refuse a path that exists but is neither a regular file nor a folder (a
+    FIFO, a device, a socket) by what it is; stat only, so a FIFO never blocks."""
+    import stat
+
+    from vlmrobust.core.output_guard import kind_of
+
+    try:
+        mode = path.stat().st_mode
+    except (OSError, ValueError):
+        return  # absent: the caller says so
+    if not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
+        raise SpecError(f"spec {path} is {kind_of(mode)}, not a regular file; pass a YAML "
+                        "spec file or a registered spec name")
 
 
 def load_spec_yaml(path: Path) -> dict[str, Any]:

@@ -56,9 +56,9 @@ class SamplesFile:
 
 def locate(path: Path, results: Path | None = None) -> SamplesFile:
     """The task a samples file answers and the results JSON beside it."""
-    if not path.is_file():
-        raise VlmrobustError(f"{path}: no such file (give lmms-eval's "
-                             "<date>_samples_<task>.jsonl from its --output_path)")
+    from vlmrobust.evaluation.harness_vlmevalkit import refuse_not_a_file
+
+    refuse_not_a_file(path, "give lmms-eval's <date>_samples_<task>.jsonl from its --output_path")
     stem = path.name.removesuffix(".jsonl")
     date, mark, task = stem.partition(SAMPLES_MARK)
     if not mark or not task or path.suffix != ".jsonl":
@@ -66,7 +66,7 @@ def locate(path: Path, results: Path | None = None) -> SamplesFile:
                              "<date>_samples_<task>.jsonl)")
     if results is None:
         results = path.with_name(f"{date}_results.json")
-        if not results.is_file():
+        if not results.exists():
             raise VlmrobustError(f"{path}: no {results.name} beside it (lmms-eval writes both "
                                  "into one folder); give it with --results")
     return SamplesFile(path, task, results)

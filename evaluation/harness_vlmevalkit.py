@@ -19,6 +19,7 @@ import base64
 import csv
 import hashlib
 import json
+import stat
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -150,9 +151,14 @@ def _image_b64(image: Any, rid: Any) -> str:
 
 def read_result_rows(path: str | Path) -> list[dict[str, Any]]:
     """The rows of a VLMEvalKit result file (.xlsx, .tsv or .jsonl), size-bounded."""
+    return [r for _, r in located_result_rows(path)]
+
+
+def located_result_rows(path: str | Path) -> list[tuple[str, dict[str, Any]]]:
+    """The rows of a result file, each with where it stands in the file (``line N``
+    of a .jsonl or .tsv, ``sheet row N`` of an .xlsx, 1-based as an editor shows)."""
     path = Path(path)
-    if not path.is_file():
-        raise VlmrobustError(f"{path}: no such file (give VLMEvalKit's <model>_<dataset>.xlsx)")
+    refuse_not_a_file(path, "give VLMEvalKit's <model>_<dataset>.xlsx")
     size = path.stat().st_size
     if size > MAX_RESULT_BYTES:
         raise VlmrobustError(f"{path}: {size} bytes, over the {MAX_RESULT_BYTES} byte bound "
@@ -161,7 +167,9 @@ def read_result_rows(path: str | Path) -> list[dict[str, Any]]:
         csv.field_size_limit(MAX_FIELD)
         with path.open(encoding="utf-8", newline="") as f:
             try:
-                return [dict(r) for r in csv.DictReader(f, delimiter="\t")]
+                reader = csv.DictReader(f, delimiter="\t")
+                # line_num after a row is its last physical line; a quoted cell may span lines
+                return [(f"line {reader.line_num}", dict(r)) for r in reader]
             except csv.Error as exc:
                 raise VlmrobustError(f"{path}: not a well-formed TSV ({exc})") from None
             except UnicodeDecodeError as exc:
@@ -182,14 +190,27 @@ def read_result_rows(path: str | Path) -> list[dict[str, Any]]:
                                              f"{str(exc)[:80]})") from None
                     if not isinstance(obj, dict):
                         raise VlmrobustError(f"{path} line {n}: expected a JSON object")
-                    rows.append(obj)
+                    rows.append((f"line {n}", obj))
         return rows
     if path.suffix == ".xlsx":
         return _xlsx_rows(path)
     raise VlmrobustError(f"{path}: VLMEvalKit results are .xlsx, .tsv or .jsonl")
 
 
-def _xlsx_rows(path: Path) -> list[dict[str, Any]]:
+def refuse_not_a_file(path: Path, fix: str) -> None:
+    """Refuse a path that is absent or not a regular file (a FIFO, a device, a
+    folder), by what it is; stat only, so a FIFO is never opened and never blocks."""
+    from vlmrobust.core.output_guard import kind_of
+
+    try:
+        mode = path.stat().st_mode
+    except (OSError, ValueError):  # absent, a dangling link, a NUL in the name
+        raise VlmrobustError(f"{path}: no such file ({fix})") from None
+    if not stat.S_ISREG(mode):
+        raise VlmrobustError(f"{path}: {kind_of(mode)}, not a regular file ({fix})")
+
+
+def _xlsx_rows(path: Path) -> list[tuple[str, dict[str, Any]]]:
     try:
         import openpyxl
     except ModuleNotFoundError:
@@ -201,11 +222,34 @@ def _xlsx_rows(path: Path) -> list[dict[str, Any]]:
         raise VlmrobustError(f"{path}: not a readable .xlsx ({type(exc).__name__})") from None
     try:
         sheet = book.worksheets[0]
+        first = sheet.min_row or 1
         it = sheet.iter_rows(values_only=True)
         header = [str(h) if h is not None else "" for h in next(it, ())]
-        return [dict(zip(header, r, strict=False)) for r in it if any(v is not None for v in r)]
+        return [(f"sheet row {first + i}", dict(zip(header, r, strict=False)))
+                for i, r in enumerate(it, start=1) if any(v is not None for v in r)]
     finally:
         book.close()
+
+
+def prediction_text(value: Any, where: str, rid: Any) -> str:
+    """A result row's ``prediction`` cell as the answer text: text as it is, a
+    number as the sheet shows it; a null, a list, a mapping or another non-text
+    cell is refused rather than scored as some text nobody wrote.
+
+    >>> prediction_text(" (B) cat", "r.jsonl line 2", "x"), prediction_text(3.0, "r.xlsx", "x")
+    (' (B) cat', '3')
+    """
+    fix = ("the prediction column holds the model's answer text; rerun VLMEvalKit's "
+           "inference for it, or write its raw output there")
+    if value is None or (isinstance(value, float) and value != value):
+        raise VlmrobustError(f"{where} (id {rid!r}): the prediction is empty (null); {fix}")
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return _cell(value)
+    what = {list: "a list", dict: "a mapping", bool: "a true/false value"}.get(
+        type(value), f"a {type(value).__name__}")
+    raise VlmrobustError(f"{where} (id {rid!r}): the prediction is {what}, not text; {fix}")
 
 
 def model_from_filename(path: Path, tsv_stem: str) -> str | None:
@@ -229,7 +273,8 @@ def import_vlmevalkit(result: str | Path, dataset: str | Path, out: str | Path,
     from vlmrobust.evaluation.predictions_api import write_predictions
 
     result = Path(result)
-    rows = read_result_rows(result)
+    located = located_result_rows(result)
+    rows = [r for _, r in located]
     if not rows:
         raise VlmrobustError(f"{result}: no rows")
     missing = [c for c in ("vlmrobust_id", "vlmrobust_fingerprint", "prediction") if c not in rows[0]]
@@ -241,15 +286,14 @@ def import_vlmevalkit(result: str | Path, dataset: str | Path, out: str | Path,
 
     fingerprint = DatasetReader(dataset).info.fingerprint
     ids, texts, configs = [], [], []
-    for n, r in enumerate(rows, start=1):
+    for n, (loc, r) in enumerate(located, start=1):
         if str(r.get("vlmrobust_fingerprint")) != fingerprint:
             raise VlmrobustError(
                 f"{result} record {n} (id {r.get('vlmrobust_id')!r}): answers dataset build "
                 f"{str(r.get('vlmrobust_fingerprint'))[:12]}..., not {dataset} "
                 f"({fingerprint[:12]}...); export that dataset again and rerun VLMEvalKit")
         ids.append(str(r["vlmrobust_id"]))
-        pred = r.get("prediction")
-        texts.append(None if pred is None else str(pred))
+        texts.append(prediction_text(r.get("prediction"), f"{result} {loc}", r["vlmrobust_id"]))
         configs.append(str(r.get("vlmrobust_config") or ""))
     _check_shown(result, rows, dataset, sorted({c for c in configs if c}), prompt)
     name = model or model_from_filename(result, str(rows[0].get("vlmrobust_tsv") or ""))

@@ -6,6 +6,7 @@ explicit-path behaviour; a directory is never a spec."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -61,3 +62,19 @@ def test_build_ood_from_a_folder_holding_an_ood_folder(
     manifest = json.loads((tmp_path / "built" / "manifest.json").read_text())
     assert manifest["spec"]["name"] == "ood" and manifest["kind"] == "ood"
     assert list((tmp_path / "ood").iterdir()) == []  # the folder was not read nor written
+
+
+@pytest.mark.parametrize("name", ["some.yaml", "some"])
+def test_a_fifo_is_named_as_not_a_regular_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                               name: str,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(tmp_path)
+    os.mkfifo(name)
+    with pytest.raises(SpecError, match=rf"spec {name} is a FIFO, not a regular file"):
+        resolve_spec(name)
+    rc = main(["build", name, "--sample", "--out", str(tmp_path / "out"), "--no-progress"])
+    assert rc != 0  # and it returned: the FIFO was never opened
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "FIFO, not a regular file" in err, err
+    assert "does not exist" not in err and "unknown benchmark spec" not in err
+    assert not (tmp_path / "out").exists()
