@@ -18,6 +18,7 @@ from __future__ import annotations
 import base64
 import csv
 import hashlib
+import io
 import json
 import stat
 from collections.abc import Iterator, Mapping, Sequence
@@ -159,42 +160,41 @@ def located_result_rows(path: str | Path) -> list[tuple[str, dict[str, Any]]]:
     of a .jsonl or .tsv, ``sheet row N`` of an .xlsx, 1-based as an editor shows)."""
     path = Path(path)
     refuse_not_a_file(path, "give VLMEvalKit's <model>_<dataset>.xlsx")
-    size = path.stat().st_size
-    if size > MAX_RESULT_BYTES:
-        raise VlmrobustError(f"{path}: {size} bytes, over the {MAX_RESULT_BYTES} byte bound "
-                             "for a result file (which holds no images)")
+    if path.suffix not in {".tsv", ".jsonl"}:
+        return _xlsx_rows(path)
+    from vlmrobust.core.bounded import read_bytes_bounded
+
+    # opened without blocking, fstat-checked and bounded: a file swapped for a FIFO
+    # or grown after the check above still cannot hang or flood the reader
+    data = read_bytes_bounded(path, MAX_RESULT_BYTES,
+                              "VLMEvalKit result file (which holds no images)")
     if path.suffix == ".tsv":
         csv.field_size_limit(MAX_FIELD)
-        with path.open(encoding="utf-8", newline="") as f:
+        try:
+            reader = csv.DictReader(io.StringIO(data.decode("utf-8"), newline=""),
+                                    delimiter="\t")
+            # line_num after a row is its last physical line; a quoted cell may span lines
+            return [(f"line {reader.line_num}", dict(r)) for r in reader]
+        except csv.Error as exc:
+            raise VlmrobustError(f"{path}: not a well-formed TSV ({exc})") from None
+        except UnicodeDecodeError as exc:
+            raise VlmrobustError(f"{path}: not UTF-8 text (byte {exc.start}); save the "
+                                 "result file as UTF-8") from None
+    rows = []
+    for n, line in enumerate(data.split(b"\n"), start=1):
+        if line.strip():
             try:
-                reader = csv.DictReader(f, delimiter="\t")
-                # line_num after a row is its last physical line; a quoted cell may span lines
-                return [(f"line {reader.line_num}", dict(r)) for r in reader]
-            except csv.Error as exc:
-                raise VlmrobustError(f"{path}: not a well-formed TSV ({exc})") from None
-            except UnicodeDecodeError as exc:
-                raise VlmrobustError(f"{path}: not UTF-8 text (byte {exc.start}); save the "
-                                     "result file as UTF-8") from None
-    if path.suffix == ".jsonl":
-        rows = []
-        with path.open("rb") as f:
-            for n, line in enumerate(f, start=1):
-                if line.strip():
-                    try:
-                        obj = json.loads(line.decode("utf-8"))
-                    except json.JSONDecodeError as exc:
-                        raise VlmrobustError(f"{path} line {n}: not JSON ({exc.msg})") from None
-                    except (ValueError, RecursionError) as exc:  # not UTF-8, a 5,000-digit int,
-                        # nesting past the recursion limit
-                        raise VlmrobustError(f"{path} line {n}: not JSON ({type(exc).__name__}: "
-                                             f"{str(exc)[:80]})") from None
-                    if not isinstance(obj, dict):
-                        raise VlmrobustError(f"{path} line {n}: expected a JSON object")
-                    rows.append((f"line {n}", obj))
-        return rows
-    if path.suffix == ".xlsx":
-        return _xlsx_rows(path)
-    raise VlmrobustError(f"{path}: VLMEvalKit results are .xlsx, .tsv or .jsonl")
+                obj = json.loads(line.decode("utf-8"))
+            except json.JSONDecodeError as exc:
+                raise VlmrobustError(f"{path} line {n}: not JSON ({exc.msg})") from None
+            except (ValueError, RecursionError) as exc:  # not UTF-8, a 5,000-digit int,
+                # nesting past the recursion limit
+                raise VlmrobustError(f"{path} line {n}: not JSON ({type(exc).__name__}: "
+                                     f"{str(exc)[:80]})") from None
+            if not isinstance(obj, dict):
+                raise VlmrobustError(f"{path} line {n}: expected a JSON object")
+            rows.append((f"line {n}", obj))
+    return rows
 
 
 def refuse_not_a_file(path: Path, fix: str) -> None:
@@ -211,6 +211,12 @@ def refuse_not_a_file(path: Path, fix: str) -> None:
 
 
 def _xlsx_rows(path: Path) -> list[tuple[str, dict[str, Any]]]:
+    if path.suffix != ".xlsx":
+        raise VlmrobustError(f"{path}: VLMEvalKit results are .xlsx, .tsv or .jsonl")
+    size = path.stat().st_size
+    if size > MAX_RESULT_BYTES:
+        raise VlmrobustError(f"{path}: {size} bytes, over the {MAX_RESULT_BYTES} byte bound "
+                             "for a result file (which holds no images)")
     try:
         import openpyxl
     except ModuleNotFoundError:

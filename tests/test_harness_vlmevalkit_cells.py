@@ -141,3 +141,19 @@ def test_a_fifo_results_json_beside_the_samples_is_named_a_fifo(
     assert rc == 1
     one_line_error(err)
     assert str(results) in err and "not a regular file" in err and "beside it" not in err, err
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".tsv"])
+def test_a_result_over_the_bound_is_refused_before_parsing(
+        exported: tuple[Path, Path], tmp_path: Path, suffix: str,
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    import vlmrobust.evaluation.harness_vlmevalkit as hv
+
+    ds, tsv = exported
+    result = _write_result(_result_rows(tsv, lambda r: r["answer"]), tmp_path / f"M_vr-mcq{suffix}")
+    monkeypatch.setattr(hv, "MAX_RESULT_BYTES", result.stat().st_size - 1)
+    rc, err, preds = _import(result, ds, tmp_path, capsys)
+    assert rc == 1
+    one_line_error(err)
+    assert f"{result}: {result.stat().st_size} bytes" in err and "result file" in err, err
+    assert not preds.exists()
