@@ -1,25 +1,26 @@
 """The planted-blind-spot study at length (issue 25, Done-when), with figures.
 
 Same world as tests/test_discover_planted.py (planted scenes, rule answerer and
-verifier, tiny text-only questioner, TRL GRPO, Eq. 5 with real MiniLM), on 1,024
-images, so that a run of STEPS ≤ 256 steps (4 images a step) sees every image
-at most once: δ_emb of a failure is then the empty-bank 1 and only δ_ifreq can
-tell two blind spots apart.
+verifier, tiny text-only questioner, TRL GRPO, Eq. 5 with real MiniLM).
 
-1. One blind spot (counting): reward, FDR and the counting share per 10 steps.
+1. One blind spot (counting), 1,024 images: reward, FDR and the counting share
+   per 10 steps.
 2. Two blind spots (counting and colour), with the full reward and without
-   δ_ifreq, over SEEDS, from the same questioner: the share of counting among
-   the failures per 25-step window and over the whole run (the blind spot the
-   questioner starts from is colour, whose one phrasing it writes validly more
-   often than counting's four). What is asserted, per seed:
+   δ_ifreq, over SEEDS, from the same questioner, on N_IMAGES images for STEPS
+   steps of 4 images: no image is seen twice, so δ_emb of a failure is the
+   empty-bank 1 and only δ_ifreq can tell the blind spots apart (a second
+   epoch's per-image banks would pull every run back to the other blind spot).
+   Counting's share of the count + colour failures per WINDOW steps and over
+   the run (the questioner starts from colour, whose one phrasing it writes
+   validly more often than counting's four). What is asserted, per seed:
    - full Eq. 5 finds both: each blind spot is the majority of the failures in
      some window (δ_ifreq brings the questioner back to the neglected one) and
      neither falls under MIN_FULL of the run's failures;
-   - without δ_ifreq it stays on one: counting never becomes the majority in
-     most seeds, and the minority's share of the run is below the full
-     reward's in every seed.
+   - without δ_ifreq it collapses onto one: counting is the majority in no
+     window and at most MAX_COLLAPSED of the last window's failures;
+   - the minority's share of the run is below the full reward's.
 
-Run: tox -e perf -- tests/perf/test_discover_planted_perf.py -s   (about 15 min here)
+Run: tox -e perf -- tests/perf/test_discover_planted_perf.py -s   (about 11 min here)
 """
 
 from __future__ import annotations
@@ -41,9 +42,11 @@ from vlmrobust.metrics.discovery_reward import RewardConfig
 
 pytest.importorskip("trl")
 SEEDS = (0, 1, 2, 3, 4)
-STEPS = 250
-WINDOW = 25
+N_IMAGES = 2048
+STEPS = 500
+WINDOW = 50
 MIN_FULL = 0.35
+MAX_COLLAPSED = 0.2
 PRIOR = {"count": 0.30, "shape": 0.25, "side": 0.30, "color": 0.15}
 
 
@@ -77,11 +80,13 @@ def _count_shares(recs: list[Any], steps: int) -> tuple[list[float], float]:
 
 
 def _study(tmp_path: Path) -> None:
+    one_images = tmp_path / "images-1024"
+    write_planted_images(one_images, 1024, seed=0)
     images = tmp_path / "images"
-    write_planted_images(images, 1024, seed=0)
-    assert STEPS * 4 <= 1024, "the two-blind-spot runs must not revisit an image"
+    write_planted_images(images, N_IMAGES, seed=0)
+    assert STEPS * 4 <= N_IMAGES, "the two-blind-spot runs must not revisit an image"
     uniform = make_tiny_questioner(tmp_path / "q_uniform")
-    one = _run(uniform, images, tmp_path / "one", "count", 40, 3e-3, 0, True)
+    one = _run(uniform, one_images, tmp_path / "one", "count", 40, 3e-3, 0, True)
     print(f"\none blind spot: {one['steps_per_s']:.2f} steps/s; (step, reward, FDR): "
           f"{one['curve']}")
     recs = one["records"]
@@ -94,6 +99,7 @@ def _study(tmp_path: Path) -> None:
     skewed = make_tiny_questioner(tmp_path / "q_skewed", type_weights=PRIOR)
     minority: dict[bool, list[float]] = {True: [], False: []}
     count_ever_majority: dict[bool, list[bool]] = {True: [], False: []}
+    last_window: list[float] = []
     for seed in SEEDS:
         for use_ifreq in (True, False):
             r = _run(skewed, images, tmp_path / f"two-{seed}-{use_ifreq}", "count,color",
@@ -107,13 +113,18 @@ def _study(tmp_path: Path) -> None:
                   f"{r['steps_per_s']:.2f} steps/s; (step, reward, FDR) {r['curve'][::5]}")
             if use_ifreq:
                 assert max(windows) > 0.5 > min(windows), (seed, windows)
+            else:
+                last_window.append(windows[-1])
+                assert max(windows) < 0.5 and windows[-1] <= MAX_COLLAPSED, (seed, windows)
     print(f"minority blind spot's share of the run's failures, per seed: full "
           f"{[round(m, 3) for m in minority[True]]}, without δ_ifreq "
           f"{[round(m, 3) for m in minority[False]]}; counting ever the majority without "
           f"δ_ifreq: {count_ever_majority[False]}")
     assert min(minority[True]) >= MIN_FULL
     assert all(f > n for f, n in zip(minority[True], minority[False], strict=True))
-    assert sum(count_ever_majority[False]) <= len(SEEDS) // 2
+    assert not any(count_ever_majority[False])
+    print(f"counting's share of the last {WINDOW} steps' failures without δ_ifreq: "
+          f"{[round(w, 3) for w in last_window]}")
 
 
 def test_planted_blind_spots(tmp_path: Path, benchmark: Any) -> None:
