@@ -20,7 +20,8 @@ verifier, tiny text-only questioner, TRL GRPO, Eq. 5 with real MiniLM).
      window and at most MAX_COLLAPSED of the last window's failures;
    - the minority's share of the run is below the full reward's.
 
-Run: tox -e perf -- tests/perf/test_discover_planted_perf.py -s   (about 11 min here)
+Run (about 11 min here; `tox -e perf` runs it with the other benchmarks):
+  python -m pytest tests/perf/test_discover_planted_perf.py --benchmark-only -s -p no:doctest -o addopts=""
 """
 
 from __future__ import annotations
