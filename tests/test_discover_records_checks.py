@@ -10,25 +10,14 @@ from pathlib import Path
 
 import pytest
 
+from tests.discover_fixtures import make_record
 from vlmrobust.cli.main import main
 from vlmrobust.core.discover_records import (
-    DiscoveryRecord,
     read_many,
     read_records,
     write_records,
 )
 from vlmrobust.core.errors import VlmrobustError
-
-
-def _record(**kw: object) -> DiscoveryRecord:
-    base: dict[str, object] = dict(
-        image="a.png", image_sha256="0" * 64, completion_id="a.png#0", slot=1,
-        question="how many shapes are there ?", answer="4", valid=True, correct=False,
-        valid_reason="ok", correct_reason="it is 3", verifier_parsed=True, method="rl",
-        questioner="local:q@1", answerer="rule-answerer:blind=count",
-        verifier="rule-verifier:planted", seed=0, step=3, skills=("counting",))
-    base.update(kw)
-    return DiscoveryRecord(**base)  # type: ignore[arg-type]
 
 
 def _evaluate(tmp_path: Path, capsys: pytest.CaptureFixture[str], *paths: Path) -> str:
@@ -44,7 +33,7 @@ def _evaluate(tmp_path: Path, capsys: pytest.CaptureFixture[str], *paths: Path) 
                                   '{"a": ' * 50_000 + "1" + "}" * 50_000])
 def test_json_nested_past_the_stack_is_one_line(tmp_path, capsys, text: str) -> None:
     path = tmp_path / "d.jsonl"
-    path.write_text(_record().to_json() + "\n" + text + "\n")
+    path.write_text(make_record().to_json() + "\n" + text + "\n")
     err = _evaluate(tmp_path, capsys, path)
     assert f"{path} line 2: " in err and "nested deeper than" in err and "; fix" in err
 
@@ -66,7 +55,7 @@ def test_json_nested_below_the_stack_but_too_deep_is_refused(tmp_path) -> None:
 ])
 def test_contradictory_fields_are_refused(tmp_path, capsys, edit: dict[str, object],
                                           field: str) -> None:
-    good = json.loads(_record().to_json())
+    good = json.loads(make_record().to_json())
     path = tmp_path / "r.jsonl"
     path.write_text(json.dumps(good) + "\n" + json.dumps(dict(good, **edit)) + "\n")
     with pytest.raises(VlmrobustError, match=rf"r\.jsonl line 2: .*\b{field}\b.*; fix"):
@@ -79,13 +68,13 @@ def test_what_the_writers_produce_still_loads(tmp_path) -> None:
     # the shapes sample.py and train_reward.py write: a missing slot (question and
     # answer null, V = C = 0), an unreadable verdict on a real question (V = C = 0,
     # verifier_parsed false), an empty answer, a valid correct question
-    recs = [_record(slot=2, question=None, answer=None, valid=False, correct=False,
+    recs = [make_record(slot=2, question=None, answer=None, valid=False, correct=False,
                     valid_reason="question missing from the completion (malformed)",
                     correct_reason="", skills=(), reward=-1.0),
-            _record(completion_id="a.png#1", valid=False, correct=False, verifier_parsed=False,
+            make_record(completion_id="a.png#1", valid=False, correct=False, verifier_parsed=False,
                     valid_reason="verifier reply unparsable", correct_reason=""),
-            _record(completion_id="a.png#2", answer=""),
-            _record(completion_id="a.png#3", correct=True)]
+            make_record(completion_id="a.png#2", answer=""),
+            make_record(completion_id="a.png#3", correct=True)]
     path = tmp_path / "r.jsonl"
     write_records(path, recs)
     assert read_records(path) == recs
@@ -93,14 +82,14 @@ def test_what_the_writers_produce_still_loads(tmp_path) -> None:
 
 def test_the_same_record_twice_is_refused_naming_both_places(tmp_path, capsys) -> None:
     a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
-    write_records(a, [_record(), _record(slot=2)])
-    write_records(b, [_record(completion_id="a.png#1"), _record(slot=2)])
+    write_records(a, [make_record(), make_record(slot=2)])
+    write_records(b, [make_record(completion_id="a.png#1"), make_record(slot=2)])
     with pytest.raises(VlmrobustError, match=rf"{b} line 2: .*a\.png#0.* slot 2 .*{a} line 2"):
         read_many([a, b])
     err = _evaluate(tmp_path, capsys, a, a)
     assert f"{a} line 1: " in err and "twice" in err and "; fix" in err
     # within one file as well
-    write_records(b, [_record(), _record()])
+    write_records(b, [make_record(), make_record()])
     err = _evaluate(tmp_path, capsys, b)
     assert f"{b} line 2: " in err and f"{b} line 1" in err
 
@@ -109,7 +98,7 @@ def test_a_slot_repeated_for_another_run_is_not_a_duplicate(tmp_path) -> None:
     # the same questions asked of another answerer, or sampled again with another
     # seed or at another step, are other records (the builder's record key)
     a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
-    write_records(a, [_record(), _record(answerer="other")])
-    write_records(b, [_record(seed=1), _record(step=4), _record(method="zero-shot"),
-                      _record(verifier="judge2"), _record(questioner="q2")])
+    write_records(a, [make_record(), make_record(answerer="other")])
+    write_records(b, [make_record(seed=1), make_record(step=4), make_record(method="zero-shot"),
+                      make_record(verifier="judge2"), make_record(questioner="q2")])
     assert len(read_many([a, b])) == 7

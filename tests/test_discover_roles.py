@@ -7,8 +7,8 @@ import json
 import numpy as np
 import pytest
 
+from tests.discover_fixtures import make_record
 from vlmrobust.core.discover_records import (
-    DiscoveryRecord,
     read_records,
     write_records,
 )
@@ -120,19 +120,10 @@ def test_role_names_are_checked() -> None:
         make_verifier("gpt-4o")
 
 
-def _record(**kw: object) -> DiscoveryRecord:
-    base: dict[str, object] = dict(
-        image="a.png", image_sha256="0" * 64, completion_id="a.png#0", slot=1,
-        question="how many shapes are there ?", answer="4", valid=True, correct=False,
-        valid_reason="ok", correct_reason="it is 3", verifier_parsed=True, method="rl",
-        questioner="local:q@1", answerer="rule-answerer:blind=count",
-        verifier="rule-verifier:planted", seed=0, step=3, skills=("counting",))
-    base.update(kw)
-    return DiscoveryRecord(**base)  # type: ignore[arg-type]
 
 
 def test_records_round_trip(tmp_path) -> None:
-    recs = [_record(), _record(slot=2, question=None, answer=None, valid=False,
+    recs = [make_record(), make_record(slot=2, question=None, answer=None, valid=False,
                                correct=False, skills=(), reward=-1.0)]
     path = tmp_path / "r.jsonl"
     assert write_records(path, recs) == 2
@@ -149,7 +140,7 @@ def test_records_round_trip(tmp_path) -> None:
     ({"extra": 1}, "unknown fields"),
 ])
 def test_bad_record_line_is_named(tmp_path, edit: dict[str, object], message: str) -> None:
-    good = json.loads(_record().to_json())
+    good = json.loads(make_record().to_json())
     bad = dict(good, **edit)
     path = tmp_path / "r.jsonl"
     path.write_text(json.dumps(good) + "\n" + json.dumps(bad, allow_nan=True) + "\n")
@@ -158,7 +149,7 @@ def test_bad_record_line_is_named(tmp_path, edit: dict[str, object], message: st
 
 
 def test_missing_field_and_empty_file(tmp_path) -> None:
-    good = json.loads(_record().to_json())
+    good = json.loads(make_record().to_json())
     del good["answer"]
     path = tmp_path / "r.jsonl"
     path.write_text(json.dumps(good) + "\n")

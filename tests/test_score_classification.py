@@ -308,15 +308,9 @@ def test_logits_aligned_in_blocks_equal_each_rows_own_logits(monkeypatch: pytest
 
 
 def test_valid_labels_give_a_real_style_accuracy_beside_the_single_label_one(tmp_path: Any) -> None:
-    import datasets
-
-    from tests.classification_fixtures import toy_label_space
     from tests.score_fixtures import png, write_meta, write_parquet
-    from vlmrobust.core.kinds import CLASSIFICATION
-    from vlmrobust.core.writer import BuildInfo, write_dataset
     from vlmrobust.evaluation.score import score
 
-    space = toy_label_space()
     rng = np.random.default_rng(2)
     rows: list[dict[str, Any]] = []
     for i in range(40):
@@ -324,14 +318,7 @@ def test_valid_labels_give_a_real_style_accuracy_beside_the_single_label_one(tmp
         extra = [int(c) for c in rng.choice([c for c in range(6) if c != label], size=i % 3, replace=False)]
         rows.append({"id": f"v{i:02d}", "image": {"bytes": png(i), "path": None}, "label": label,
                      "candidates": [], "valid_labels": [label, *extra], "variant": "imagenet-val"})
-    features = datasets.Features({
-        "id": datasets.Value("string"), "image": datasets.Image(), "label": datasets.Value("int32"),
-        "candidates": datasets.Sequence(datasets.Value("int32")),
-        "valid_labels": datasets.Sequence(datasets.Value("int32")), "variant": datasets.Value("string")})
-    ds = tmp_path / "ds"
-    write_dataset(ds, configs={"imagenet-val": rows}, features=features, card="toy",
-                  info=BuildInfo("classification", "0.1.0", 0), kind=CLASSIFICATION,
-                  label_spaces={"imagenet-val": space})
+    ds = _valid_labels_dataset(tmp_path, rows)
     z = rng.normal(size=(40, 6))
     preds = write_parquet(tmp_path / "p.parquet", [r["id"] for r in rows], z.tolist())
     write_meta(preds, ds)
@@ -345,18 +332,32 @@ def test_valid_labels_give_a_real_style_accuracy_beside_the_single_label_one(tmp
 def test_valid_labels_without_the_label_are_refused_before_scoring(tmp_path: Any) -> None:
     """ReaL's rule scores a row right when its top class is a valid label; a
     row whose valid labels leave out its own label is a broken build."""
-    import datasets
-
-    from tests.classification_fixtures import toy_label_space
     from tests.score_fixtures import png, write_meta, write_parquet
     from vlmrobust.core.errors import VlmrobustError
-    from vlmrobust.core.kinds import CLASSIFICATION
-    from vlmrobust.core.writer import BuildInfo, write_dataset
     from vlmrobust.evaluation.score import score
 
     rows = [{"id": f"v{i}", "image": {"bytes": png(i), "path": None}, "label": i % 6,
              "candidates": [], "valid_labels": [i % 6] if i != 3 else [5], "variant": "imagenet-val"}
             for i in range(6)]
+    ds = _valid_labels_dataset(tmp_path, rows)
+    preds = write_parquet(tmp_path / "p.parquet", [r["id"] for r in rows],
+                          np.eye(6).tolist())
+    write_meta(preds, ds)
+    with pytest.raises(VlmrobustError, match=r"imagenet-val row 3 \(id 'v3'\): valid_labels \[5\] "
+                                             r"do not hold its label 3; rebuild"):
+        score(ds, preds, tmp_path / "s.json")
+    assert not (tmp_path / "s.json").exists()
+
+
+def _valid_labels_dataset(tmp_path: Any, rows: list[dict[str, Any]]) -> Any:
+    """A one-config classification build over the toy label space whose rows
+    carry ``valid_labels``."""
+    import datasets
+
+    from tests.classification_fixtures import toy_label_space
+    from vlmrobust.core.kinds import CLASSIFICATION
+    from vlmrobust.core.writer import BuildInfo, write_dataset
+
     features = datasets.Features({
         "id": datasets.Value("string"), "image": datasets.Image(), "label": datasets.Value("int32"),
         "candidates": datasets.Sequence(datasets.Value("int32")),
@@ -365,10 +366,4 @@ def test_valid_labels_without_the_label_are_refused_before_scoring(tmp_path: Any
     write_dataset(ds, configs={"imagenet-val": rows}, features=features, card="toy",
                   info=BuildInfo("classification", "0.1.0", 0), kind=CLASSIFICATION,
                   label_spaces={"imagenet-val": toy_label_space()})
-    preds = write_parquet(tmp_path / "p.parquet", [r["id"] for r in rows],
-                          np.eye(6).tolist())
-    write_meta(preds, ds)
-    with pytest.raises(VlmrobustError, match=r"imagenet-val row 3 \(id 'v3'\): valid_labels \[5\] "
-                                             r"do not hold its label 3; rebuild"):
-        score(ds, preds, tmp_path / "s.json")
-    assert not (tmp_path / "s.json").exists()
+    return ds
