@@ -6,7 +6,9 @@ the :class:`~.classification.ClassificationBoard` and the submissions (pure):
 - effective robustness on full-label-space accuracy against its own reference
   line (probit charts and the lines' table, as the robustness page draws them);
 - seed 002 Fig. 2: accuracy against the label-set size K, one line per model
-  family (the mean of its models) per variant, and each model's points;
+  family (the mean of its models) per variant, and each model's points; and
+  Fig. 4: each model's error rate as a multiple of the reference CLIP's per K
+  (:mod:`.error_gaps`);
 - seed 001 Fig. 5 / Table IV: ECE and NLL before and after the temperature
   fitted on half of ImageNet val, per variant;
 - where computed, top-1 over every valid label and ImageNet-Vid-Robust's benign and
@@ -35,6 +37,7 @@ from vlmrobust.leaderboard.classification import (
     variants,
 )
 from vlmrobust.leaderboard.downloads import to_csv
+from vlmrobust.leaderboard.error_gaps import error_gaps
 from vlmrobust.leaderboard.fit_plots import shift_charts
 from vlmrobust.leaderboard.submission import ConfigScore, DatasetScores
 
@@ -224,7 +227,7 @@ def classification_page(lb: Leaderboard) -> tuple[dict[str, Any], dict[str, byte
                                          y_label="top-1 accuracy", title=f"{key} · {variant}")).encode("utf-8")
         ks = sorted({k for _, pts in k_rows[(key, variant)] for k in pts})
         k_charts.append({"title": f"{key} · {variant}", "path": path, "ks": ks,
-                         "rows": k_rows[(key, variant)]})
+                         "rows": k_rows[(key, variant)], "gaps": error_gaps(k_rows[(key, variant)])})
     er_charts: list[dict[str, Any]] = []
     for key in board.datasets:
         for _, charts in shift_charts(dataclasses.replace(lb, fits=board.er[key].fits)):

@@ -71,3 +71,15 @@ def data_v(v: object) -> str:
 
 def tone(v: float | None) -> str:
     return "" if not _finite(v) or v == 0 else ("pos" if v > 0 else "neg")  # type: ignore[operator]
+
+
+def times(v: float | None) -> str:
+    """A relative error gap as seed 002 prints it ("28.5×"); "∞" where the
+    reference made no error, "—" when not measured.
+
+    >>> times(28.4999), times(float("inf")), times(None)
+    ('28.5×', '∞', '—')
+    """
+    if isinstance(v, float) and v == math.inf:
+        return "∞"
+    return f"{v:.1f}×" if _finite(v) and v is not None else "—"

@@ -222,3 +222,13 @@ def test_leaderboard_json_publishes_the_classification_lines(built: tuple[Any, d
                 if f.kind == "reference" and f.shift == "imagenet-r")
     assert (ref["slope"], ref["intercept"]) == (line.slope, line.intercept)
     assert table["fits"] == []  # the MCQ lines stay apart
+
+
+def test_k_tables_show_seed_002_fig4_relative_error_gap(built: tuple[Any, dict[str, Any], dict[str, Any]]) -> None:
+    _, scored, files = built
+    page = files["classification.html"].decode("utf-8")
+    assert "Relative error gap (seed 002 Fig. 4)" in page and "as a multiple of CLIP &lt;b&gt;A&lt;/b&gt;" in page
+    for k, config in ((K, "imagenet-val-k5"), (C, "imagenet-val")):
+        vlm, clip = (scored[m]["configs"][config]["accuracy"] for m in ("vlm-a", "clip-a"))
+        gap = (1 - vlm) / (1 - clip)
+        assert f'data-v="{gap!r}">{gap:.1f}×</td>' in page, k
