@@ -12,6 +12,7 @@ from vlmrobust.core.errors import VlmrobustError
 from vlmrobust.evaluation.model_groups import DATA_SLUG_RE, REFERENCE_TRAINING_DATA
 from vlmrobust.evaluation.model_meta import MODEL_FAMILIES as FAMILIES
 from vlmrobust.evaluation.model_meta import MODEL_ID_RE
+from vlmrobust.metrics.robust_fit import FITS as ROBUST_FITS
 
 DEFAULT_BASELINES = Path(__file__).with_name("baselines.yaml")
 TRANSFORMS = ("probit", "logit")
@@ -20,8 +21,8 @@ DEFAULT_MIN_MODELS = 3
 _MAX_BYTES = 1 << 20
 
 
-#: How a line is fitted in transformed space (leaderboard.fit.line_params).
-FITS = ("least-squares", "huber")
+#: How a line is fitted in transformed space (vlmrobust.metrics.robust_fit.line_params).
+FITS = ROBUST_FITS
 #: Metadata fields the charts can colour and fit lines by (evaluation.model_groups).
 GROUP_FIELDS = ("family", "architecture", "training_data", "fine_tuned_on", "loss")
 
@@ -42,6 +43,9 @@ class BaselineSpec:
     version: str
     transform: str = "probit"
     fit: str = "least-squares"  # or "huber": seed 001's robust trend lines
+    # seed 001's own trend lines (the Holistic page: ImageNet-X factor lines, the OOD and
+    # 3DCC charts): "fit with robust linear regression [75]" (Figs. 1, 3), so Huber
+    holistic_fit: str = "huber"
     group_by: str = "family"  # the metadata field whose values get their own lines and colours
     reference_family: str = "classifier"
     reference_models: tuple[str, ...] = ()
@@ -59,6 +63,8 @@ class BaselineSpec:
             raise ValueError(f"group_by must be one of {GROUP_FIELDS}, got {self.group_by!r}")
         if self.fit not in FITS:
             raise ValueError(f"fit must be one of {FITS}, got {self.fit!r}")
+        if self.holistic_fit not in FITS:
+            raise ValueError(f"holistic_fit must be one of {FITS}, got {self.holistic_fit!r}")
         if not 0.0 < self.level < 1.0:
             raise ValueError("level must lie in (0, 1)")
         if self.n_bootstrap < 0:
@@ -117,6 +123,7 @@ class BaselineSpec:
     def as_record(self) -> dict[str, object]:
         return {
             "version": self.version, "transform": self.transform, "fit": self.fit,
+            "holistic_fit": self.holistic_fit,
             "group_by": self.group_by,
             "reference": {"family": None if self.reference_models else self.reference_family,
                           "training_data": None if self.reference_models
@@ -149,6 +156,7 @@ def _parse(path: Path, raw: Any) -> BaselineSpec:
             version=str(raw["version"]),
             transform=str(raw.get("transform", "probit")),
             fit=str(raw.get("fit", "least-squares")),
+            holistic_fit=str(raw.get("holistic_fit", "huber")),
             group_by=str(raw.get("group_by", "family")),
             reference_family=str(ref.get("family") or "classifier"),
             reference_models=tuple(str(x) for x in models),

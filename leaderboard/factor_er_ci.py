@@ -9,8 +9,9 @@ joint bootstrap over a model's images and the line's models.
   generator per (dataset, config, model).
 - Models. The reference models are redrawn with replacement (one multiplicity
   vector per (dataset, config), shared by every factor); replicate b's line of
-  factor f is the least-squares line (as the point line) through its redrawn
-  models at their redrawn accuracies, on the spec's transform axes:
+  factor f is the line through its redrawn models at their redrawn accuracies,
+  on the spec's transform axes, fitted as the point line is (``holistic_fit``:
+  Huber by default, seed 001 Fig. 1):
 
       ER_f*(m) = acc_f*(m) − t⁻¹(a_f* · t(acc_all*(m)) + b_f*).
 
@@ -79,9 +80,10 @@ def factor_er_intervals(results: Mapping[str, Mapping[str, tuple[int, float | No
             x = np.stack([draws[m][0] for m in line.baseline], axis=1)
             y = np.stack([draws[m][1][:, j] for m in line.baseline], axis=1)
             seen = np.isfinite(y)  # a model that drew no image of f is out of that replicate
-            a, c = fit.least_squares(fit.transform(x, spec.transform),
-                                     fit.transform(np.where(seen, y, 0.5), spec.transform),
-                                     weights[:, cols] * seen, min_points=MIN_BOOTSTRAP_MODELS)
+            a, c = fit.line_params(fit.transform(x, spec.transform),
+                                   fit.transform(np.where(seen, y, 0.5), spec.transform),
+                                   weights[:, cols] * seen, spec.holistic_fit,
+                                   min_points=MIN_BOOTSTRAP_MODELS)
         per: dict[str, Interval] = {}
         for m in results:
             if line.fit is None or line.er.get(m) is None:

@@ -15,7 +15,8 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from vlmrobust.metrics import effective_robustness as er_metrics
-from vlmrobust.metrics.robust_fit import huber_line, least_squares
+from vlmrobust.metrics.robust_fit import least_squares as least_squares  # re-exported
+from vlmrobust.metrics.robust_fit import line_params as line_params  # re-exported
 from vlmrobust.metrics.transforms import get_transform
 
 
@@ -37,25 +38,6 @@ def inverse(z: ArrayLike, kind: str = "probit") -> NDArray[np.float64]:
     (0.8413, 0.5)
     """
     return get_transform(kind)[1](z)
-
-
-def line_params(x: NDArray[np.float64], y: NDArray[np.float64],
-                w: NDArray[np.float64] | None = None, method: str = "least-squares",
-                min_points: int = 2) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """Slope and intercept per row of ``w`` by ``method``: ``least-squares``
-    (:func:`least_squares`) or ``huber`` (vlmrobust.metrics.robust_fit.huber_line).
-
-    >>> x = np.arange(10.0); y = x.copy(); y[4] = 30.0
-    >>> [round(float(v), 3) for v in line_params(x, y, method="huber")]
-    [1.0, 0.0]
-    >>> [round(float(v), 3) for v in line_params(x, y)]
-    [0.842, 3.309]
-    """
-    if method == "least-squares":
-        return least_squares(x, y, w, min_points)
-    if method == "huber":
-        return huber_line(x, y, w, min_points=min_points)
-    raise ValueError(f"unknown fit method {method!r}; choose least-squares or huber")
 
 
 def bootstrap_weights(m: int, n_boot: int, rng: np.random.Generator) -> NDArray[np.float64]:

@@ -37,6 +37,9 @@ from vlmrobust.metrics.factors import NAMED_FACTORS
 SHAPE_CONFIG = "cue-conflict"
 STYLIZED_CONFIG = "stylized-imagenet"
 ANNOTATED = "annotated"
+FIT_NAMES = {"huber": "Huber-robust regression, as seed 001 Fig. 1",
+             "least-squares": "least squares, not seed 001's robust regression "
+                              "(baselines.yaml holistic_fit)"}
 
 
 @dataclass(frozen=True)
@@ -219,7 +222,8 @@ def factor_sections(lb: Leaderboard) -> list[Section]:
         accs = {m: {f: c.factors.get(f, (0, None))[1] for f in factors}
                 for m, c in by_model.items()}
         base = _baseline(lb, key, by_model)
-        lines = factor_effective_robustness(overall, accs, base, factors, lb.spec.transform)
+        lines = factor_effective_robustness(overall, accs, base, factors, lb.spec.transform,
+                                            lb.spec.holistic_fit)
         cis = factor_er_intervals({m: c.factors for m, c in by_model.items()}, lines, factors,
                                   lb.spec, key, config)
         er_rows = [make_row(lb, subs[m], [er_ci_cell(lines[f].er.get(m), cis[f][m],
@@ -227,8 +231,9 @@ def factor_sections(lb: Leaderboard) -> list[Section]:
                    for m in by_model]
         notes = tuple(
             f"{f}: " + (f"{lb.spec.transform}(acc_f) = {ln.fit.slope:.3f}·{lb.spec.transform}"
-                        f"(acc_all) {ln.fit.intercept:+.3f} over {ln.fit.n_models} reference "
-                        f"models ({', '.join(ln.baseline)})" if ln.fit is not None
+                        f"(acc_all) {ln.fit.intercept:+.3f} ({lb.spec.holistic_fit}) over "
+                        f"{ln.fit.n_models} reference models ({', '.join(ln.baseline)})"
+                        if ln.fit is not None
                         else f"no line: {ln.reason}")
             for f, ln in lines.items())
         chance = 1 / 5 if key == IMAGENET else 1 / 1000
@@ -239,7 +244,8 @@ def factor_sections(lb: Leaderboard) -> list[Section]:
             f"factor-er-{len(out)}", f"Factor-level effective robustness: {key} / {config}",
             "Per factor, the reference models' (factor accuracy, overall ImageNet-X accuracy) "
             f"points are fitted by a line on {lb.spec.transform} axes ({lb.spec.reference_label}; "
-            "seed 001 §IV); a model's factor ER is its factor accuracy above that line, in "
+            f"{FIT_NAMES[lb.spec.holistic_fit]}; seed 001 §IV); a model's factor ER is its "
+            "factor accuracy above that line, in "
             f"points, with its {lb.spec.level:.0%} percentile interval from a joint bootstrap "
             f"({lb.spec.n_bootstrap} resamples) over the model's annotated images (overall and "
             "factor accuracy from the same redrawn images) and the reference models.",

@@ -76,19 +76,18 @@ def test_page_shows_shape_bias_factors_and_factor_er(tmp_path: Path) -> None:
     # factor accuracy columns carry the image counts
     assert sections["factors-0"].columns == ("all annotated (n=400)", "pose (n=120)",
                                              "texture (n=9)")
-    # factor ER: a probit line over the reference models (classifiers on imagenet-1k)
+    # factor ER: a Huber-robust probit line over the reference models (classifiers on
+    # imagenet-1k; seed 001 Fig. 1), as statsmodels' RLM fits it
     er = sections["factor-er-1"]
-    base = [m for m in FACTORS if m.startswith("classifier")]
     for j, f in enumerate(("pose", "texture")):
-        col = 1 + j
-        fit = stats.linregress(stats.norm.ppf([FACTORS[m][0] for m in base]),
-                               stats.norm.ppf([FACTORS[m][col] for m in base]))
+        slope, intercept = _huber(1 + j)
         for r in er.rows:
-            o, acc = FACTORS[r.model_id][0], FACTORS[r.model_id][col]
-            expected = acc - stats.norm.cdf(fit.slope * stats.norm.ppf(o) + fit.intercept)
-            assert float(r.cells[j].sort) == pytest.approx(expected, abs=1e-9), (r.model_id, f)
-    assert any("over 3 reference models (classifier-0000, classifier-0001, classifier-0002)" in n
-               for n in er.notes)
+            o, acc = FACTORS[r.model_id][0], FACTORS[r.model_id][1 + j]
+            expected = acc - stats.norm.cdf(slope * stats.norm.ppf(o) + intercept)
+            assert float(r.cells[j].sort) == pytest.approx(expected, abs=1e-6), (r.model_id, f)
+    assert any("(huber) over 3 reference models (classifier-0000, classifier-0001, "
+               "classifier-0002)" in n for n in er.notes)
+    assert "Huber-robust regression, as seed 001 Fig. 1" in er.intro
     # each factor ER shows its bootstrap interval beside it (factor_er_ci), holding the ER
     for r in er.rows:
         for c in r.cells:
@@ -108,6 +107,32 @@ def test_page_shows_shape_bias_factors_and_factor_er(tmp_path: Path) -> None:
     # grouped: stated groups sorted, the same group together
     groups = [r.group for r in er.rows]
     assert groups == sorted(groups)
+
+
+def _huber(col: int) -> tuple[float, float]:
+    sm = pytest.importorskip("statsmodels.api")
+    base = [m for m in FACTORS if m.startswith("classifier")]
+    x = stats.norm.ppf([FACTORS[m][0] for m in base])
+    res = sm.RLM(stats.norm.ppf([FACTORS[m][col] for m in base]), sm.add_constant(x),
+                 M=sm.robust.norms.HuberT()).fit()
+    return float(res.params[1]), float(res.params[0])
+
+
+def test_holistic_fit_least_squares_draws_the_least_squares_factor_line(tmp_path: Path) -> None:
+    """baselines.yaml ``holistic_fit: least-squares``: scipy's linregress line, named so."""
+    _submissions(tmp_path / "subs")
+    spec = BaselineSpec(version="t", n_bootstrap=0, min_models=2, holistic_fit="least-squares")
+    er = {s.key: s for s in holistic_sections(aggregate(load_submissions(tmp_path / "subs"),
+                                                        spec))}["factor-er-1"]
+    base = [m for m in FACTORS if m.startswith("classifier")]
+    line = stats.linregress(stats.norm.ppf([FACTORS[m][0] for m in base]),
+                            stats.norm.ppf([FACTORS[m][1] for m in base]))
+    for r in er.rows:
+        o, acc = FACTORS[r.model_id][0], FACTORS[r.model_id][1]
+        want = acc - stats.norm.cdf(line.slope * stats.norm.ppf(o) + line.intercept)
+        assert float(r.cells[0].sort) == pytest.approx(want, abs=1e-9)
+    assert "least squares, not seed 001's robust regression" in er.intro
+    assert any("(least-squares) over 3 reference models" in n for n in er.notes)
 
 
 def test_model_text_is_escaped(tmp_path: Path) -> None:

@@ -53,7 +53,7 @@ def test_publish_records_releases_and_changes(tmp_path: Path) -> None:
     r1 = publish_site(load_submissions(subs), site, now=NOW)
     assert r1["version"] == "1" and r1["date"] == "2026-05-01T12:00:00Z"
     assert r1["changes"] is None and r1["n_models"] == 4
-    assert r1["baselines"]["version"] == "3" and r1["baselines"]["transform"] == "probit"
+    assert r1["baselines"]["version"] == "4" and r1["baselines"]["transform"] == "probit"
     # Two classifiers are below the minimum of 3: the release says "no line", never a number.
     refs = [f for f in r1["fits"] if f["kind"] == "reference"]
     assert refs and all(f["slope"] is None and f["n"] == 2 and "no line: 2 reference model(s)"

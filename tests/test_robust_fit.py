@@ -111,13 +111,45 @@ def test_fit_line_huber_ignores_an_outlying_reference_model() -> None:
 
 
 def test_baselines_yaml_selects_the_fit(tmp_path: Path) -> None:
-    assert load_baselines().fit == "least-squares"
+    """``fit`` (the robustness page's lines, seed 000: least squares) and
+    ``holistic_fit`` (seed 001's lines: Huber by default) are chosen apart."""
+    default = load_baselines()
+    assert (default.fit, default.holistic_fit) == ("least-squares", "huber")
     p = tmp_path / "b.yaml"
     p.write_text("version: '9'\nfit: huber\n")
     spec = load_baselines(p)
     assert spec.fit == "huber" and spec.as_record()["fit"] == "huber"
+    assert spec.as_record()["holistic_fit"] == "huber"
+    p.write_text("version: '9'\nholistic_fit: least-squares\n")
+    assert load_baselines(p).holistic_fit == "least-squares"
+    p.write_text("version: '9'\nholistic_fit: l1\n")
+    with pytest.raises(BaselineSpecError, match="holistic_fit must be one of"):
+        load_baselines(p)
     p.write_text("version: '9'\nfit: lasso\n")
     with pytest.raises(BaselineSpecError, match="fit must be one of"):
         load_baselines(p)
     with pytest.raises(ValueError, match="fit must be one of"):
         BaselineSpec(version="x", fit="ols")
+
+
+def test_slow_convergence_and_the_weighted_deviance_follow_statsmodels() -> None:
+    """A resample whose IRLS converges slowly: statsmodels stops on the change of
+    Σ ρ(r / v) with v the weighted fit's residual variance, after at most 49
+    refits; stopping on Σ ρ(r / s) with the MAD scale stopped 2e-5 away."""
+    x = np.array([1.0, -0.2, -0.5, -1.0, -0.7])
+    y = np.array([0.5, 0.2, 0.0, -1.3, -1.0])
+    w = np.array([1.0, 3.0, 0.0, 3.0, 2.0])
+    ra, rb = _statsmodels_huber(np.repeat(x, w.astype(int)), np.repeat(y, w.astype(int)))
+    a, b = huber_line(x, y, w)
+    assert float(a) == pytest.approx(ra, abs=1e-9) and float(b) == pytest.approx(rb, abs=1e-9)
+
+
+def test_one_point_holding_over_half_the_weight_has_no_huber_line() -> None:
+    """Drawn 3 times of 5, one point pulls every Huber line through itself (its
+    residual is the median, the MAD scale collapses): no line, as a resample of
+    too few models has none; least squares still has one."""
+    x = np.array([-0.7, -0.3, -0.8])
+    y = np.array([-1.4, -0.6, -0.6])
+    a, b = huber_line(x, y, np.array([[1.0, 3.0, 1.0], [1.0, 2.0, 1.0]]))
+    assert np.isnan(a[0]) and np.isnan(b[0]) and np.isfinite(a[1])
+    assert np.isfinite(fit.least_squares(x, y, np.array([1.0, 3.0, 1.0]))[0])

@@ -1,10 +1,14 @@
 """Factor-level effective robustness on ImageNet-X (seed 001 §IV): for each
 factor f, the baseline models' points (overall ImageNet-X accuracy, accuracy on
-the images whose top factor is f) are fitted by least squares on probit axes,
+the images whose top factor is f) are fitted by a line on probit axes,
 
     Φ⁻¹(acc_f) = a_f · Φ⁻¹(acc_all) + b_f,
 
-and a model's factor ER is its factor accuracy above that line:
+by Huber-robust regression by default (seed 001 Fig. 1: "The blue straight lines
+are fit with robust linear regression [75]"; vlmrobust.metrics.robust_fit.huber_line,
+statsmodels' RLM with HuberT) or by least squares (``fit="least-squares"``, the
+effective-robustness lines of Taori et al.), and a model's factor ER is its
+factor accuracy above that line:
 
     ER_f(model) = acc_f(model) − Φ(a_f · Φ⁻¹(acc_all(model)) + b_f).
 
@@ -26,6 +30,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from vlmrobust.metrics.effective_robustness import LineFit, effective_robustness, fit_line
+from vlmrobust.metrics.robust_fit import FITS, line_params
+from vlmrobust.metrics.transforms import get_transform
 
 
 @dataclass(frozen=True)
@@ -46,11 +52,13 @@ def factor_effective_robustness(
     baseline: Sequence[str],
     factors: Sequence[str],
     transform: str = "probit",
+    fit: str = "huber",
 ) -> dict[str, FactorLine]:
     """{factor: FactorLine}. ``overall``: model -> accuracy over all annotated
     ImageNet-X images; ``factor_accuracy``: model -> factor -> accuracy (None
     where the model has no image of the factor); ``baseline``: the models the
-    lines are fitted on (the reference line's models).
+    lines are fitted on (the reference line's models); ``fit``: ``huber`` (seed
+    001) or ``least-squares``. Two points lie on any line, so both fits agree there.
 
     >>> from vlmrobust.metrics.transforms import inverse_probit as ip
     >>> overall = {"r1": float(ip(-1.0)), "r2": float(ip(1.0)), "m": float(ip(0.0))}
@@ -60,6 +68,8 @@ def factor_effective_robustness(
     >>> round(line.fit.slope, 6), round(line.fit.intercept, 6), round(line.er["m"], 6)
     (1.0, -0.5, 0.191462)
     """
+    if fit not in FITS:
+        raise ValueError(f"fit must be one of {', '.join(FITS)}, got {fit!r}")
     out: dict[str, FactorLine] = {}
     for f in factors:
         pts = [(m, overall.get(m), factor_accuracy.get(m, {}).get(f)) for m in baseline]
@@ -70,16 +80,21 @@ def factor_effective_robustness(
                                 f"{len(usable)} baseline model(s) with an accuracy on {f}; "
                                 "a line needs 2")
             continue
+        xs, ys = [x for _, x, _ in usable], [y for _, _, y in usable]
         try:
-            fit = fit_line([x for _, x, _ in usable], [y for _, _, y in usable], transform)
+            line = fit_line(xs, ys, transform)
         except ValueError as exc:
             out[f] = FactorLine(f, None, names, {m: None for m in overall}, str(exc))
             continue
+        if fit != "least-squares":
+            fwd = get_transform(transform)[0]
+            a, b = line_params(fwd(np.asarray(xs)), fwd(np.asarray(ys)), method=fit)
+            line = LineFit(float(a), float(b), transform, line.n_models)
         er: dict[str, float | None] = {}
         for m, x in overall.items():
             y = factor_accuracy.get(m, {}).get(f)
-            er[m] = None if x is None or y is None else float(effective_robustness(fit, x, y))
-        out[f] = FactorLine(f, fit, names, er)
+            er[m] = None if x is None or y is None else float(effective_robustness(line, x, y))
+        out[f] = FactorLine(f, line, names, er)
     return out
 
 

@@ -11,6 +11,11 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
+#: How a trend line is fitted (:func:`line_params`): least squares (Taori et al. 2020, seed
+#: 000's effective robustness) or Huber-robust IRLS (seed 001: "The blue straight lines are
+#: fit with robust linear regression [75]", Figs. 1, 3, 9, 10; [75] is Huber's "Robust
+#: statistics").
+FITS = ("least-squares", "huber")
 #: Huber's tuning constant: 95% efficiency at the normal (statsmodels' HuberT default).
 HUBER_T = 1.345
 # Φ⁻¹(3/4): MAD / this estimates σ at the normal
@@ -92,12 +97,20 @@ def huber_line(x: NDArray[np.float64], y: NDArray[np.float64], w: NDArray[np.flo
     """Slope and intercept of y = a·x + b minimising Σ wᵢ ρ((yᵢ − a·xᵢ − b)/s),
     Huber's ρ with constant ``t``, one fit per row of ``w`` (shape (..., m)).
 
-    IRLS from the least-squares fit: each step re-estimates the scale
-    s = median|r| / Φ⁻¹(3/4) (MAD about 0, over the multiplicities), gives point
-    i the weight min(1, t·s/|rᵢ|) and refits by weighted least squares, until the
-    weighted sum of ρ changes by less than ``tol`` (statsmodels' "dev"
-    criterion). A fit whose x has no spread, or with fewer than ``min_points``
-    distinct points, is NaN; a perfect fit (s = 0) keeps the least-squares line.
+    IRLS from the least-squares fit, step for step as statsmodels'
+    ``RLM(y, X, M=HuberT(t)).fit()`` (its defaults: MAD scale, ``conv="dev"``,
+    ``maxiter=50``): each step estimates the scale s = median|r| / Φ⁻¹(3/4) (MAD
+    about 0, over the multiplicities) of the current fit, gives point i the weight
+    hᵢ = min(1, t·s/|rᵢ|) and refits by weighted least squares; it stops when
+    the criterion Σ wᵢ ρ(rᵢ / v) changes by at most ``tol`` or after
+    ``max_iter`` − 1 refits, where v = Σ wᵢ hᵢ rᵢ² / (Σ wᵢ − 2) is the weighted
+    fit's residual variance (statsmodels' ``deviance`` divides by that WLS
+    scale, not by s). A fit whose x has no spread, or with fewer than
+    ``min_points`` distinct points, is NaN; a perfect fit (s = 0) keeps its line.
+    So is a row where one point carries more than half the weight (a bootstrap
+    resample that drew one model that often): every line through that point has
+    a median residual of 0, so the MAD scale collapses and the slope the
+    iterations stop at is rounding noise, not an estimate.
 
     >>> x = np.arange(10.0); y = x.copy(); y[4] = 30.0  # one outlier, not a leverage point
     >>> a, b = huber_line(x, y)
@@ -114,24 +127,45 @@ def huber_line(x: NDArray[np.float64], y: NDArray[np.float64], w: NDArray[np.flo
     shape = np.broadcast_shapes(x.shape, ww.shape)
     x, y, ww = (np.broadcast_to(v, shape) for v in (x, y, ww))
     a, b, ok = _wls(x, y, ww, min_points)
+    ok &= 2.0 * ww.max(axis=-1) <= ww.sum(axis=-1)
     prev = np.full(a.shape, np.inf)
-    for _ in range(max_iter):
+    h = np.ones(shape)  # the Huber weights of the fit (a, b) came from
+    dof = np.maximum(ww.sum(axis=-1) - 2.0, 1.0)
+    for i in range(max_iter):
         r = y - (a[..., None] * x + b[..., None])
+        v = (ww * h * r**2).sum(axis=-1) / dof
+        zd = np.abs(r) / np.where(v > 0, v, 1.0)[..., None]
+        dev = (ww * np.where(zd <= t, 0.5 * zd**2, t * zd - 0.5 * t**2)).sum(axis=-1)
+        done = np.abs(dev - prev) <= tol
         s = weighted_median(np.abs(r), ww) / _MAD_NORMAL
-        live = ok & (s > 0)
-        if not live.any():
-            break
-        z = np.abs(r) / np.where(live, s, 1.0)[..., None]
-        huber_w = np.where(z <= t, 1.0, t / np.maximum(z, 1e-300))
-        rho = np.where(z <= t, 0.5 * z**2, t * z - 0.5 * t**2)
-        dev = (ww * rho).sum(axis=-1)
-        done = np.abs(dev - prev) < tol
-        if np.all(done | ~live):
+        live = ok & (s > 0) & ~done
+        if not live.any() or i == max_iter - 1:
             break
         prev = dev
-        na, nb, _ = _wls(x, y, ww * huber_w)
-        a = np.where(live & ~done, na, a)
-        b = np.where(live & ~done, nb, b)
+        z = np.abs(r) / np.where(live, s, 1.0)[..., None]
+        h = np.where(live[..., None], np.where(z <= t, 1.0, t / np.maximum(z, 1e-300)), h)
+        na, nb, _ = _wls(x, y, ww * h)
+        a = np.where(live, na, a)
+        b = np.where(live, nb, b)
     a = np.where(ok, a, np.nan)
     b = np.where(ok, b, np.nan)
     return np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+
+
+def line_params(x: NDArray[np.float64], y: NDArray[np.float64],
+                w: NDArray[np.float64] | None = None, method: str = "least-squares",
+                min_points: int = 2) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Slope and intercept per row of ``w`` by ``method`` (one of :data:`FITS`):
+    :func:`least_squares` or :func:`huber_line`.
+
+    >>> x = np.arange(10.0); y = x.copy(); y[4] = 30.0
+    >>> [round(float(v), 3) for v in line_params(x, y, method="huber")]
+    [1.0, 0.0]
+    >>> [round(float(v), 3) for v in line_params(x, y)]
+    [0.842, 3.309]
+    """
+    if method == "least-squares":
+        return least_squares(x, y, w, min_points)
+    if method == "huber":
+        return huber_line(x, y, w, min_points=min_points)
+    raise ValueError(f"unknown fit method {method!r}; choose least-squares or huber")
