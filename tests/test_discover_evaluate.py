@@ -105,6 +105,27 @@ def test_fdr_by_skill_against_a_hand_count(tmp_path) -> None:
 def test_no_skill_maps_without_tags(tmp_path) -> None:
     row = _evaluate(tmp_path, [_rec(0, (), None), _rec(1, (), None)])
     assert "fdr_by_skill" not in row and "fdr_by_meta_skill" not in row
+    assert row["skill_coverage"] is None and row["n_skill_tagged"] == 0  # no SC, not 0
+
+
+def test_skill_coverage_is_seed_004s_mean_skills_per_valid_question(tmp_path, capsys) -> None:
+    # seed 004 §4.1: "Skill Coverage (SC): The average number of distinct
+    # cognitive skills required to answer a generated question"; metrics are
+    # over valid questions only
+    tags = [(("counting", "spatial", "ocr"), True),
+            (("counting", "counting", "colour"), True),   # a skill tagged twice: 2 skills
+            (("ocr", "spatial", "colour", "counting"), True),
+            (("a", "b", "c", "d", "e"), False),           # invalid: left out
+            ((), True)]                                   # untagged (--failures-only): left out
+    recs = [_rec(i, s, None, valid=v) for i, (s, v) in enumerate(tags)]
+    tax = tmp_path / "tax.txt"
+    tax.write_text("counting\nspatial\nocr\ncolour\nmaterial\n")
+    row = _evaluate(tmp_path, recs, "--taxonomy", str(tax))
+    assert row["skill_coverage"] == pytest.approx((3 + 2 + 4) / 3, abs=1e-6)
+    assert row["n_skill_tagged"] == 3
+    # the share of a reference taxonomy is another quantity, under its own name
+    assert row["taxonomy_coverage"] == pytest.approx(4 / 5)
+    assert "SC 3.0" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("norm", ["n_questions", "n_prefixes", "none"])

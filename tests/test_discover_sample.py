@@ -83,7 +83,8 @@ def test_evaluate_matches_hand_computation(world, tmp_path) -> None:
     p = np.array(list(prefixes.values())) / len(valid)
     assert row["ld"] == pytest.approx(-(p * np.log(p)).sum() / math.log(len(valid)), rel=1e-6)
     assert row["fdr_curve"][-1] == [len(recs), pytest.approx(row["fdr"], abs=1e-6)]
-    assert row["skill_coverage"] is None or row["skill_coverage"] == 0.0  # no skills tagged
+    assert row["skill_coverage"] is None and row["n_skill_tagged"] == 0  # no skills tagged
+    assert row["taxonomy_coverage"] == 0.0
 
 
 def test_cli_planted_sample_evaluate(tmp_path, capsys) -> None:
@@ -107,8 +108,11 @@ def test_cli_planted_sample_evaluate(tmp_path, capsys) -> None:
                  "--taxonomy", str(tax), "--min-skill-questions", "0"]) == 0
     (row,) = json.loads(metrics.read_text())["rows"]
     tagged = {s for r in rs if r.valid for s in r.skills}
-    assert row["skill_coverage"] == pytest.approx(len(tagged & {"counting", "color recognition",
-                                                                 "OCR"}) / 3)
+    assert row["taxonomy_coverage"] == pytest.approx(len(tagged & {"counting", "color recognition",
+                                                                    "OCR"}) / 3)
+    # seed 004's SC: the planted tagger gives each valid question one skill
+    n_tagged = sum(1 for r in rs if r.valid and r.skills)
+    assert row["skill_coverage"] == 1.0 and row["n_skill_tagged"] == n_tagged > 0
     assert row["n_skills"] == len(tagged)
     assert "QVR" in capsys.readouterr().out
 

@@ -21,6 +21,7 @@ from vlmrobust.metrics.discovery import (
     prefix_entropy,
     qvr,
     skill_coverage,
+    taxonomy_coverage,
     unit_rows,
     vendi_score,
 )
@@ -175,14 +176,32 @@ def test_n_skills_counts_more_than_twenty() -> None:
         n_skills(["counting"])
 
 
-def test_skill_coverage() -> None:
+def test_skill_coverage_is_the_mean_number_of_distinct_skills_per_question() -> None:
+    # seed 004 Table 1: RL's questions need 3.30 skills each; 10 questions with
+    # 3, 3, 3, 4, 3, 4, 3, 3, 4, 3 distinct skills (33 in all) give that
+    rng = np.random.default_rng(0)
+    sizes = [3, 3, 3, 4, 3, 4, 3, 3, 4, 3]
+    pool = [f"skill {i}" for i in range(12)]
+    skills = [list(rng.choice(pool, n, replace=False)) for n in sizes]
+    skills[0] = [*skills[0], skills[0][0]]  # a skill tagged twice counts once
+    assert skill_coverage(skills) == pytest.approx(3.30)
+    assert skill_coverage(skills) == pytest.approx(np.mean([len(set(t)) for t in skills]))
+    # not a share of a taxonomy: one skill per question is 1.0 whatever the taxonomy
+    assert skill_coverage([["counting"], ["colour"]]) == 1.0
+    with pytest.raises(ValueError, match="at least one question"):
+        skill_coverage([])
+    with pytest.raises(ValueError, match="not a string"):
+        skill_coverage(["counting"])
+
+
+def test_taxonomy_coverage() -> None:
     taxonomy = ["counting", "colour", "spatial", "ocr"]
     skills = [["counting"], ["counting", "colour"], ["made-up"]]
-    assert skill_coverage(skills, taxonomy) == 0.5
-    assert skill_coverage(skills, taxonomy, min_questions=2) == 0.25
-    assert skill_coverage([], taxonomy) == 0.0
+    assert taxonomy_coverage(skills, taxonomy) == 0.5
+    assert taxonomy_coverage(skills, taxonomy, min_questions=2) == 0.25
+    assert taxonomy_coverage([], taxonomy) == 0.0
     with pytest.raises(ValueError, match="taxonomy"):
-        skill_coverage(skills, [])
+        taxonomy_coverage(skills, [])
 
 
 # ---------------------------------------------------------------- real MiniLM

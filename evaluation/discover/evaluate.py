@@ -7,8 +7,15 @@
 - SD, the Vendi score (cosine kernel) of the MiniLM embeddings of the valid
   questions; LD, the first-two-word prefix entropy of the valid questions
   normalised by ln n (:func:`vlmrobust.metrics.discovery.prefix_entropy`);
-- #Skills (skills on more than ``min_skill_questions`` valid questions) and,
-  given a reference taxonomy, skill coverage;
+- #Skills (skills on more than ``min_skill_questions`` valid questions);
+- SC, skill coverage (seed 004 §4.1): the mean number of distinct skills of a
+  valid question, over the valid questions that carry a skill (seed 004 tags
+  every valid question; here a records file may be untagged, or tagged with
+  ``discover taxonomy --failures-only``: an untagged question is left out, not
+  counted as 0, and ``n_skill_tagged`` says over how many SC is taken; null
+  when none is tagged);
+- given a reference taxonomy, taxonomy coverage (not a seed metric): the
+  share of its skills some valid question carries;
 - FDR per skill and, apart, per meta-skill (the default taxonomy names a
   meta-skill after its most frequent skill, so one map of both would count a
   question twice under one name), the FDR curve against the number of
@@ -36,6 +43,7 @@ from vlmrobust.metrics.discovery import (
     prefix_entropy,
     qvr,
     skill_coverage,
+    taxonomy_coverage,
     vendi_score,
 )
 
@@ -84,6 +92,7 @@ def evaluate_rows(records: Sequence[DiscoveryRecord], config: EvaluateConfig | N
         c = np.array([r.correct for r in rs], dtype=bool)
         valid_qs = [str(r.question) for r in rs if r.valid]
         skills = [r.skills for r in rs if r.valid]
+        tagged = [t for t in skills if t]
         row: dict[str, Any] = {
             "method": method, "questioner": questioner, "answerer": answerer,
             "verifier": verifier, "n_questions": len(rs), "n_valid": int(v.sum()),
@@ -92,8 +101,10 @@ def evaluate_rows(records: Sequence[DiscoveryRecord], config: EvaluateConfig | N
             "ld": (_num(prefix_entropy(valid_qs, cfg.prefix_words, cfg.ld_normalise))  # type: ignore[arg-type]
                    if valid_qs else None),
             "n_skills": n_skills(skills, cfg.min_skill_questions),
-            "skill_coverage": (_num(skill_coverage(skills, taxonomy))
-                               if taxonomy is not None else None),
+            "skill_coverage": _num(skill_coverage(tagged)) if tagged else None,
+            "n_skill_tagged": len(tagged),
+            "taxonomy_coverage": (_num(taxonomy_coverage(skills, taxonomy))
+                                  if taxonomy is not None else None),
             "unparsed_verdicts": int(sum(not r.verifier_parsed for r in rs)),
             "fdr_curve": _curve(v, c),
         }

@@ -10,8 +10,11 @@ answer is correct). Over a set of questions:
   cosine-similarity kernel, exp(−Σ λ_i ln λ_i) over the eigenvalues λ of K/n;
 - LD, lexical diversity: the entropy of the first-two-word prefix
   distribution (natural log), normalised by ln n by default;
-- #Skills: skills tagged on more than 20 questions; skill coverage: the share
-  of a reference taxonomy's skills tagged on at least one question.
+- #Skills: skills tagged on more than 20 questions;
+- SC, skill coverage: the mean number of distinct skills a question needs
+  (seed 004 Table 1, "Skill Cov.": RL 3.30);
+- taxonomy coverage (not a seed metric): the share of a reference taxonomy's
+  skills tagged on at least one question.
 
 Questions are parsed from the questioner's completion by :func:`parse_questions`
 and cut into prefixes by :func:`prefix` (shared with the reward, Eq. 5).
@@ -286,18 +289,44 @@ def n_skills(skills: Iterable[Iterable[str]], min_questions: int = 20) -> int:
     return sum(1 for c in skill_counts(skills).values() if c > min_questions)
 
 
-def skill_coverage(skills: Iterable[Iterable[str]], taxonomy: Iterable[str],
-                   min_questions: int = 1) -> float:
-    """Share of the reference taxonomy's skills tagged on at least
-    ``min_questions`` of the questions: |{s ∈ T : count(s) ≥ m}| / |T|.
-    Skills outside the taxonomy do not count.
+def skill_coverage(skills: Iterable[Iterable[str]]) -> float:
+    """SC, seed 004 §4.1: "Skill Coverage (SC): The average number of distinct
+    cognitive skills required to answer a generated question, serving as a
+    proxy for question complexity" (§4.2: RL questions require "3.30
+    simultaneous skills per query"):
 
-    >>> skill_coverage([["counting"], ["colour"], ["ocr?"]], ["counting", "colour", "spatial", "ocr"])
+        SC = (1/n) Σ_q |distinct skills(q)|
+
+    over the n questions given, one list of skill names each (a skill tagged
+    twice on one question counts once). The caller picks the questions: seed
+    004 computes every metric over valid questions only.
+
+    >>> skill_coverage([["counting", "spatial"], ["ocr"], ["colour", "colour", "counting"]])
+    1.6666666666666667
+    """
+    per_question = []
+    for tags in skills:
+        if isinstance(tags, str):
+            raise ValueError("skills must be one list of skill names per question, not a string")
+        per_question.append(len(set(tags)))
+    if not per_question:
+        raise ValueError("skill_coverage needs at least one question")
+    return float(np.mean(np.asarray(per_question, dtype=np.float64)))
+
+
+def taxonomy_coverage(skills: Iterable[Iterable[str]], taxonomy: Iterable[str],
+                      min_questions: int = 1) -> float:
+    """Share of a reference taxonomy's skills tagged on at least
+    ``min_questions`` of the questions: |{s ∈ T : count(s) ≥ m}| / |T|.
+    Skills outside the taxonomy do not count. Not seed 004's skill coverage
+    (:func:`skill_coverage`): a breadth measure against a fixed skill list.
+
+    >>> taxonomy_coverage([["counting"], ["colour"], ["ocr?"]], ["counting", "colour", "spatial", "ocr"])
     0.5
     """
     tax = set(taxonomy)
     if not tax:
-        raise ValueError("skill_coverage needs a non-empty taxonomy")
+        raise ValueError("taxonomy_coverage needs a non-empty taxonomy")
     if min_questions < 1:
         raise ValueError(f"min_questions must be >= 1, got {min_questions}")
     counts = skill_counts(skills)

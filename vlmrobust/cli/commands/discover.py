@@ -90,12 +90,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--max-new-tokens", type=int, default=D.max_new_tokens)
     s.set_defaults(func=run_sample)
 
-    e = cmd.add_parser("evaluate", help="QVR, FDR, SD, LD, #Skills, coverage from records")
+    e = cmd.add_parser("evaluate", help="QVR, FDR, SD, LD, #Skills, SC from records")
     e.add_argument("records", type=Path, nargs="+", help="records files (.jsonl)")
     e.add_argument("--out", type=Path, required=True, help="metrics (.json)")
     e.add_argument("--no-sd", action="store_true", help="skip SD (needs MiniLM)")
     e.add_argument("--taxonomy", type=Path, default=None,
-                   help="reference skills, one per line, for skill coverage")
+                   help="reference skills, one per line, for taxonomy coverage (the share of "
+                   "them some valid question carries; not seed 004's SC)")
     e.add_argument("--min-skill-questions", type=int, default=D.min_skill_questions)
     e.add_argument("--prefix-words", type=int, default=D.prefix_words)
     e.add_argument("--ld-normalise", choices=("n_questions", "n_prefixes", "none"),
@@ -200,7 +201,8 @@ def run_evaluate(args: argparse.Namespace) -> int:
     for row in result["rows"]:
         print(f"{row['method']} | {row['questioner']} -> {row['answerer']} "
               f"(judge {row['verifier']}): QVR {row['qvr']} FDR {row['fdr']} "
-              f"SD {row['sd']} LD {row['ld']} #Skills {row['n_skills']}")
+              f"SD {row['sd']} LD {row['ld']} #Skills {row['n_skills']} "
+              f"SC {row['skill_coverage']}")
     print(f"wrote {args.out}")
     return 0
 
