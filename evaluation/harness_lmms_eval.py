@@ -27,6 +27,7 @@ from pathlib import Path
 from vlmrobust.core.errors import VlmrobustError
 from vlmrobust.core.kinds import refuse_open
 from vlmrobust.evaluation.lmms_eval_task import (
+    MULTIPLE_CHOICE,
     OUTPUT_TYPES,
     TASK_VERSION,
     TaskSpec,
@@ -45,6 +46,21 @@ class ExportedTasks:
     out: Path
     names: tuple[str, ...]
     fingerprint: str
+    output_types: tuple[str, ...] = ()  # per name, in the same order
+
+    def run_lines(self) -> list[str]:
+        """One lmms-eval command line per output type. multiple_choice needs
+        ``--force_simple``: lmms-eval 0.7.3's chat model classes build message
+        requests for generation only ("messages is used for generation only")
+        and exit 0 with no samples without it."""
+        lines = []
+        for kind in sorted(set(self.output_types)):
+            names = [n for n, t in zip(self.names, self.output_types, strict=True) if t == kind]
+            simple = " --force_simple" if kind == MULTIPLE_CHOICE else ""
+            lines.append(f"lmms_eval --model MODEL{simple} --model_args pretrained=... "
+                         f"--include_path {self.out} --tasks {','.join(names)} "
+                         "--log_samples --output_path logs/")
+        return lines
 
 
 def prompt_data(prompt_id: str) -> dict[str, str | None]:
@@ -133,4 +149,5 @@ def export_lmms_eval(dataset: str | Path, out: str | Path, config: str | None = 
             dataset_dir=dataset_path if reader.local is not None else None,
             prompt_id=prompt_id, prompt=prompt_data(prompt_id)))
         write_text_atomic(tmp / RECORD, json.dumps(record, indent=2, ensure_ascii=False) + "\n")
-    return ExportedTasks(out=out, names=tuple(names), fingerprint=info.fingerprint)
+    return ExportedTasks(out=out, names=tuple(names), fingerprint=info.fingerprint,
+                         output_types=tuple(s.output_type for s in specs))

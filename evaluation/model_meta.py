@@ -128,8 +128,10 @@ class ModelMeta:
             check_link(getattr(self, key), f"model {self.model_id}: {key}")
         if self.bibtex is not None and (not isinstance(self.bibtex, str) or len(self.bibtex) > MAX_BIBTEX):
             raise SubmissionError(f"model {self.model_id}: bibtex must be text of at most {MAX_BIBTEX} characters")
-        if not self.name:
-            raise SubmissionError(f"model {self.model_id}: name must not be empty")
+        if not isinstance(self.name, str) or not self.name.strip():
+            # a blank name showed as an empty row on the leaderboard (issue 40.15)
+            raise SubmissionError(f"model {self.model_id}: name must not be empty or blank; "
+                                  "give the model's display name (--name)")
         if self.family not in MODEL_FAMILIES:
             raise SubmissionError(
                 f"model {self.model_id}: family {self.family!r} is not one of {', '.join(MODEL_FAMILIES)}")

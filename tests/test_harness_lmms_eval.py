@@ -66,7 +66,13 @@ def test_export_writes_one_task_per_config_and_output_type(
     printed = _export(ds, out, capsys)
     names = {f"vlmrobust_imagenet_mcq_{c.replace('-', '_')}{s}" for c in CONFIGS for s in ("", "_gen")}
     assert {p.stem for p in out.glob("*.yaml")} == names
-    assert set(printed.split("--tasks ")[1].split()[0].split(",")) == names
+    # one run line per output type; multiple_choice needs --force_simple (issue 40.3:
+    # without it lmms-eval 0.7.3 exits 0 with no samples)
+    runs = {ln.split("--tasks ")[1].split()[0]: ln for ln in printed.splitlines() if ln.startswith("run: ")}
+    assert set(",".join(runs).split(",")) == names and len(runs) == 2
+    for tasks, line in runs.items():
+        gen = {t.endswith("_gen") for t in tasks.split(",")}
+        assert len(gen) == 1 and ("--force_simple" in line) == (gen == {False}), line
     fingerprint = read_manifest(ds)["fingerprint"]
     for name in names:
         cfg = yaml.load((out / f"{name}.yaml").read_text(), Loader=_Loader)

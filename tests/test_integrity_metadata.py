@@ -81,6 +81,19 @@ def test_submit_refuses_absurd_params(mcq: Path, tmp_path: Path, capsys: pytest.
     assert not (tmp_path / "subs" / "m").exists()
 
 
+@pytest.mark.parametrize("name", ["   ", "\u00a0\t"])
+def test_submit_refuses_a_blank_name(name: str, mcq: Path, tmp_path: Path,
+                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 40.15: a blank --name was accepted and listed as an empty row."""
+    p = perfect_predictions(mcq, tmp_path / "p.parquet")
+    rc, err = run_cli(["submit", "--dataset", str(mcq), "--predictions", str(p), "--submissions",
+                       str(tmp_path / "subs"), "--model-id", "m", "--name", name], capsys)
+    assert rc == 1
+    one_line_error(err)
+    assert "name must not be empty or blank" in err
+    assert not (tmp_path / "subs" / "m").exists()
+
+
 def test_leaderboard_build_refuses_absurd_params(board: Path, tmp_path: Path,
                                                  capsys: pytest.CaptureFixture[str]) -> None:
     subs = _copy_board(board, tmp_path)

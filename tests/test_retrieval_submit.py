@@ -92,3 +92,14 @@ def test_holistic_page_shows_the_retrieval_table(ds: Path, tmp_path: Path) -> No
             assert float(v) == block[f"recall@{k}"] and ci is not None and ci[0] <= float(v) <= ci[1]
             assert f"95% CI {100 * ci[0]:.1f} … {100 * ci[1]:.1f}" in title
     assert "vit" in html  # rows carry the model group
+
+
+def test_submitting_the_same_retrieval_predictions_twice(ds: Path, tmp_path: Path) -> None:
+    """Issue 40.1: the second submit reads the first's scores.json back through the
+    schema; `kind: retrieval` was missing from its enum, so a rerun of the demo failed."""
+    subs = tmp_path / "subs"
+    pred = _predictions(ds, tmp_path / "a.jsonl", seed=0)
+    first = add_submission(subs, "emb-a", ds, pred, {})
+    second = add_submission(subs, "emb-a", ds, pred, {})
+    assert second["datasets"]["retrieval"] == first["datasets"]["retrieval"]
+    assert second["datasets"]["retrieval"]["kind"] == "retrieval"

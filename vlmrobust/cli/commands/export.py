@@ -60,6 +60,6 @@ def run_lmms_eval(args: argparse.Namespace) -> int:
                             tuple(args.output_type or OUTPUT_TYPES))
     print(f"wrote {len(done.names)} lmms-eval tasks to {done.out} "
           f"(dataset build {done.fingerprint[:12]})")
-    print(f"run: lmms_eval --model MODEL --model_args pretrained=... --include_path {done.out} "
-          f"--tasks {','.join(done.names)} --log_samples --output_path logs/")
+    for line in done.run_lines():
+        print(f"run: {line}")
     return 0
