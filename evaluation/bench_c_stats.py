@@ -4,14 +4,15 @@
   and plain, clean and corrupted, destructive and corrective RAS), resampling
   **source questions** with all their copies (vlmrobust.metrics.clustered):
   the 95 corrupted copies of a question are not independent samples;
-- ``sensitivity``: seed 003's sensitivity analysis, per corruption: the mean
-  per-question change of Acc, S and C, its z-score among the model's
-  corruptions, and a paired t-test of the corrupted against the clean copy
+- ``corruption_effect`` (not a seed analysis; seed 003's sensitivity analysis
+  is evaluation/bench_c_sensitivity.py): per corruption, the mean per-question
+  change of Acc, S and C, its z-score among the model's corruptions, and a
+  two-sided paired t-test of the corrupted against the clean copy
   (scipy.stats.ttest_rel over questions; each question's copies of that
   corruption averaged first, so the test is not inflated by the copies);
-- ``accuracy_gain``: seed 003's Table 3: the cells where corruption *raised*
-  accuracy (plain ΔAcc = (WR − RW)/N > 0) with the sign of the cell's mean ΔS
-  and ΔC, named by the behaviour-quadrant rule.
+- ``accuracy_gain``: seed 003's Table 3: the subtle-corruption cells (ℓ = 1)
+  where corruption *raised* accuracy (plain ΔAcc = (WR − RW)/N > 0) with the
+  sign of the cell's mean ΔS and ΔC, named by the behaviour-quadrant rule.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from vlmrobust.metrics.ras import CORRECTIVE, DESTRUCTIVE
 N_RESAMPLES = 1000
 LEVEL = 0.95
 # (metric of the corrupted copy, the same metric of the clean copy)
-SENSITIVITY_METRICS = (("acc", "acc_clean"), ("S", "S_clean"), ("C", "C_clean"))
+EFFECT_METRICS = (("acc", "acc_clean"), ("S", "S_clean"), ("C", "C_clean"))
 
 
 def _ci(rep: NDArray[np.float64]) -> list[float] | None:
@@ -102,8 +103,8 @@ def _question_means(x: NDArray[np.float64], clusters: NDArray[np.int64], n: int,
     return tot[held] / cnt[held], held
 
 
-def sensitivity(values: Mapping[str, NDArray[np.float64]], corruption: Sequence[str],
-                pair_clusters: NDArray[np.int64], n_clusters: int) -> dict[str, Any]:
+def corruption_effect(values: Mapping[str, NDArray[np.float64]], corruption: Sequence[str],
+                      pair_clusters: NDArray[np.int64], n_clusters: int) -> dict[str, Any]:
     """Per corruption and for all corruptions together: for Acc, S and C, the mean
     per-question change (corrupted − clean; each question's copies averaged
     first), its z-score among the model's corruptions, and the paired t-test
@@ -111,9 +112,10 @@ def sensitivity(values: Mapping[str, NDArray[np.float64]], corruption: Sequence[
     corr = np.asarray(corruption, dtype=object)
     names = sorted(set(corr.tolist()))
     out: dict[str, Any] = {"unit": "source question (copies averaged)",
-                           "test": "paired t-test, corrupted vs clean (scipy.stats.ttest_rel)",
+                           "test": "two-sided paired t-test, corrupted vs clean "
+                                   "(scipy.stats.ttest_rel); not seed 003's sensitivity analysis",
                            "z": "z-score of the mean change among this model's corruptions"}
-    for metric, clean_name in SENSITIVITY_METRICS:
+    for metric, clean_name in EFFECT_METRICS:
         if metric not in values or (clean_name not in values and metric != "acc"):
             out[metric] = None
             continue
@@ -139,11 +141,17 @@ QUADRANT_OF_SIGNS = {(True, True): "degraded", (False, True): "overconfident",
                      (True, False): "hesitant", (False, False): "stable"}
 
 
+# Table 3: "all cases where subtle corruptions (ℓ = 1) lead to an unexpected
+# overall increase in accuracy" (seed 003, Appendix 9.3).
+SUBTLE_SEVERITY = 1
+
+
 def accuracy_gain(cells: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """The cells whose plain ΔAcc is positive (corruption raised accuracy), each with
-    WR, RW, ΔAcc = (WR − RW)/N and the category of its mean ΔS and ΔC by the
-    quadrant rule (ΔS > 0 and ΔC > 0 degraded, ΔS ≤ 0 < ΔC overconfident,
-    ΔC ≤ 0 < ΔS hesitant, both ≤ 0 stable); category null without logits.
+    """Seed 003's Table 3: the cells at severity ℓ = 1 whose plain ΔAcc is positive
+    (a subtle corruption raised accuracy), each with WR, RW, ΔAcc = (WR − RW)/N
+    and the category of its mean ΔS and ΔC by the quadrant rule (ΔS > 0 and
+    ΔC > 0 degraded, ΔS ≤ 0 < ΔC overconfident, ΔC ≤ 0 < ΔS hesitant, both ≤ 0
+    stable); category null without logits. Cells at ℓ ≥ 2 are not listed.
 
     >>> accuracy_gain([{"corruption": "fog", "severity": 1, "n": 10,
     ...                 "transitions": {"RR": 5, "RW": 1, "WR": 3, "WW": 1},
@@ -154,7 +162,7 @@ def accuracy_gain(cells: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     for c in cells:
         plain = c.get("plain") or {}
         dacc = plain.get("delta_acc")
-        if dacc is None or dacc <= 0:
+        if c["severity"] != SUBTLE_SEVERITY or dacc is None or dacc <= 0:
             continue
         ds, dc = plain.get("delta_S"), plain.get("delta_C")
         t = c.get("transitions") or {}

@@ -1,7 +1,8 @@
 """The ``bench_c`` block of scores.json (docs/internals.md): per (corruption,
 severity) cell κ-weighted and plain means of the pair metrics of each corrupted
 row against the clean copy of its question, quadrant and transition counts,
-per-category blocks, clustered intervals and the sensitivity analysis."""
+per-category blocks, clustered intervals, seed 003's sensitivity analysis
+(bench_c_sensitivity) and the corruption-effect t-tests (bench_c_stats)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from vlmrobust.evaluation import bench_c_stats
+from vlmrobust.evaluation import bench_c_sensitivity, bench_c_stats
 from vlmrobust.evaluation.bench_c_stats import question_clusters
 from vlmrobust.evaluation.dataset_index import CLEAN, clean_rows_of, question_keys
 from vlmrobust.evaluation.score_common import DEFAULT_SEED, derived_seed
@@ -128,6 +129,7 @@ def bench_c_scores(report: ValidationReport, seed: int = DEFAULT_SEED) -> dict[s
     quad: NDArray[np.int8] | None = None
     logits = report.aligned.logits
     s_all = c_all = None
+    probs = None
     if logits is not None:
         probs = softmax(logits)
         m = pair_metrics(probs[o_rows], probs[d_rows], y[d_rows], index.n_options[d_rows])
@@ -178,8 +180,9 @@ def bench_c_scores(report: ValidationReport, seed: int = DEFAULT_SEED) -> dict[s
             values, w, cells, len(cell_keys), qc[d_rows], trans, clean_values, kappa[clean_rows],
             qc[clean_rows], int(qc.max()) + 1 if qc.size else 0,
             derived_seed(seed, "bench-c", "questions")),
-        "sensitivity": bench_c_stats.sensitivity(values, corruption[d_rows].tolist(), qc[d_rows],
-                                                 int(qc.max()) + 1 if qc.size else 0),
+        "sensitivity": bench_c_sensitivity.sensitivity(index, probs),
+        "corruption_effect": bench_c_stats.corruption_effect(
+            values, corruption[d_rows].tolist(), qc[d_rows], int(qc.max()) + 1 if qc.size else 0),
         "accuracy_gain": bench_c_stats.accuracy_gain(out_cells),
     }
 

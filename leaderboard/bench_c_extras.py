@@ -1,7 +1,9 @@
 """Read the Bench-C statistics of a ``scores.json`` beyond the point estimates
-(evaluation/bench_c_stats.py): ``intervals`` (clustered bootstrap), the
-``sensitivity`` analysis and the ``accuracy_gain`` cells. Every value is
-checked (numbers finite and in range, names known); a problem names the field."""
+(evaluation/bench_c_stats.py, bench_c_sensitivity.py): ``intervals`` (clustered
+bootstrap), seed 003's ``sensitivity`` analysis (Table 2), the
+``corruption_effect`` t-tests and the ``accuracy_gain`` cells (Table 3). Every
+value is checked (numbers finite and in range, names known); a problem names
+the field."""
 
 from __future__ import annotations
 
@@ -12,8 +14,9 @@ from typing import Any
 from vlmrobust.leaderboard.fields import Where
 from vlmrobust.leaderboard.submission import METRIC_BOUNDS, QUADRANTS, WEIGHTINGS
 
-SENSITIVITY_METRICS = ("acc", "S", "C")
-_SENS_FIELDS = ("mean_change", "t", "p", "z")
+EFFECT_METRICS = ("acc", "S", "C")
+_EFFECT_FIELDS = ("mean_change", "t", "p", "z")
+_E_ABS_Z = ("e_abs_z_ras", "e_abs_z_delta_acc")
 _GAIN_NUMBERS = ("delta_acc", "delta_S", "delta_C")
 CLEAN_PREFIX = "clean:"
 
@@ -23,8 +26,11 @@ class BenchCExtras:
     # weighting -> metric ("clean:acc" for the clean copies) -> interval
     intervals: Mapping[str, Mapping[str, tuple[float, float] | None]] = field(
         default_factory=dict)
+    # seed 003's Table 2 for one model: e_abs_z_ras, e_abs_z_delta_acc, t, df, p,
+    # n_pairs, tested, left_out and corruptions: name -> {n_pairs, e_abs_z_*}
+    sensitivity: Mapping[str, Any] = field(default_factory=dict)
     # metric -> corruption ("all" too) -> {n_questions, mean_change, t, df, p, z}
-    sensitivity: Mapping[str, Mapping[str, Mapping[str, float | int | None]]] = field(
+    corruption_effect: Mapping[str, Mapping[str, Mapping[str, float | int | None]]] = field(
         default_factory=dict)
     accuracy_gain: tuple[Mapping[str, Any], ...] = ()
 
@@ -69,13 +75,44 @@ def _intervals(w: Where, raw: Any, where: str) -> dict[str, dict[str, tuple[floa
     return out
 
 
-def _sensitivity(w: Where, raw: Any, where: str,
-                 ) -> dict[str, dict[str, dict[str, float | int | None]]]:
+def _probability(w: Where, vals: Mapping[str, Any], where: str) -> None:
+    p = vals["p"]
+    if p is not None and not 0.0 <= p <= 1.0:
+        raise w.fail(f"{where}.p", f"{p!r} is not a probability", "rescore the submission")
+
+
+def _sensitivity(w: Where, raw: Any, where: str) -> dict[str, Any]:
+    if raw is None:
+        return {}
+    m = w.mapping(raw, where)
+    out: dict[str, Any] = {k: w.number(m, k, where, lo=0.0) for k in _E_ABS_Z}
+    out.update(t=w.number(m, "t", where), p=w.number(m, "p", where))
+    _probability(w, out, where)
+    out.update(df=w.integer(m, "df", where), n_pairs=w.integer(m, "n_pairs", where))
+    corruptions: dict[str, dict[str, float | int | None]] = {}
+    for name, r in w.mapping(m.get("corruptions", {}), f"{where}.corruptions").items():
+        rw = f"{where}.corruptions.{name}"
+        entry = w.mapping(r, rw)
+        vals: dict[str, float | int | None] = {k: w.number(entry, k, rw, lo=0.0) for k in _E_ABS_Z}
+        vals["n_pairs"] = w.integer(entry, "n_pairs", rw)
+        corruptions[str(name)] = vals
+    out["corruptions"] = corruptions
+    for key in ("tested", "left_out"):
+        names = m.get(key, [])
+        if not isinstance(names, list) or not all(str(n) in corruptions for n in names):
+            raise w.fail(f"{where}.{key}", "expected a list of the block's corruptions",
+                         "rescore the submission")
+        out[key] = [str(n) for n in names]
+    return out
+
+
+def _corruption_effect(w: Where, raw: Any, where: str,
+                       ) -> dict[str, dict[str, dict[str, float | int | None]]]:
     if raw is None:
         return {}
     m = w.mapping(raw, where)
     out: dict[str, dict[str, dict[str, float | int | None]]] = {}
-    for metric in SENSITIVITY_METRICS:
+    for metric in EFFECT_METRICS:
         if m.get(metric) is None:
             continue
         rows = w.mapping(m[metric], f"{where}.{metric}")
@@ -84,10 +121,8 @@ def _sensitivity(w: Where, raw: Any, where: str,
             rw = f"{where}.{metric}.{name}"
             entry = w.mapping(r, rw)
             vals: dict[str, float | int | None] = {k: w.number(entry, k, rw)
-                                                   for k in _SENS_FIELDS}
-            p = vals["p"]
-            if p is not None and not 0.0 <= p <= 1.0:
-                raise w.fail(f"{rw}.p", f"{p!r} is not a probability", "rescore the submission")
+                                                   for k in _EFFECT_FIELDS}
+            _probability(w, vals, rw)
             vals["n_questions"] = w.integer(entry, "n_questions", rw)
             vals["df"] = w.integer(entry, "df", rw)
             parsed[str(name)] = vals
@@ -121,4 +156,6 @@ def _gains(w: Where, raw: Any, where: str) -> tuple[dict[str, Any], ...]:
 def load_extras(w: Where, b: Mapping[str, Any], where: str) -> BenchCExtras:
     return BenchCExtras(intervals=_intervals(w, b.get("intervals"), f"{where}.intervals"),
                         sensitivity=_sensitivity(w, b.get("sensitivity"), f"{where}.sensitivity"),
+                        corruption_effect=_corruption_effect(w, b.get("corruption_effect"),
+                                                             f"{where}.corruption_effect"),
                         accuracy_gain=_gains(w, b.get("accuracy_gain"), f"{where}.accuracy_gain"))

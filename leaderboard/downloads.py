@@ -95,8 +95,10 @@ def table_records(lb: Leaderboard) -> tuple[list[str], list[dict[str, Any]]]:
         bc = s.datasets[BENCH_C].bench_c if BENCH_C in s.datasets else None
         rec.update(bench_c_values(bc))
         ex = bc.extras if bc is not None else None
-        # JSON only: seed 003's sensitivity analysis and accuracy-gain cells
+        # JSON only: seed 003's sensitivity analysis (Table 2) and accuracy-gain
+        # cells (Table 3), and the corruption-effect t-tests (not a seed analysis)
         rec["bench_c_sensitivity"] = None if ex is None else ex.sensitivity
+        rec["bench_c_corruption_effect"] = None if ex is None else ex.corruption_effect
         rec["bench_c_accuracy_gain"] = None if ex is None else list(ex.accuracy_gain)
         rec["imagewikiqa:accuracy"] = row.iwqa
         rec["imagewikiqa:accuracy_ci_low"] = row.iwqa_ci[0] if row.iwqa_ci else None

@@ -46,6 +46,18 @@ def num(v: float | None, digits: int = 3) -> str:
     return f"{v:.{digits}f}" if _finite(v) and v is not None else "—"
 
 
+def pvalue(v: float | None) -> str:
+    """A p-value as the seeds print it: 3 significant digits in e-notation below
+    0.001 (seed 003's Table 2: 2.95e-21), else 4 decimals; "—" when undefined.
+
+    >>> pvalue(2.9512e-21), pvalue(0.04321), pvalue(None)
+    ('2.95e-21', '0.0432', '—')
+    """
+    if not _finite(v) or v is None:
+        return "—"
+    return f"{v:.2e}" if v < 1e-3 else f"{v:.4f}"
+
+
 def params(v: int | None) -> str:
     """Parameter count in K/M/B.
 

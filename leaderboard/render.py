@@ -35,7 +35,16 @@ from vlmrobust.leaderboard.board import (
 from vlmrobust.leaderboard.classification_view import classification_page
 from vlmrobust.leaderboard.downloads import pairwise_csv, table_records, to_csv, to_json
 from vlmrobust.leaderboard.fit_plots import fit_marker, fit_plot, shift_charts
-from vlmrobust.leaderboard.formatting import data_v, num, params, pct, signed, times, tone
+from vlmrobust.leaderboard.formatting import (
+    data_v,
+    num,
+    params,
+    pct,
+    pvalue,
+    signed,
+    times,
+    tone,
+)
 from vlmrobust.leaderboard.holistic import holistic_sections
 from vlmrobust.leaderboard.pairwise import LEVEL, RANK_COLUMN
 from vlmrobust.leaderboard.provenance import Provenance
@@ -55,8 +64,8 @@ def _env() -> Environment:
     env = Environment(loader=FileSystemLoader(str(HERE / "templates")), autoescape=True,
                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True,
                       keep_trailing_newline=True)
-    env.filters.update(pct=pct, signed=signed, num=num, params=params, data_v=data_v,
-                       tone=tone, times=times)
+    env.filters.update(pct=pct, signed=signed, num=num, pvalue=pvalue, params=params,
+                       data_v=data_v, tone=tone, times=times)
     return env
 
 

@@ -1,5 +1,6 @@
 """Bench-C intervals resample source questions, not rows (issue 22.4); the
-sensitivity analysis and accuracy-gain categories of seed 003 (issue 22.10)
+corruption-effect t-tests and seed 003's accuracy-gain cells (issue 22.10; only
+ℓ = 1, as Table 3, since issue 34.2)
 against independent implementations (scipy, plain loops)."""
 
 from __future__ import annotations
@@ -148,9 +149,11 @@ def _s_c_ok(z: list[float], answer: int) -> tuple[float, float, float]:
     return s, abs(ok - float(p.max())), ok
 
 
-def test_sensitivity_equals_scipy(varied: tuple[dict[str, Any], dict[str, Any]]) -> None:
+def test_corruption_effect_equals_scipy(varied: tuple[dict[str, Any], dict[str, Any]]) -> None:
+    """The question-level test of corrupted against clean copies lives under its own
+    name (seed 003's sensitivity analysis is tests/test_bench_c_sensitivity.py)."""
     scores, data = varied
-    sens = scores["sensitivity"]
+    sens = scores["corruption_effect"]
     rows, logits = data["rows"], data["logits"]
     clean = {r["source_id"]: _s_c_ok(logits[i], r["answer"]) for i, r in rows.items()
              if r["corruption"] == "none"}
@@ -190,11 +193,15 @@ def test_accuracy_gain_cells(varied: tuple[dict[str, Any], dict[str, Any]]) -> N
         dacc = (t["WR"] - t["RW"]) / cell["n"]
         assert plain["delta_acc"] == pytest.approx(dacc, abs=1e-12)  # Table 3's rule
         key = (cell["corruption"], cell["severity"])
-        assert (key in gains) == (dacc > 0)
-        if dacc > 0:
+        # Table 3 lists subtle corruptions only (ℓ = 1)
+        assert (key in gains) == (dacc > 0 and cell["severity"] == 1)
+        if key in gains:
             assert gains[key]["category"] == signs[(plain["delta_S"] > 0, plain["delta_C"] > 0)]
             assert (gains[key]["WR"], gains[key]["RW"]) == (t["WR"], t["RW"])
     assert gains, "the fixture has a cell where corruption raised accuracy"
+    raised = {(c["corruption"], c["severity"]) for c in scores["cells"]
+              if c["plain"]["delta_acc"] > 0}
+    assert any(sev > 1 for _, sev in raised), "and one at ℓ > 1, left out"
 
 
 def test_destructive_and_corrective_intervals_equal_a_direct_cluster_bootstrap(
@@ -243,8 +250,9 @@ def test_accuracy_gain_categories_at_the_boundaries(ds: float | None, dc: float,
     (ΔS ≤ 0 overconfident/stable, ΔC ≤ 0 hesitant/stable); no logits, no category."""
     from vlmrobust.evaluation.bench_c_stats import accuracy_gain
 
-    cell = {"corruption": "fog", "severity": 2, "n": 4,
+    cell = {"corruption": "fog", "severity": 1, "n": 4,
             "transitions": {"RR": 1, "RW": 0, "WR": 2, "WW": 1},
             "plain": {"delta_acc": 0.5, "delta_S": ds, "delta_C": dc}}
     (gain,) = accuracy_gain([cell, {**cell, "plain": {**cell["plain"], "delta_acc": 0.0}}])
     assert (gain["category"], gain["WR"], gain["RW"], gain["delta_acc"]) == (category, 2, 0, 0.5)
+    assert accuracy_gain([{**cell, "severity": 2}]) == []  # Table 3: ℓ = 1 only

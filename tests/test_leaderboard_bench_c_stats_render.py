@@ -1,5 +1,6 @@
 """The Bench-C statistics reach the pages inert and checked: hostile corruption
-names in the sensitivity analysis and accuracy-gain cells are escaped, the site
+names in the sensitivity analysis, corruption-effect tests and accuracy-gain
+cells are escaped, the site
 check passes, and a damaged block in scores.json is refused naming the field."""
 
 from __future__ import annotations
@@ -30,7 +31,13 @@ def test_hostile_names_in_sensitivity_and_gains_render_inert(tmp_path: Path) -> 
     row = {"n_questions": 9, "mean_change": -0.1, "t": -2.0, "df": 8, "p": 0.08, "z": 1.2}
     extras = BenchCExtras(
         intervals={"kappa_weighted": {"acc": (0.2, 0.4), "clean:acc": (0.5, 0.7)}},
-        sensitivity={"acc": {HOSTILE: row, "all": row}, "S": {HOSTILE: row, "all": row}},
+        sensitivity={"e_abs_z_ras": 0.558, "e_abs_z_delta_acc": 0.381, "t": 51.215, "df": 18,
+                     "p": 2.95e-21, "n_pairs": 12, "tested": [HOSTILE], "left_out": ["fog"],
+                     "corruptions": {HOSTILE: {"n_pairs": 8, "e_abs_z_ras": 0.6,
+                                               "e_abs_z_delta_acc": 0.4},
+                                     "fog": {"n_pairs": 4, "e_abs_z_ras": 0.5,
+                                             "e_abs_z_delta_acc": None}}},
+        corruption_effect={"acc": {HOSTILE: row, "all": row}, "S": {HOSTILE: row, "all": row}},
         accuracy_gain=({"corruption": HOSTILE, "severity": 1, "n": 9, "WR": 3, "RW": 1,
                         "delta_acc": 0.2, "delta_S": 0.1, "delta_C": -0.1,
                         "category": "hesitant"},))
@@ -41,14 +48,21 @@ def test_hostile_names_in_sensitivity_and_gains_render_inert(tmp_path: Path) -> 
     check_files(files, scripts=[script], styles=[style], csp=csp)
     page = files[f"models/{sub.model_id}.html"].decode()
     assert HOSTILE not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
-    assert "hesitant" in page and "Sensitivity analysis" in page
+    assert "hesitant" in page and "Sensitivity analysis (seed 003, Table 2)" in page
+    assert "t = 51.215, df = 18, p = 2.95e-21" in page and "left out" in page
+    assert "Corruption effect per corruption" in page and "not a seed analysis" in page
+    assert "2.95e-21" in files["bench-c.html"].decode()
     assert "interval 20.0 … 40.0" in files["bench-c.html"].decode()
 
 
 @pytest.mark.parametrize(("block", "value", "message"), [
     ("intervals", {"plain": {"acc": [0.9, 0.1]}}, "not an interval"),
     ("intervals", {"plain": {"nonsense": [0.1, 0.2]}}, "unknown metric"),
-    ("sensitivity", {"acc": {"fog": {"p": 1.5, "df": 3, "n_questions": 4}}}, "not a probability"),
+    ("corruption_effect", {"acc": {"fog": {"p": 1.5, "df": 3, "n_questions": 4}}},
+     "not a probability"),
+    ("sensitivity", {"p": 1.5, "df": 3, "n_pairs": 4}, "not a probability"),
+    ("sensitivity", {"df": 3, "n_pairs": 4, "e_abs_z_ras": -0.1}, "outside"),
+    ("sensitivity", {"df": 3, "n_pairs": 4, "tested": ["fog"]}, "the block's corruptions"),
     ("accuracy_gain", [{"corruption": "fog", "severity": 1, "category": "happy"}], "is not one of"),
 ])
 def test_damaged_blocks_are_refused(tmp_path: Path, block: str, value: object,

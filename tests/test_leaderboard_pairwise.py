@@ -213,7 +213,8 @@ def test_site_shows_ties_intervals_warnings_and_downloads(
     assert len(table) == len(lb_json["pairwise"]) > 0
     assert {r["column"] for r in table} >= {"er", "bench-c:ras", "imagenet-mcq:sample-photo"}
     row = next(r for r in lb_json["rows"] if r["model_id"] == "strong")
-    assert row["bench_c_sensitivity"]["acc"]["all"]["df"] == 29
+    assert row["bench_c_corruption_effect"]["acc"]["all"]["df"] == 29
+    assert set(row["bench_c_sensitivity"]) >= {"e_abs_z_ras", "e_abs_z_delta_acc", "t", "df", "p"}
     assert row["bench-c:kappa_weighted:acc:ci_low"] <= row["bench-c:kappa_weighted:acc"]
     model_page = (site / "models" / "strong.html").read_text()
     assert "Sensitivity analysis" in model_page and "Accuracy gains" in model_page

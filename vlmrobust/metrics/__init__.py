@@ -3,7 +3,8 @@
 One module per topic: :mod:`accuracy` (accuracy + bootstrap CI), :mod:`transforms`
 (probit / logit), :mod:`effective_robustness` (baseline line fit, ER + CI),
 :mod:`uncertainty` (softmax, normalised entropy S, calibration error C),
-:mod:`ras` (ΔS, ΔC, ΔAcc, RAS, quadrants, transitions), :mod:`aggregate`
+:mod:`ras` (ΔS, ΔC, ΔAcc, RAS, quadrants, transitions), :mod:`sensitivity`
+(seed 003's test that RAS is more sensitive than ΔAcc), :mod:`aggregate`
 (κ-weighted cell means), :mod:`calibration` (ECE, NLL, temperature scaling),
 :mod:`classification` (top-1 / per-class accuracy, ECE, NLL and seed 001's
 half-fitted temperature over a whole label space, chunked), :mod:`subsets`
