@@ -27,7 +27,7 @@ from vlmrobust.builders.classification.spec import parse_spec
 from vlmrobust.builders.families import BuildOptions
 from vlmrobust.core.classes import load_imagenet_classes
 from vlmrobust.core.datadir import read_manifest, read_table
-from vlmrobust.core.errors import SourceError, VlmrobustError
+from vlmrobust.core.errors import SourceError, SpecError, VlmrobustError
 from vlmrobust.core.label_space import read_label_space
 
 CLASSES_BY_WNID = {c.wnid: c.index for c in load_imagenet_classes()}
@@ -102,8 +102,9 @@ def test_load_dataset_labels_index_the_stored_label_space(built: Path, tmp_path:
         assert sketch.classes[r["label"]].imagenet_ids == (r["label"],)
     caltech = read_label_space(built, "caltech101")
     assert caltech.names == ("centered face", "dollar bill")
-    assert {r["source_file"].split("/")[1] for r in _table(built, "caltech101")} == {
-        "image_0031.jpg", "image_0032.jpg"}  # all but the first 30 per class
+    # no caltech.jsonl in the fixture: the seeded half, 16 of each class's 32
+    per_class = [r["source_file"].split("/")[0] for r in _table(built, "caltech101")]
+    assert sorted(per_class) == ["Faces_easy"] * 16 + ["dollar_bill"] * 16
 
 
 def test_group_label_spaces_and_multi_labels(built: Path) -> None:
@@ -222,7 +223,7 @@ def _break(root: Path, what: str) -> str:
         (root / "stanford_cars" / "devkit" / "cars_meta.mat").unlink()
         return "stanford-cars"
     if what == "caltech-small":
-        for p in sorted((root / "caltech101/101_ObjectCategories/dollar_bill").iterdir())[:5]:
+        for p in sorted((root / "caltech101/101_ObjectCategories/dollar_bill").iterdir())[1:]:
             p.unlink()
         return "caltech101"
     if what == "vid-frame":
@@ -274,9 +275,13 @@ def test_absent_variants_are_skipped_and_named_or_refused(root: Path, tmp_path: 
     assert json.loads((tmp_path / "out" / "manifest.json").read_text())["configs"]["flowers102"] == 5
 
 
-def test_imagenet_val_takes_kisel_clean_labels_as_published(root: Path, tmp_path: Path) -> None:
-    """Kisel et al.'s clean_validation.csv beside the images: only listed images,
-    every proposed label valid, the image's own label first when it is among them."""
+def test_imagenet_val_is_every_image_by_its_original_label_and_the_clean_subset_a_config(
+        root: Path, tmp_path: Path) -> None:
+    """Issue 33 item 8: seeds 001/002 score all 50,000 val images by their original
+    labels: ``imagenet-val`` keeps every image even with Kisel et al.'s
+    clean_validation.csv beside them; the clean subset is the ``imagenet-val-clean``
+    config (only listed images, every proposed label valid, the image's own label
+    first when it is among them)."""
     src = tmp_path / "src"
     shutil.copytree(root / "imagenet-val", src / "imagenet-val")
     files = sorted(p.name for p in (src / "imagenet-val").rglob("*.JPEG"))
@@ -286,15 +291,25 @@ def test_imagenet_val_takes_kisel_clean_labels_as_published(root: Path, tmp_path
              f"{files[1]},{own[files[1]]},7,+",
              f"{files[2]},{own[files[2]]},{own[files[2]]},*"]
     (src / "clean_validation.csv").write_text("\n".join(lines) + "\n")
-    m = build(raw_spec(variants=["imagenet-val"], label_set_sizes=[5]), Path("x.yaml"),
-              BuildOptions(out=tmp_path / "out", source_root=src, progress=False))
-    assert m["configs"]["imagenet-val"] == 3 and m["notes"]["imagenet-val"]["clean_labels"] == \
-        "clean_validation.csv"
-    rows = {r["source_file"].split("/")[1]: r for r in _table(tmp_path / "out", "imagenet-val")}
+    m = build(raw_spec(variants=["imagenet-val", "imagenet-val-clean"], label_set_sizes=[5]),
+              Path("x.yaml"), BuildOptions(out=tmp_path / "out", source_root=src, progress=False))
+    assert m["configs"]["imagenet-val"] == len(files) == 6
+    assert m["notes"]["imagenet-val"]["labels"] == "original ILSVRC-2012 labels, every image"
+    full = {r["source_file"].split("/")[1]: r for r in _table(tmp_path / "out", "imagenet-val")}
+    assert {f: (r["label"], r["valid_labels"]) for f, r in full.items()} == {
+        f: (own[f], [own[f]]) for f in files}
+    assert m["configs"]["imagenet-val-clean"] == 3
+    assert m["notes"]["imagenet-val-clean"]["clean_labels"] == "clean_validation.csv"
+    rows = {r["source_file"].split("/")[1]: r for r in _table(tmp_path / "out", "imagenet-val-clean")}
     assert rows[files[0]]["valid_labels"] == [own[files[0]], 5]
     assert rows[files[1]]["label"] == 7 and rows[files[1]]["valid_labels"] == [7]
-    for r in _table(tmp_path / "out", "imagenet-val-k5"):
+    for r in _table(tmp_path / "out", "imagenet-val-clean-k5"):
         assert not set(r["candidates"]) & (set(r["valid_labels"]) - {r["label"]})
+    assert m["reference_config"] == "imagenet-val"
+    card = (tmp_path / "out" / "README.md").read_text()
+    assert "## Deviations from the seed" in card and "all 50,000 images" in card
+    with pytest.raises(SpecError, match="imagenet-val-clean needs clean_labels"):
+        parse_spec(raw_spec(variants=["imagenet-val-clean"], clean_labels=None), Path("x.yaml"))
 
 
 def test_the_card_passes_the_hub_header_check_and_names_what_numbers_are_over(built: Path) -> None:
@@ -313,7 +328,7 @@ def test_label_set_configs_hold_one_seeded_subset_for_every_k(root: Path, tmp_pa
                    label_set_images=2, label_set_variants=["imagenet-val"])
     m = build(raw, Path("x.yaml"), BuildOptions(out=tmp_path / "out", source_root=root,
                                                 progress=False))
-    assert m["configs"]["imagenet-val"] == 4 and m["label_set_images"] == 2
+    assert m["configs"]["imagenet-val"] == 6 and m["label_set_images"] == 2  # every image
     assert m["configs"]["imagenet-val-k2"] == m["configs"]["imagenet-val-k5"] == 2
     assert "flowers102-k2" not in m["configs"]  # not listed in label_set_variants
     files = [{r["source_file"] for r in _table(tmp_path / "out", f"imagenet-val-k{k}")} for k in (2, 5)]

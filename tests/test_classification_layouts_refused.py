@@ -63,7 +63,8 @@ DAMAGES: dict[str, tuple[str, Callable[[Path], Path]]] = {
     "val-unknown-wnid": ("imagenet-val", lambda r: _mkdir(r / "imagenet-val" / "n99999999")),
     "val-flat-unlisted": ("imagenet-val", _flat_val),
     "val-empty": ("imagenet-val", lambda r: _empty(r, "imagenet-val")),
-    "val-kisel-header": ("imagenet-val", lambda r: _write(r / "clean_validation.csv", "a,b\n1,2\n")),
+    "val-kisel-header": ("imagenet-val-clean",
+                         lambda r: _write(r / "clean_validation.csv", "a,b\n1,2\n")),
     "sketch-unknown-wnid": ("imagenet-sketch",
                             lambda r: _mkdir(r / "imagenet-sketch" / "sketch" / "n99999999")),
     "sketch-no-class-folders": ("imagenet-sketch", _flat_sketch),
@@ -109,6 +110,7 @@ def test_a_wrong_layout_is_refused_in_one_line_naming_the_place_and_the_layout(
     msg = str(err.value)
     assert "\n" not in msg and "Traceback" not in msg
     assert msg.startswith(str(place)), msg  # the damaged file or folder comes first
-    assert "fix: " in msg and msg.endswith(f"expected layout: {IMAGENET_LAYOUTS[variant]} "
+    layout = IMAGENET_LAYOUTS[variant.removesuffix("-clean")]  # the clean subset: val's layout
+    assert "fix: " in msg and msg.endswith(f"expected layout: {layout} "
                                            "(builders/classification/)")
     assert not out.exists() and not list(tmp_path.glob("out*"))

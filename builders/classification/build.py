@@ -50,6 +50,7 @@ from vlmrobust.builders.classification.sources import SourceItem, VariantSource
 from vlmrobust.builders.classification.spaces import imagenet_space
 from vlmrobust.builders.classification.spec import (
     IMAGENET_VARIANTS,
+    VAL_CLEAN,
     ClassificationSpec,
     VariantSpec,
     parse_spec,
@@ -66,6 +67,7 @@ Selector = Callable[[Sequence[Path]], np.ndarray]
 # Folders whose absence means "this variant was not downloaded" (skip_missing)
 PRESENT = {
     "imagenet-val": ("imagenet-val", "val", "imagenet/val", "ILSVRC/Data/CLS-LOC/val"),
+    VAL_CLEAN: ("imagenet-val", "val", "imagenet/val", "ILSVRC/Data/CLS-LOC/val"),
     "imagenet-v2": ("imagenet-v2", "imagenetv2-matched-frequency-format-val",
                     "imagenetv2-threshold0.7-format-val", "imagenetv2-top-images-format-val"),
     "imagenet-r": ("imagenet-r",), "imagenet-a": ("imagenet-a",),
@@ -92,23 +94,29 @@ def read_sources(spec: ClassificationSpec, root: Path) -> tuple[list[VariantSour
 
 def _read(v: VariantSpec, spec: ClassificationSpec, root: Path) -> list[VariantSource]:
     if v.name in IMAGENET_VARIANTS:
-        return [read_imagenet_variant(v.name, root, spec.clean_labels, v.release)]
+        # seeds 001/002 score all 50,000 val images by their original labels
+        return [read_imagenet_variant(v.name, root, None, v.release, spec.class_names)]
+    if v.name == VAL_CLEAN:
+        return [read_imagenet_variant("imagenet-val", root, spec.clean_labels, None,
+                                      spec.class_names, config=VAL_CLEAN)]
     if v.name == "imagenet-d":
         return read_imagenet_d(root, v.splits)
     if v.name == "3dcc":
-        return read_3dcc(root, v.corruptions, v.severities)
+        return read_3dcc(root, v.corruptions, v.severities, spec.class_names)
+    if v.name == "caltech101":
+        return [read_caltech101(root, spec.caltech_split, spec.seed)]
     reader = {"flowers102": read_flowers102, "stanford-cars": read_stanford_cars,
-              "caltech101": read_caltech101, "imagenet-vid-robust": read_vid_robust}[v.name]
+              "imagenet-vid-robust": read_vid_robust}[v.name]
     return [reader(root)]
 
 
-def sample_sources() -> list[VariantSource]:
+def sample_sources(class_names: str = "openai") -> list[VariantSource]:
     """The embedded sample's photos and renditions as two configs over the
     ImageNet-1k label space (licences per image in builders/sample/sample.csv)."""
     from vlmrobust.builders.sample import load_sample
 
     images = load_sample()
-    space = imagenet_space("imagenet-1k", tuple(range(1000)))
+    space = imagenet_space("imagenet-1k", tuple(range(1000)), class_names)
     out = []
     for group in ("photo", "rendition"):
         items = tuple(SourceItem(im.key, Path(im.path), int(im.class_index), (int(im.class_index),),
@@ -223,7 +231,7 @@ def build(raw_spec: dict[str, Any], spec_path: Path, options: BuildOptions) -> d
     spec = parse_spec(raw_spec, spec_path)
     absent: list[str] = []
     if options.sample:
-        sources = sample_sources()
+        sources = sample_sources(spec.class_names)
     elif options.source_root is None:
         raise VlmrobustError("classification needs --source-root DIR (the dataset folders, "
                              "layouts in builders/classification/) or --sample")
@@ -303,7 +311,11 @@ def build_dataset(spec: ClassificationSpec, sources: Sequence[VariantSource], ou
              "candidate_rule": "K-1 distractors uniform without replacement among the non-valid "
                                "classes, label position uniform; generator seeded by sha256 of "
                                "(seed, config, image key, 'k<K>')",
-             "absent_variants": list(absent)}
+             "absent_variants": list(absent),
+             # seed protocol choices and their named alternatives (the card's Deviations)
+             "class_names": spec.class_names,
+             "caltech_split": next((s.notes.get("caltech_split") for s in sources
+                                    if s.variant == "caltech101"), None)}
     info = BuildInfo(spec.name, spec.version, spec.seed, fingerprints, extra, sample)
     return write_dataset(out, configs=configs, features=feats, card=card, info=info,
                          kind=CLASSIFICATION, label_spaces=spaces,

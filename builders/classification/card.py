@@ -11,8 +11,9 @@ from vlmrobust.builders.classification.spec import ClassificationSpec
 
 LAYOUTS = {
     "imagenet-val": "class folders `nXXXXXXXX/` or the flat val files with their label file "
-                    "(builders/sources.py); clean labels: Kisel et al.'s `clean_validation.csv` "
-                    "when present, else ReaL",
+                    "(builders/sources.py): all 50,000 images, original labels; the "
+                    "`imagenet-val-clean` config: Kisel et al.'s `clean_validation.csv` when "
+                    "present, else ReaL",
     "imagenet-v2": "`imagenetv2-<release>-format-val/<0..999>/` (the manifest names the folder read)",
     "imagenet-r": "`imagenet-r/<wnid>/` (200 classes)",
     "imagenet-a": "`imagenet-a/<wnid>/` (200 classes)",
@@ -23,7 +24,7 @@ LAYOUTS = {
     "stanford-cars": "`stanford_cars/{devkit/cars_meta.mat, cars_test_annos_withlabels.mat, "
                      "cars_test/}`, test split",
     "caltech101": "`caltech101/101_ObjectCategories/<class>/` without BACKGROUND_Google; "
-                  "per class all images but the first 30 by name",
+                  "test split as the manifest's `caltech_split` names it",
     "imagenet-vid-robust": "`imagenet-vid-robust/{metadata/pmsets.json, metadata/labels.json, "
                            "misc/}`: anchors and perturbed frames, `pmset` = anchor",
     "imagenet-d": "`ImageNet-D/<split>/<class_dir>/` + `imgnet_d2imgnet_id.txt` (113 classes)",
@@ -37,6 +38,39 @@ LICENCES = (
     ("ObjectNet", "other", "ObjectNet licence: no training on it, research use"),
     ("Flowers102, StanfordCars, Caltech101", "other", "research use as their pages state"),
 )
+
+
+def deviation_lines(spec: ClassificationSpec, sources: Sequence[VariantSource]) -> list[str]:
+    """The card's "Deviations from the seed" section: this build's protocol
+    choices against seeds 001 and 002, each with the spec key that names it."""
+    variants = {s.variant for s in sources}
+    split = next((s.notes.get("caltech_split") for s in sources if s.variant == "caltech101"), None)
+    lines = ["## Deviations from the seed", ""]
+    lines.append(
+        "- Label texts (`class_names`): " + (
+            "CLIP templates and VLM prompts write OpenAI CLIP's ImageNet class names (the "
+            "label space's `text`, where it differs from the unique display `name`), as seeds "
+            "001 and 002 do; the names come from the package table's `clip_name` column "
+            "(clip-benchmark 1.6.2, equal to open_clip's `IMAGENET_CLASSNAMES`)."
+            if spec.class_names == "openai" else
+            "**deviation:** prompts write the curated clean names (`class_names: curated`); "
+            "the seeds write OpenAI CLIP's names (19 of 1,000 differ, e.g. \"kayak\" for "
+            "OpenAI's \"canoe\")."))
+    if "imagenet-val" in variants:
+        lines.append("- ImageNet val: `imagenet-val` is all 50,000 images with their original "
+                     "ILSVRC-2012 labels, as the seeds score it; `imagenet-val-clean` (when "
+                     "built) is the clean-label subset (spec `clean_labels`), **not** the seeds' "
+                     "protocol: its numbers are not comparable with the seeds' tables.")
+    if split is not None:
+        lines.append("- Caltech101 test split (`caltech_split`): " + {
+            "seed-list": "the seed authors' list (`caltech.jsonl`, 4,331 test images), as seed "
+                         "002 counts it.",
+            "half": "**deviation:** per class floor(n/2) images by a seeded permutation (4,310 "
+                    "on the full release); seed 002's 4,331 are its authors' random half, "
+                    "whose list (`caltech.jsonl`) was not in the source root.",
+            "first30": "**deviation:** all but the first 30 images per class (5,647 on the full "
+                       "release), the 30-per-class protocol; seed 002 tests on 4,331."}[split])
+    return [*lines, ""]
 
 
 def render_card(spec: ClassificationSpec, sources: Sequence[VariantSource],
@@ -121,6 +155,7 @@ def render_card(spec: ClassificationSpec, sources: Sequence[VariantSource],
         "against the names and synonyms.",
         "",
         *imagenet_x_lines,
+        *deviation_lines(spec, sources),
         "## Layouts read",
         "",
         *layout_lines,

@@ -4,10 +4,12 @@ in its published on-disk layout (paths under ``--source-root``):
 - ``imagenet-val``, ``imagenet-v2``, ``imagenet-r``, ``imagenet-sketch``,
   ``imagenet-a``, ``objectnet``: read by the imagenet-mcq readers
   (vlmrobust.builders.sources, whose docstring documents those layouts), so both
-  families see the same images. ImageNet val takes the spec's clean labels
-  (``auto``: Kisel et al.'s ``clean_validation.csv`` when it is in the source
-  root or its imagenet-val/ folder, else ReaL): an image's other valid labels
-  become ``valid_labels``; images with none are dropped. ImageNet-V2 is read
+  families see the same images. ImageNet val is all 50,000 images with their
+  original labels, as seeds 001 and 002 score it; the ``imagenet-val-clean``
+  config takes the spec's clean labels (``auto``: Kisel et al.'s
+  ``clean_validation.csv`` when it is in the source root or its imagenet-val/
+  folder, else ReaL): an image's other valid labels become ``valid_labels``;
+  images with none are dropped. ImageNet-V2 is read
   from the release the spec names (default ``imagenetv2-matched-frequency-format-val``)
   and the manifest records the folder used. Label spaces: 1000 classes (val,
   V2, Sketch), the 200 classes of IN-R / IN-A, ObjectNet's 113 classes that map
@@ -88,24 +90,30 @@ D_LAYOUT = (f"ImageNet-D/{{background,texture,material}}/<class_dir>/<image> + I
 C3D_LAYOUT = "3dcc/<corruption>/<severity 1..5>/<wnid>/<image> (ImageNet-3DCC as released)"
 
 
-def read_imagenet_variant(variant: str, root: Path, clean_labels: str | None = "auto",
-                          release: str | None = None) -> VariantSource:
+def read_imagenet_variant(variant: str, root: Path, clean_labels: str | None = None,
+                          release: str | None = None, class_names: str = "openai",
+                          config: str | None = None) -> VariantSource:
     """ImageNet val / V2 / R / Sketch / A / ObjectNet through the imagenet-mcq
     readers; their one-line refusals (which name the file or folder and the fix)
     also name the layout expected (:data:`IMAGENET_LAYOUTS`), as every other
-    classification layout's do."""
+    classification layout's do. ``clean_labels`` None reads ImageNet val's
+    50,000 images by their original labels; ``config`` renames the config (the
+    clean subset: ``imagenet-val-clean``)."""
     try:
-        return _imagenet_variant(variant, root, clean_labels, release)
+        src = _imagenet_variant(variant, root, clean_labels, release, class_names)
     except SourceError as exc:
         msg = str(exc)
         if "expected layout: " in msg or variant not in IMAGENET_LAYOUTS:
             raise
         raise SourceError(f"{msg}; expected layout: {IMAGENET_LAYOUTS[variant]} "
                           "(builders/classification/)") from None
+    if config is None or config == src.config:
+        return src
+    return VariantSource(config, src.variant, src.space, src.items, src.folder, src.notes)
 
 
 def _imagenet_variant(variant: str, root: Path, clean_labels: str | None,
-                      release: str | None) -> VariantSource:
+                      release: str | None, class_names: str) -> VariantSource:
     from vlmrobust.builders.sources import V2_DEFAULT_RELEASE, read_variant, variant_dir
     from vlmrobust.core.classes import label_space
 
@@ -115,8 +123,11 @@ def _imagenet_variant(variant: str, root: Path, clean_labels: str | None,
     notes: dict[str, object] = {"folder": folder}
     if variant == "imagenet-v2":
         notes["release"] = release or V2_DEFAULT_RELEASE
-    if variant == "imagenet-val" and clean is not None:
-        notes["clean_labels"] = str(clean) if clean == "real" else Path(clean).name
+    if variant == "imagenet-val":
+        notes["labels"] = "original ILSVRC-2012 labels, every image" if clean is None else \
+            "clean subset"
+        if clean is not None:
+            notes["clean_labels"] = str(clean) if clean == "real" else Path(clean).name
     if variant == "objectnet":
         return _objectnet(root, sources, folder, notes)
     ids = tuple(sorted(label_space(variant)))
@@ -124,7 +135,8 @@ def _imagenet_variant(variant: str, root: Path, clean_labels: str | None,
     items = tuple(SourceItem(s.key, Path(s.path), pos[s.labels[0]],
                              tuple(pos[x] for x in s.labels if x in pos))
                   for s in sources if s.labels and s.labels[0] in pos)
-    return VariantSource(variant, variant, imagenet_space(variant, ids), items, folder, notes)
+    return VariantSource(variant, variant, imagenet_space(variant, ids, class_names), items,
+                         folder, notes)
 
 
 def _objectnet(root: Path, sources: Sequence[SourceImage], folder: str,
@@ -228,7 +240,8 @@ def read_imagenet_d(root: Path, splits: Sequence[str] = IMAGENET_D_SPLITS) -> li
 
 
 def read_3dcc(root: Path, corruptions: Sequence[str] | None = None,
-              severities: Sequence[int] = (1, 2, 3, 4, 5)) -> list[VariantSource]:
+              severities: Sequence[int] = (1, 2, 3, 4, 5),
+              class_names: str = "openai") -> list[VariantSource]:
     from vlmrobust.core.classes import class_by_wnid
 
     d = find_dir(root, ("3dcc", "ImageNet-3DCC", "imagenet-3dcc"), C3D_LAYOUT)
@@ -239,7 +252,7 @@ def read_3dcc(root: Path, corruptions: Sequence[str] | None = None,
     chosen = [c for c in (corruptions or THREEDCC_CORRUPTIONS) if c in found]
     if not chosen:
         raise layout_error(d, "no corruption folders", C3D_LAYOUT)
-    space = imagenet_space("imagenet-1k", tuple(range(1000)))
+    space = imagenet_space("imagenet-1k", tuple(range(1000)), class_names)
     out = []
     for corruption in chosen:
         for severity in severities:

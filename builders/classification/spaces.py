@@ -14,23 +14,36 @@ from vlmrobust.core.classes import load_imagenet_classes
 from vlmrobust.core.label_space import ClassEntry, LabelSpace, name_key
 
 
-def imagenet_entry(index: int) -> ClassEntry:
-    """ImageNet-1k class ``index``: clean name, synonyms, wnid, itself as imagenet id.
+def imagenet_entry(index: int, class_names: str = "openai") -> ClassEntry:
+    """ImageNet-1k class ``index``: clean name, synonyms, wnid, itself as
+    imagenet id, and (``class_names`` "openai", the default) OpenAI CLIP's name
+    as the label ``text`` prompts write where it differs from the clean name:
+    seed 001 uses "the default prompt template provided by [1]" (OpenAI CLIP)
+    and seed 002 evaluates with CLIP's class names. ``curated``: prompts write
+    the clean names. The OpenAI names are the package table's ``clip_name``
+    column (vlmrobust/core/data/README.md); they equal open_clip's
+    ``IMAGENET_CLASSNAMES`` (tests/test_class_names_openai.py checks).
 
     >>> e = imagenet_entry(1)
     >>> e.name, e.wnid, e.imagenet_ids, "Carassius auratus" in e.synonyms
     ('goldfish', 'n01443537', (1,), True)
+    >>> imagenet_entry(282).label_text, imagenet_entry(282, "curated").label_text
+    ('tiger cat', 'a cat having a striped coat')
     """
+    if class_names not in ("openai", "curated"):
+        raise ValueError(f"class_names {class_names!r} is not openai or curated")
     c = load_imagenet_classes()[index]
     own = name_key(c.name)
     syn = tuple(dict.fromkeys(s for s in (c.clean_name, c.clip_name, *c.lemmas)
                               if s.strip() and name_key(s) != own))
-    return ClassEntry(c.name, syn, c.wnid, (index,))
+    text = c.clip_name if class_names == "openai" and c.clip_name.strip() \
+        and c.clip_name != c.name else None
+    return ClassEntry(c.name, syn, c.wnid, (index,), text)
 
 
-def imagenet_space(name: str, ids: Sequence[int]) -> LabelSpace:
+def imagenet_space(name: str, ids: Sequence[int], class_names: str = "openai") -> LabelSpace:
     """The ImageNet classes ``ids`` (label i of a row = ``ids[i]``)."""
-    return LabelSpace(name, tuple(imagenet_entry(i) for i in ids))
+    return LabelSpace(name, tuple(imagenet_entry(i, class_names) for i in ids))
 
 
 def group_space(name: str, groups: Mapping[str, Sequence[int]]) -> LabelSpace:

@@ -15,7 +15,15 @@ from vlmrobust.core.errors import SpecError
 
 IMAGENET_VARIANTS = ("imagenet-val", "imagenet-v2", "imagenet-r", "imagenet-sketch", "imagenet-a",
                      "objectnet")
-VARIANTS = (*IMAGENET_VARIANTS, "flowers102", "stanford-cars", "caltech101", "imagenet-vid-robust",
+# ImageNet val's clean-label subset (Kisel et al. / ReaL), beside the full 50,000 (seed 001/002)
+VAL_CLEAN = "imagenet-val-clean"
+# Caltech101's test split: the seed authors' list when present, else a seeded half per class
+# (seed 002 Table 7: 4.3K train / 4.3K test), or the 30-per-class protocol (the pre-v2 default)
+CALTECH_SPLITS = ("auto", "seed-list", "half", "first30")
+# The label texts CLIP and VLM prompts write for ImageNet classes: OpenAI CLIP's names (what
+# seeds 001 and 002 use) or the curated clean names
+CLASS_NAME_SETS = ("openai", "curated")
+VARIANTS = (*IMAGENET_VARIANTS, VAL_CLEAN, "flowers102", "stanford-cars", "caltech101", "imagenet-vid-robust",
             "imagenet-d", "3dcc")
 
 
@@ -67,8 +75,19 @@ class ClassificationSpec:
     hard_options: HardOptions = field(default_factory=HardOptions)
     skip_missing: bool = False  # an absent variant folder is skipped (and named), not an error
     sample_label_set_sizes: tuple[int, ...] = (2, 5, 20, 100)
+    caltech_split: str = "auto"
+    class_names: str = "openai"
 
     def __post_init__(self) -> None:
+        if self.caltech_split not in CALTECH_SPLITS:
+            raise ValueError(f"caltech_split {self.caltech_split!r} is not one of "
+                             f"{', '.join(CALTECH_SPLITS)}")
+        if self.class_names not in CLASS_NAME_SETS:
+            raise ValueError(f"class_names {self.class_names!r} is not one of "
+                             f"{', '.join(CLASS_NAME_SETS)}")
+        if self.clean_labels is None and any(v.name == VAL_CLEAN for v in self.variants):
+            raise ValueError(f"variant {VAL_CLEAN} needs clean_labels (auto, real or a file); "
+                             f"set it, or drop {VAL_CLEAN} from variants")
         if any(k < 2 for k in (*self.label_set_sizes, *self.sample_label_set_sizes)):
             raise ValueError("label_set_sizes must be >= 2")
         for name in ("images_per_config", "label_set_images"):
@@ -132,6 +151,8 @@ def parse_spec(raw: Mapping[str, Any], spec_path: Path) -> ClassificationSpec:
                                      int(hard.get("batch_size", 16))),
             skip_missing=bool(raw.get("skip_missing", False)),
             sample_label_set_sizes=_ints(sample.get("label_set_sizes", [2, 5, 20, 100]),
-                                         "sample.label_set_sizes"))
+                                         "sample.label_set_sizes"),
+            caltech_split=str(raw.get("caltech_split", "auto")),
+            class_names=str(raw.get("class_names", "openai")))
     except (ValueError, TypeError, KeyError) as exc:
         raise SpecError(f"{spec_path}: {exc}") from None

@@ -5,7 +5,10 @@ On disk (inside the dataset directory, written in the same atomic swap as the
 data by :func:`vlmrobust.core.writer.write_dataset`)::
 
     DIR/label_spaces/<config>.json   {"schema": 1, "name": ..., "classes": [
-                                        {"name", "synonyms", "wnid", "imagenet_ids"}, ...]}
+                                        {"name", "synonyms", "wnid", "imagenet_ids"[, "text"]}, ...]}
+
+``text`` (optional) is the label text prompts write where it differs from the
+unique display ``name`` (:attr:`LabelSpace.texts`).
 
 and the manifest records ``label_spaces: {config: {file, sha256, n_classes,
 name}}``; the content fingerprint covers every label space, so a renamed
@@ -59,9 +62,12 @@ class ClassEntry:
     synonyms: tuple[str, ...] = ()
     wnid: str | None = None
     imagenet_ids: tuple[int, ...] = ()
+    # the label text CLIP templates and VLM prompts write, where it is not ``name``: seeds
+    # 001 and 002 write OpenAI CLIP's ImageNet names, which are not unique (two "missile")
+    text: str | None = None
 
     def __post_init__(self) -> None:
-        for text in (self.name, *self.synonyms):
+        for text in (self.name, *self.synonyms, *((self.text,) if self.text is not None else ())):
             if not isinstance(text, str) or not text.strip() or _CONTROL.search(text):
                 raise ValueError(f"class name {text!r} must be a non-empty string without "
                                  "control characters")
@@ -75,8 +81,16 @@ class ClassEntry:
             raise ValueError(f"class {self.name!r}: imagenet_ids repeat")
 
     def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "synonyms": list(self.synonyms), "wnid": self.wnid,
-                "imagenet_ids": list(self.imagenet_ids)}
+        doc: dict[str, Any] = {"name": self.name, "synonyms": list(self.synonyms),
+                               "wnid": self.wnid, "imagenet_ids": list(self.imagenet_ids)}
+        if self.text is not None:  # absent otherwise: spaces without label texts keep their bytes
+            doc["text"] = self.text
+        return doc
+
+    @property
+    def label_text(self) -> str:
+        """What a prompt writes for this class: ``text``, else ``name``."""
+        return self.name if self.text is None else self.text
 
 
 @dataclass(frozen=True)
@@ -118,6 +132,17 @@ class LabelSpace:
         return tuple(c.name for c in self.classes)
 
     @property
+    def texts(self) -> tuple[str, ...]:
+        """The label texts CLIP templates and VLM prompts write, in label order
+        (a class's ``text`` where it has one, else its ``name``).
+
+        >>> LabelSpace("t", (ClassEntry("tiger cat (striped)", text="tiger cat"),
+        ...                  ClassEntry("dog"))).texts
+        ('tiger cat', 'dog')
+        """
+        return tuple(c.label_text for c in self.classes)
+
+    @property
     def has_imagenet_ids(self) -> bool:
         """Whether a 1000-way ImageNet classifier can score every class."""
         return all(c.imagenet_ids for c in self.classes)
@@ -150,9 +175,11 @@ def _entry(raw: Any) -> ClassEntry:
     if not isinstance(raw, dict):
         raise ValueError(f"a class must be an object, got {type(raw).__name__}")
     wnid = raw.get("wnid")
+    text = raw.get("text")
     return ClassEntry(name=raw["name"], synonyms=tuple(raw.get("synonyms") or ()),
                       wnid=None if wnid is None else str(wnid),
-                      imagenet_ids=tuple(raw.get("imagenet_ids") or ()))
+                      imagenet_ids=tuple(raw.get("imagenet_ids") or ()),
+                      text=None if text is None else str(text))
 
 
 def label_space_file(config: str) -> str:

@@ -148,10 +148,13 @@ class ClipAdapter:
 
     def class_embeddings(self, space: LabelSpace) -> Any:
         """(n_classes, D) L2-normalised class text embeddings of ``space``
-        under the prompt, computed once per label space."""
+        under the prompt, computed once per label space, from its label texts
+        (:attr:`LabelSpace.texts`: OpenAI CLIP's ImageNet names in a build
+        with ``class_names: openai``, seed 001's "default prompt template
+        provided by [1]" filled with [1]'s class names)."""
         key = space.sha256()
         if key not in self._space_cache:
-            self._space_cache[key] = self._text_features(space.names)
+            self._space_cache[key] = self._text_features(space.texts)
         return self._space_cache[key]
 
     def logit_scale_value(self) -> float:

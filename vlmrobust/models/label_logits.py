@@ -134,8 +134,9 @@ def per_row(logits: NDArray[Any], rows: Sequence[Mapping[str, Any]],
 
 
 def class_names(space: LabelSpace, cands: NDArray[np.int64] | None) -> list[str]:
-    """The names a row answers over: every class, or its candidates in order."""
-    names = space.names
+    """The label texts a row is asked over (:attr:`LabelSpace.texts`: a class's
+    ``text``, else its name): every class, or its candidates in order."""
+    names = space.texts
     return list(names) if cands is None else [names[int(c)] for c in cands]
 
 
