@@ -6,7 +6,11 @@ on the reference distribution" (seed 000).
 - ``architecture``: one of :data:`ARCHITECTURES` (``cnn``, ``vit``, ``hybrid``
   for conv-stem transformers and the like, ``other``);
 - ``training_data``: the (pre-)training set, a lowercase slug such as
-  ``imagenet-1k``, ``imagenet-21k``, ``laion-2b``, ``wit-400m``, ``datacomp-1b``;
+  ``imagenet-1k``, ``imagenet-21k``, ``laion-2b``, ``wit-400m``, ``datacomp-1b``.
+  A filtered subset is a set of its own: ``commonpool-l`` (DataComp's unfiltered
+  pool) and ``commonpool-l-clip`` (its CLIP-score-filtered subset) are two groups,
+  the pair seed 001 Table IV compares (vlmrobust.models.clip_groups reads them
+  from open_clip's tags);
 - ``training_size``: number of training samples (images, or image-text pairs),
   an integer from 1 to 10^13;
 - ``fine_tuned_on``: the data set a pre-trained model was fine-tuned on (slug), or absent;

@@ -42,6 +42,26 @@ def test_known_checkpoints(arch: str, tag: str, want: dict[str, object]) -> None
     assert {k: got.get(k) for k in want} == want
 
 
+def test_commonpool_filtered_and_unfiltered_are_distinct_training_data() -> None:
+    """Seed 001 Table IV compares CommonPool-L with CommonPool-L-CLIP (and -XL with
+    -XL-CLIP): a filtered subset is a training-data group of its own, with no pool
+    size, while the unfiltered pool keeps its 1.28B / 12.8B samples."""
+    assert clip_groups("ViT-B-16", "commonpool_l_s1b_b8k") == {
+        "architecture": "vit", "loss": "contrastive", "training_data": "commonpool-l",
+        "training_size": 1_280_000_000}
+    assert clip_groups("ViT-B-16", "commonpool_l_clip_s1b_b8k") == {
+        "architecture": "vit", "loss": "contrastive", "training_data": "commonpool-l-clip"}
+    assert clip_groups("ViT-L-14", "commonpool_xl_s13b_b90k")["training_size"] == 12_800_000_000
+    assert clip_groups("ViT-L-14", "commonpool_xl_clip_s13b_b90k")["training_data"] == \
+        "commonpool-xl-clip"
+    listed = [t for _, t in open_clip.list_pretrained() if t.startswith("commonpool_")]
+    slugs = {clip_groups("ViT-B-16", t)["training_data"] for t in listed}
+    # every open_clip CommonPool tag: 4 scales x (unfiltered + 5 filters), XL with 2 filters
+    assert len(listed) == len(slugs) == 21
+    assert {"commonpool-m-basic", "commonpool-s-text", "commonpool-l-image",
+            "commonpool-xl-laion"} <= slugs
+
+
 def test_adapter_records_its_groups(tmp_path: Path) -> None:
     from vlmrobust.models import load_adapter
 

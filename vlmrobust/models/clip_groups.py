@@ -10,7 +10,7 @@ from typing import Any
 
 # Pretrained-tag prefix -> (training data slug, training samples). Sizes are the
 # image-text pairs of each set as published (CLIP's WIT: 400M; LAION-400M/2B/5B;
-# DataComp-1B: 1.4B; CommonPool scales: 12.8M/128M/1.28B/12.8B; DFN-2B/5B;
+# DataComp-1B: 1.4B; CommonPool scales unfiltered: 12.8M/128M/1.28B/12.8B; DFN-2B/5B;
 # MetaCLIP 400M; YFCC-15M; CC12M).
 TAG_DATA: tuple[tuple[str, str, int | None], ...] = (
     ("openai", "wit-400m", 400_000_000),
@@ -38,6 +38,11 @@ TAG_DATA: tuple[tuple[str, str, int | None], ...] = (
     ("cc12m", "cc12m", 12_000_000),
     ("webli", "webli", None),
 )
+# DataComp's filters of a CommonPool scale (tags commonpool_<scale>_<filter>_s..., Gadre et al.
+# 2023): each filtered subset is its own training-data group, apart from the unfiltered pool
+# (seed 001 Table IV compares CommonPool-L with CommonPool-L-CLIP). Their sizes are not in the
+# tag, so a filtered subset states none.
+COMMONPOOL_FILTERS = ("clip", "laion", "basic", "text", "image")
 
 
 def architecture_of(arch: str) -> str | None:
@@ -72,6 +77,8 @@ def clip_groups(arch: str, pretrained: str | None) -> dict[str, Any]:
     ({'architecture': 'cnn', 'loss': 'contrastive'}, {'architecture': 'cnn', 'loss': 'contrastive'})
     >>> clip_groups("ViT-B-32", "mscoco_finetuned_laion2b_s13b_b90k")["fine_tuned_on"]
     'mscoco'
+    >>> clip_groups("ViT-B-16", "commonpool_l_s1b_b8k")["training_data"], clip_groups("ViT-B-16", "commonpool_l_clip_s1b_b8k")["training_data"]
+    ('commonpool-l', 'commonpool-l-clip')
     """
     out: dict[str, Any] = {}
     if (a := architecture_of(arch)) is not None:
@@ -86,6 +93,10 @@ def clip_groups(arch: str, pretrained: str | None) -> dict[str, Any]:
         tag = tag.removeprefix("mscoco_finetuned_")
     for prefix, data, size in TAG_DATA:
         if tag == prefix or tag.startswith(prefix + "_"):
+            kept = tag.removeprefix(prefix + "_").split("_")[0]
+            if data.startswith("commonpool-") and kept in COMMONPOOL_FILTERS:
+                out["training_data"] = f"{data}-{kept}"
+                break
             out["training_data"] = data
             if size is not None:
                 out["training_size"] = size
