@@ -193,6 +193,9 @@ def _light_paths(tmp: Path) -> dict[str, list[list[str]]]:
         "leaderboard record-reference": [["leaderboard", "record-reference", "--submissions",
                                           str(subs), "--model-id", "toy", "--record",
                                           str(tmp / "reference_runs.yaml")]],
+        # the plan from the manifests; a dry run loads no model (no extra needed)
+        "eval": [["eval", "--model", "classifier:efficientnet-lite0", "--suite",
+                  str(_suite(tmp / "suite.yaml", ds)), "--dry-run"]],
         "models": [["models"]],
         "prompts": [["prompts"]],
         "export": [["export", "vlmevalkit", str(ds), "--out", str(tmp / "vr.tsv")]],
@@ -202,6 +205,13 @@ def _light_paths(tmp: Path) -> dict[str, list[list[str]]]:
         "discover evaluate": [["discover", "evaluate", str(_discover_records(tmp / "r.jsonl")),
                                "--out", str(tmp / "discover.json"), "--no-sd"]],
     }
+
+
+def _suite(path: Path, ds: Path) -> Path:
+    """A one-dataset suite (benchmarks/suites/ keys) over the local build ``ds``."""
+    path.write_text(f"name: one\nversion: '1'\ndatasets: [{{name: imagenet-mcq, path: {ds}}}]\n"
+                    "readers: {classifier: {imagenet-mcq: {}}}\n", encoding="utf-8")
+    return path
 
 
 def _discover_records(out: Path) -> Path:
@@ -357,12 +367,17 @@ def test_full_wheel_every_subcommand(full_python: Path, tmp_path: Path) -> None:
     happy["discover taxonomy"] = [
         ["discover", "taxonomy", str(tmp_path / "s.jsonl"), "--out", str(tmp_path / "tax"),
          "--tagger", "rule:planted"]]
+    happy["eval"].append(["eval", "--model", "classifier:efficientnet-lite0", "--suite",
+                          str(_suite(tmp_path / "built-suite.yaml", built)), "--out",
+                          str(tmp_path / "eval"), "--no-progress", "--threads", "1"])
     keys = {" ".join(p) for p in paths}
     assert keys == set(happy) | {"demo"}, "every subcommand needs a happy path here"
     for key, runs in happy.items():
         for args in runs:
             _ok(_cli(full_python, args, cwd), key)
     _check_light_outputs(tmp_path)
+    results = json.loads((tmp_path / "eval" / "results.json").read_text())
+    assert results["submission"] == "submissions/efficientnet-lite0"
     manifest = json.loads((built / "manifest.json").read_text())
     assert manifest["num_rows"] == len(manifest["configs"])  # --limit 1: one row per config
     r = _cli(full_python, ["validate", "--dataset", str(built), "--predictions",

@@ -15,7 +15,7 @@ from vlmrobust.core.errors import VlmrobustError, printable
 from vlmrobust.core.extras import missing_extra_message
 
 # Order is the order shown in --help.
-COMMAND_MODULES = ("build", "convert", "predict", "validate", "score", "submit", "leaderboard",
+COMMAND_MODULES = ("eval", "build", "convert", "predict", "validate", "score", "submit", "leaderboard",
                    "demo", "models", "prompts", "export", "import_", "discover")  # import_: "import" is a keyword
 
 

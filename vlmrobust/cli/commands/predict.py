@@ -24,18 +24,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="one config, or several separated by commas (default: all); e.g. "
                         "imagenet-val,imagenet-r so that seed 001's temperature reaches the shift")
     p.add_argument("--out", type=Path, required=True, help="predictions .parquet (or .jsonl)")
-    p.add_argument("--batch-size", type=int, default=16)
-    p.add_argument("--device", default=None, help="torch device (default: cuda if present)")
     p.add_argument("--limit", type=int, default=None, help="first N rows of each config: a partial run, scored as partial and "
                    "refused by `submit`")
     p.add_argument("--prompt", default=None,
                    help="a prompt id (`vlmrobust prompts`; the seed's five: photo-of, class-name, "
                    "what-type, select-label, identify, for every family) or, for clip, a "
                    "template with {option}")
-    p.add_argument("--threads", type=int, default=None,
-                   help="torch CPU threads (default: the CPUs this process may use, cgroup "
-                        "quota included, less those other processes keep busy; chosen once per "
-                        "run and reused on resume)")
     p.add_argument("--name", default=None,
                    help="the model's public name in the metadata (default: the model name, "
                    "with any local path replaced by its folder name and a content hash)")
@@ -46,6 +40,23 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="vlm answer mode (default letter): letter | likelihood:sum | "
                    "likelihood:avg | likelihood:cfg=T | generate | open-world "
                    "(see `vlmrobust models`)")
+    p.add_argument("--class-order", default=None, choices=("fixed", "random"),
+                   help="vlm --mode generate over a label space (closed world): list the class "
+                   "names in label-space order (default fixed) or shuffled per row, seeded by "
+                   "the row id (seed 002 Table 2)")
+    add_backend_args(p)
+    p.set_defaults(func=run)
+
+
+def add_backend_args(p: argparse.ArgumentParser) -> None:
+    """The flags that say how a model runs (device, batching, threads, generation
+    limits, the endpoint's connection): shared by `predict` and `eval`."""
+    p.add_argument("--batch-size", type=int, default=16)
+    p.add_argument("--device", default=None, help="torch device (default: cuda if present)")
+    p.add_argument("--threads", type=int, default=None,
+                   help="torch CPU threads (default: the CPUs this process may use, cgroup "
+                        "quota included, less those other processes keep busy; chosen once per "
+                        "run and reused on resume)")
     p.add_argument("--max-new-tokens", type=int, default=None,
                    help="generate / open-world: most tokens generated per row (default "
                    f"{_defaults().max_new_tokens})")
@@ -54,10 +65,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--answer-cue", default=None, metavar="TEXT",
                    help="generate: appended after a reasoning model's output, then the "
                    "option letters' distribution is read (e.g. 'Answer:')")
-    p.add_argument("--class-order", default=None, choices=("fixed", "random"),
-                   help="vlm --mode generate over a label space (closed world): list the class "
-                   "names in label-space order (default fixed) or shuffled per row, seeded by "
-                   "the row id (seed 002 Table 2)")
     p.add_argument("--device-map", default=None,
                    choices=("auto", "balanced", "balanced_low_0", "sequential"),
                    help="vlm: shard the model over every visible GPU (accelerate) when it "
@@ -84,7 +91,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--trust-remote-code", action="store_true",
                    help="vlm: run the modelling code a checkpoint ships with (only if you "
                    "trust it)")
-    p.set_defaults(func=run)
 
 
 def _defaults() -> Any:
