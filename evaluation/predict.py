@@ -197,7 +197,7 @@ def predict_dataset(
                 meta["read_options"] = _read_record(answer_reader)
             if spaces is not None:
                 meta.update(label_rows.label_space_meta(adapter, kind))
-            _merge(out, plan, merged, pdir, publishable_meta(meta, name, _is_local_path))
+            _merge(out, plan, merged, pdir, publishable_meta(meta, name, is_local_path))
         ctx.barrier()
         remove_partial(pdir)
     finally:
@@ -363,7 +363,7 @@ def _merge(out: Path, plan: Sequence[PlannedRow], done: dict[int, JournalRow],
         prediction=[r[2].get("prediction") for r in rows] if decided else None), meta)
 
 
-def _is_local_path(part: str) -> bool:
+def is_local_path(part: str) -> bool:
     # "vlm:runs/tiny" loads a folder when one exists there, as transformers does
     return looks_like_path(part) or ("/" in part and Path(part).expanduser().exists())
 

@@ -30,7 +30,7 @@ from typing import Any
 
 from vlmrobust.core.atomic import write_text_atomic
 from vlmrobust.core.bounded import MAX_SCORES_BYTES, read_json_bounded
-from vlmrobust.core.errors import VlmrobustError
+from vlmrobust.core.errors import UnsupportedReaderError, VlmrobustError
 from vlmrobust.evaluation.score_common import DEFAULT_SEED
 from vlmrobust.evaluation.suite.plan import Plan, PlanEntry
 from vlmrobust.evaluation.suite.results import (
@@ -102,10 +102,17 @@ def _sha256(path: Path) -> str:
 def _check_kept(pred: Path, plan: Plan, e: PlanEntry, limit: int | None) -> dict[str, Any]:
     """The metadata of finished predictions a rerun keeps, refused in one line when
     they are of another model, build, config list, limit or reader."""
+    from vlmrobust.core.public_names import public_name
+    from vlmrobust.evaluation.predict import is_local_path
     from vlmrobust.evaluation.predictions_meta import read_prediction_meta
 
     meta = read_prediction_meta(pred)
-    want = {"adapter": plan.model, "fingerprint": e.fingerprint, "configs": list(e.configs),
+    public, paths = public_name(plan.model, None, is_local_path)
+    stored = str(meta.get("adapter"))
+    # a local checkpoint is named <folder>@<content hash> in the metadata
+    adapter = stored if paths and stored.partition("@")[0] == public.partition("@")[0] \
+        else plan.model
+    want = {"adapter": adapter, "fingerprint": e.fingerprint, "configs": list(e.configs),
             "limit": limit}
     have = {"adapter": meta.get("adapter"), "fingerprint": (meta.get("dataset") or {}).get(
         "fingerprint"), "configs": meta.get("configs"), "limit": meta.get("limit")}
@@ -117,6 +124,16 @@ def _check_kept(pred: Path, plan: Plan, e: PlanEntry, limit: int | None) -> dict
                              f"this run: {want[bad[0]]!r}); pass another --out or remove "
                              f"{pred.parent}")
     return meta
+
+
+def _read_options(plan: Plan, e: PlanEntry, opts: EvalOptions) -> ReadOptions | None:
+    """--max-new-tokens, --stop, --answer-cue reach the datasets whose reader
+    generates (a suite mixes letter and generate entries)."""
+    if opts.read_options is None or plan.family not in ("vlm", "endpoint"):
+        return None
+    from vlmrobust.models.readers import parse_mode
+
+    return opts.read_options if parse_mode(e.reader.mode).decides else None
 
 
 def _predict(plan: Plan, e: PlanEntry, opts: EvalOptions) -> tuple[Path, float | None]:
@@ -131,7 +148,7 @@ def _predict(plan: Plan, e: PlanEntry, opts: EvalOptions) -> tuple[Path, float |
             config=",".join(e.configs), batch_size=opts.batch_size, device=opts.device,
             limit=opts.limit, progress=opts.progress, prompt=e.reader.prompt,
             threads=opts.threads, trust_remote_code=opts.trust_remote_code, mode=e.reader.mode,
-            read_options=opts.read_options, device_map=opts.device_map, endpoint=opts.endpoint,
+            read_options=_read_options(plan, e, opts), device_map=opts.device_map, endpoint=opts.endpoint,
             name=opts.name, class_order=e.reader.class_order)
         if not _is_main():
             return pred, None
@@ -185,7 +202,10 @@ def _is_main() -> bool:
 
 def _entry(plan: Plan, e: PlanEntry, opts: EvalOptions) -> dict[str, Any] | None:
     t0 = time.perf_counter()
-    pred, predict_s = _predict(plan, e, opts)
+    try:
+        pred, predict_s = _predict(plan, e, opts)
+    except UnsupportedReaderError as exc:  # e.g. a server without logprobs, asked for letter
+        return {"dataset": e.name, "status": "skipped", "reason": str(exc)}
     if not _is_main():
         return None
     meta = _check_kept(pred, plan, e, opts.limit)

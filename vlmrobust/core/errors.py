@@ -47,3 +47,9 @@ class SpecError(VlmrobustError):
 
 class SubmissionError(VlmrobustError):
     """A predictions file or submission does not match its dataset."""
+
+
+class UnsupportedReaderError(VlmrobustError):
+    """A backend cannot serve the answer mode asked for (a server without logprobs
+    asked for letter log-probs): ``vlmrobust eval`` lists the dataset as skipped
+    with this reason instead of failing the suite."""

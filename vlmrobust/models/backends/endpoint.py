@@ -36,7 +36,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from vlmrobust.core.errors import VlmrobustError
+from vlmrobust.core.errors import UnsupportedReaderError, VlmrobustError
 from vlmrobust.models.backends import endpoint_protocol as proto
 from vlmrobust.models.backends.base import (
     CONTINUATION,
@@ -229,7 +229,7 @@ class EndpointBackend:
         for primitive in sorted(needs):
             why = self._features.get(primitive)
             if why is not None:
-                raise VlmrobustError(
+                raise UnsupportedReaderError(
                     f"{self.name}: the server at {self.client.base_url} "
                     f"({self.server_version() or 'version unknown'}) {why}, which {what} "
                     "needs; use --mode generate, or serve the model with an engine that "
