@@ -155,10 +155,14 @@ def test_bad_sources_are_one_line(source: Path, tmp_path: Path, capsys) -> None:
     (bad / "records").mkdir()
     recs = read_records(source / "records" / "count.jsonl")
     write_records(bad / "records" / "a.jsonl", recs)
-    # one answerer alone has no references for its failures
+    # one answerer alone has no references for its failures: open alone is built
+    # (it was refused: "N no answer to the same question judged correct")
     assert main(["build", "failure-discovery", "--source-root", str(bad), "--out",
-                 str(tmp_path / "o1")]) != 0
-    assert "no verified failure" in capsys.readouterr().err
+                 str(tmp_path / "single")]) == 0
+    manifest = json.loads((tmp_path / "single" / "manifest.json").read_text())
+    n_fail = sum(r.failure for r in recs)
+    assert manifest["configs"] == {"open": len(recs)} and n_fail > 0
+    assert manifest["mcq_skipped"] == {"no answer to the same question judged correct": n_fail}
     write_records(bad / "records" / "b.jsonl", recs)  # the same records twice
     assert main(["build", "failure-discovery", "--source-root", str(bad), "--out",
                  str(tmp_path / "o2")]) != 0
@@ -172,7 +176,7 @@ def test_bad_sources_are_one_line(source: Path, tmp_path: Path, capsys) -> None:
                  str(tmp_path / "o3")]) != 0
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "sha256" in err[0] and first in err[0]
-    assert not any((tmp_path / f"o{i}").exists() for i in (1, 2, 3))
+    assert not any((tmp_path / f"o{i}").exists() for i in (2, 3))
 
 
 def test_writer_config_kinds_are_checked_and_recorded(tmp_path: Path) -> None:

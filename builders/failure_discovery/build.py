@@ -9,7 +9,11 @@ with two configs of different kinds:
   questioner / answerer / verifier ids, plus the reference answer when one is
   known (choices.py);
 - ``mcq`` (kind ``mcq``): one row per verified failure with a reference answer
-  (choices.py), scored like every MCQ family.
+  (choices.py), scored like every MCQ family. The records carry no reference
+  answer (seed 004's verifier returns verdicts, not answers), so a failure
+  without one is left out and counted in the card and the manifest's
+  ``mcq_skipped``; when no failure has one (a single answerer's run: nobody
+  answered its failures right) the build holds ``open`` alone.
 
 The settings of the runs behind the records (runs.py: a ``<name>.run.json``
 beside a records file, or a journal's ``discover_run.json``) go into the card,
@@ -136,12 +140,6 @@ def build(raw_spec: dict[str, Any], spec_path: Path, options: BuildOptions) -> d
     src = read_source(root, spec, options.limit)
     keys = _unique_keys(src)
     choices, skipped = build_choices(src.records, keys, spec.n_options, spec.seed)
-    if not choices:
-        reasons = "; ".join(f"{n} {why}" for why, n in skipped.items()) or "no failures"
-        raise SourceError(f"{root / spec.records}: no verified failure can become a multiple-"
-                          f"choice question ({reasons}); fix: add records of other answerers "
-                          "over the same questions (they give references) or of more images "
-                          "(they give distractors)")
     runs, run_files = source_runs(src.files, root)
     n_fail = sum(r.failure for r in src.records)
     info = BuildInfo(
@@ -150,10 +148,10 @@ def build(raw_spec: dict[str, Any], spec_path: Path, options: BuildOptions) -> d
         extra={"family": FAMILY, "n_options": spec.n_options, "n_failures": n_fail,
                "mcq_skipped": dict(skipped), "source_runs": runs.manifest()})
     card = render_card(src.records, choices, skipped, runs, n_options=spec.n_options)
-    feats = choice_features()
+    configs = {OPEN_CONFIG: open_rows(src, keys)}
+    if choices:  # an empty config would be a dataset nobody can be scored on
+        configs[MCQ_CONFIG] = mcq_rows(src, keys, choices)
     return write_dataset(
-        options.out, configs={OPEN_CONFIG: open_rows(src, keys),
-                              MCQ_CONFIG: mcq_rows(src, keys, choices)},
-        features=feats, card=card, info=info,
+        options.out, configs=configs, features=choice_features(), card=card, info=info,
         config_kinds={OPEN_CONFIG: OPEN}, config_features={OPEN_CONFIG: open_features()},
         card_header=card_meta.header(FAMILY, sample=False))

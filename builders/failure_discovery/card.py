@@ -127,6 +127,21 @@ def _groups(records: Sequence[DiscoveryRecord], choices: Sequence[Choice]) -> li
             f"{mcq[k]:,} |" for k in sorted(slots) for m, q, a, v in [k]]
 
 
+def _mcq_line(n_choices: int, n_fail: int, n_options: int, left: str) -> str:
+    if not n_choices:
+        return (f"- `mcq`: **not in this build**: none of the {n_fail:,} verified failures "
+                f"has a reference answer and distractors (left out: {left}). The records carry "
+                "no reference answer; it is taken from another answerer judged correct on the "
+                "same question (below), so a single answerer's records give none: add records "
+                "of other answerers over the same questions for an `mcq` config. \"How to "
+                "evaluate\" below applies to a build that has one.")
+    return (f"- `mcq` (kind `mcq`): {n_choices:,} of the {n_fail:,} verified failures as "
+            f"{n_options}-option questions: `question`, `options`, `answer`, `wrong_option` (the "
+            "answerer's wrong answer), `open_id` (its `open` row), `question_type`, "
+            "`meta_skill`, `method`, `questioner`, `answerer`, `verifier`, `step`, "
+            f"`image_file`. Left out: {left}.")
+
+
 def render_card(records: Sequence[DiscoveryRecord], choices: Sequence[Choice],
                 skipped: Mapping[str, int], runs: SourceRuns, *, n_options: int) -> str:
     n_fail = sum(r.failure for r in records)
@@ -162,11 +177,7 @@ def render_card(records: Sequence[DiscoveryRecord], choices: Sequence[Choice],
         "false. `vlmrobust predict/validate/score` refuse this config (free-form questions "
         "with verdicts are not scored as choices); the leaderboard's Failure modes page "
         "recomputes seed 004's metrics from it.",
-        f"- `mcq` (kind `mcq`): {len(choices):,} of the {n_fail:,} verified failures as "
-        f"{n_options}-option questions: `question`, `options`, `answer`, `wrong_option` (the "
-        "answerer's wrong answer), `open_id` (its `open` row), `question_type`, `meta_skill`, "
-        "`method`, `questioner`, `answerer`, `verifier`, `step`, `image_file`. Left out: "
-        f"{left}.",
+        _mcq_line(len(choices), n_fail, n_options, left),
         "",
         "## How the MCQ config is made (choices of this family)",
         "",
