@@ -24,14 +24,18 @@ from vlmrobust.metrics.factors import factor_accuracies
 FACTOR_VARIANT = "imagenet-val"
 
 
+def has_factor_rows(index: DatasetIndex) -> bool:
+    """Whether ``index`` has imagenet-val rows with a ``source_file`` to join."""
+    cols = index.columns
+    return ("source_file" in cols and "variant" in cols
+            and FACTOR_VARIANT in set(cols["variant"].tolist()))
+
+
 def annotations_for(index: DatasetIndex, imagenet_x: Path | str | None) -> Annotations | None:
     """The annotations to join when ``index`` has imagenet-val rows with a
     ``source_file``: the given file, else the installed package's top-factor
     file, else None."""
-    cols = index.columns
-    if "source_file" not in cols or "variant" not in cols:
-        return None
-    if FACTOR_VARIANT not in set(cols["variant"].tolist()):
+    if not has_factor_rows(index):
         return None
     path = Path(imagenet_x) if imagenet_x is not None else packaged_annotations("top")
     return None if path is None else load(path)

@@ -25,7 +25,12 @@ from vlmrobust.core.imagenet_x import Annotations
 from vlmrobust.core.kinds import CLASSIFICATION, OOD, dataset_kind
 from vlmrobust.evaluation.bench_c_stats import clustered_mean_ci, question_clusters
 from vlmrobust.evaluation.dataset_index import DatasetIndex
-from vlmrobust.evaluation.factor_scores import annotation_record, annotations_for, factor_block
+from vlmrobust.evaluation.factor_scores import (
+    annotation_record,
+    annotations_for,
+    factor_block,
+    has_factor_rows,
+)
 from vlmrobust.evaluation.predictions_read import PredictionsFile, predictions_from_table
 from vlmrobust.evaluation.score_bench_c import BENCH_C_NOTE, BENCH_C_PAIR_METRICS, bench_c_scores
 from vlmrobust.evaluation.score_classification import classification_section
@@ -147,6 +152,10 @@ def score_report(report: ValidationReport, model_id: str | None = None, seed: in
     dataset's headline score (default MCM for zero-shot CLIP, else MSP)."""
     index = report.index
     manifest = index.manifest
+    if imagenet_x is not None and not has_factor_rows(index):
+        # it was silently ignored (issue 40.5)
+        raise SubmissionError(f"--imagenet-x {imagenet_x}: {index.name} has no imagenet-val rows "
+                              "with a source_file to join ImageNet-X factors to; drop --imagenet-x")
     if dataset_kind(manifest) == OOD:  # OOD rows have no answer: scored in ood_score.py
         from vlmrobust.evaluation.ood_score import ood_score_report
         return ood_score_report(report, model_id, seed, ood_score)

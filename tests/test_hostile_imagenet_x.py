@@ -75,3 +75,19 @@ def test_good_file_still_scores(tmp_path: Path) -> None:
                    + _line("ILSVRC2012_val_00000002.JPEG", pose=1) + "\n")
     cfg = _score(ann)["datasets"]["imagenet-mcq"]["configs"]["imagenet-val-wordnet"]  # type: ignore[index]
     assert cfg["factors"]["pose"] == {"n": 2, "accuracy": 0.5}
+
+
+def test_imagenet_x_on_a_dataset_without_imagenet_val_is_refused(tmp_path: Path) -> None:
+    """Issue 40.5: `score --imagenet-x` on a dataset with no imagenet-val rows did
+    nothing, silently."""
+    ann = tmp_path / "imagenet_x_val_top_factor.jsonl"
+    ann.write_text(_line("ILSVRC2012_val_00000001.JPEG", pose=1) + "\n")
+    dataset = pa.table({"id": ["r-0"], "options": [["a", "b"]], "answer": [0],
+                        "variant": ["imagenet-r"], "distractors": ["wordnet"],
+                        "source_file": ["art_0.jpg"], "config": ["imagenet-r-wordnet"]})
+    manifest = {"spec": {"name": "imagenet-mcq", "version": "1"}, "fingerprint": "f",
+                "reference_variant": "imagenet-val", "configs": {"imagenet-r-wordnet": 1}}
+    preds = pa.table({"id": ["r-0"], "logits": [[1.0, 0.0]]})
+    with pytest.raises(VlmrobustError, match=r"--imagenet-x .*no imagenet-val rows.*drop --imagenet-x"):
+        score_tables(dataset, manifest, preds, "m", imagenet_x=ann)
+    assert score_tables(dataset, manifest, preds, "m")["datasets"]["imagenet-mcq"]["configs"]

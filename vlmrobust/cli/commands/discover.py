@@ -60,7 +60,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("discover", help="seed 004: an RL questioner that finds a VLM's failures",
                        description="Failure-mode discovery (seed 004): a questioner asks k "
                        "questions per image, a frozen answerer answers, a verifier judges "
-                       "validity and correctness. See docs/discover.md.")
+                       "validity and correctness. Full description: docs/discover.md in the vlmrobust "
+                       "source tree (README, 'Failure-mode discovery').")
     cmd = p.add_subparsers(dest="discover_command", metavar="STEP", required=True)
 
     pl = cmd.add_parser("planted", help="write planted-blind-spot images (and a tiny questioner)")
