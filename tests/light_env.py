@@ -175,6 +175,9 @@ def make_full_venv(where: Path, wheel: Path) -> Path:
     ``[all]`` seen from the environment running the tests (its site-packages,
     where they are installed); returns its python."""
     site = Path(sysconfig.get_paths()["purelib"])
-    python = _new_venv(where, [site])
+    # and any site-packages the running one reaches through a .pth (a venv
+    # layered over another's packages, as a git worktree's may be)
+    extra = [Path(p) for p in sys.path if p.endswith("site-packages") and Path(p) != site]
+    python = _new_venv(where, [site, *extra])
     install_wheel(python, wheel)
     return python

@@ -400,3 +400,19 @@ def test_full_wheel_every_subcommand(full_python: Path, tmp_path: Path) -> None:
     fd = json.loads((demo / "datasets" / "failure-discovery" / "manifest.json").read_text())
     assert fd["configs"]["open"] == 256 and fd["configs"]["mcq"] > 0
     assert "QVR" in out and (demo / "site" / "failure-modes.html").is_file()
+    # issue 40.1: the README calls the demo idempotent; a second run into the same
+    # folder reuses every build and re-submits the same predictions (it failed on
+    # retrieval's scores.json) with identical fingerprints and scores
+    before = _demo_state(demo)
+    again = _ok(_cli(full_python, ["demo", "--out", str(demo)], cwd), "demo, second run")
+    assert again.count("already built; reusing") == len(before[0]), again
+    assert _demo_state(demo) == before
+
+
+def _demo_state(demo: Path) -> tuple[dict[str, str], dict[str, str]]:
+    """Every dataset's fingerprint and every submission's scores.json bytes."""
+    prints = {p.parent.name: json.loads(p.read_text())["fingerprint"]
+              for p in sorted((demo / "datasets").glob("*/manifest.json"))}
+    scores = {p.parent.name: p.read_text() for p in sorted((demo / "submissions").glob("*/scores.json"))}
+    assert len(prints) == 8 and scores, (prints, scores)
+    return prints, scores
