@@ -113,7 +113,7 @@ def test_pick_questions_takes_knowledge_before_naming() -> None:
 
 
 def test_build_caps_naming_rows() -> None:
-    from vlmrobust.builders.imagewikiqa.build import _assign_capped
+    from vlmrobust.builders.imagewikiqa.caps import assign_capped
     from vlmrobust.builders.imagewikiqa.spec import ImageWikiQASpec
 
     spec = ImageWikiQASpec(name="t", version="1", images_per_question=3)
@@ -125,7 +125,7 @@ def test_build_caps_naming_rows() -> None:
         for i in range(1, 7)
     }
     images = {i: _images(i, 3) for i in range(1, 7)}
-    rows = _assign_capped(spec, chosen, images, num_rows=1000)
+    rows = assign_capped(spec, chosen, images, num_rows=1000)
     naming = [r for r in rows if r.question.kind == "wordnet-gloss"]
     assert len(rows) - len(naming) == 18  # 6 knowledge questions x 3 images
     assert len(naming) == 2 and len(naming) / len(rows) <= 0.10

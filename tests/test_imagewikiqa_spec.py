@@ -18,6 +18,7 @@ def test_spec_defaults_from_the_shipped_yaml(repo_root: Path) -> None:
     spec = parse_spec(yaml.safe_load(path.read_text()), path)
     assert (spec.num_questions, spec.images_per_question, spec.question_repeat_cap) == (2000, 3, 3)
     assert spec.max_naming_share == 0.10 and spec.prompt == "paper-v1"
+    assert spec.max_text_share == 0.0075  # the authors' release: no text above 0.75%
     assert spec.generator == "offline" and spec.answerer == "minilm"
 
 
@@ -28,6 +29,7 @@ def test_spec_defaults_from_the_shipped_yaml(repo_root: Path) -> None:
     ({"text_source": {"kind": "wikipedia"}}, "text_source.path"),
     ({"generator": {"prompt": "v0"}}, "generator.prompt"),
     ({"max_naming_share": 1.5}, "max_naming_share"),
+    ({"max_text_share": 0}, "max_text_share"),
     ({"filter": {"dedup_threshold": 1.5}}, "dedup_threshold"),
     ({"generator": {"llm": {"max_retries": -1}}}, "max_retries"),
     ({"classes": "some"}, "classes"),

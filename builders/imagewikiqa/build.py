@@ -26,13 +26,14 @@ from vlmrobust.builders.imagewikiqa.answerers import (
     load_minilm,
 )
 from vlmrobust.builders.imagewikiqa.blind import blind_rates, default_probes
+from vlmrobust.builders.imagewikiqa.caps import assign_capped
 from vlmrobust.builders.imagewikiqa.card import render_card
 from vlmrobust.builders.imagewikiqa.filter import FilterResult, filter_candidates, stage_counts
 from vlmrobust.builders.imagewikiqa.images import (
     Assignment,
     ClassImage,
-    assign_images,
     image_bytes,
+    largest_text_share,
     pick_questions,
 )
 from vlmrobust.builders.imagewikiqa.knowledge import (
@@ -41,7 +42,7 @@ from vlmrobust.builders.imagewikiqa.knowledge import (
     load_knowledge,
     split_sentences,
 )
-from vlmrobust.builders.imagewikiqa.qtypes import is_naming, naming_budget
+from vlmrobust.builders.imagewikiqa.qtypes import is_naming
 from vlmrobust.builders.imagewikiqa.question import N_CHOICES, Candidate, normalise_text
 from vlmrobust.builders.imagewikiqa.rebalance import balanced_positions, place_answer
 from vlmrobust.builders.imagewikiqa.seeds import rng_for
@@ -275,19 +276,6 @@ def _text_note(spec: ImageWikiQASpec, found: Mapping[str, Article],
             "and hypernyms; the rest are listed as failures.")
 
 
-def _assign_capped(spec: ImageWikiQASpec, chosen: Mapping[str, Sequence[Candidate]],
-                   images: Mapping[int, Sequence[ClassImage]], num_rows: int) -> list[Assignment]:
-    """Rows for the knowledge (and appearance) questions first; definition and
-    taxonomy questions only fill up to ``max_naming_share`` of the rows."""
-    kw = {"images_per_question": spec.images_per_question,
-          "repeat_cap": spec.question_repeat_cap, "seed": spec.seed}
-    other = {w: [c for c in cs if not is_naming(c.qtype)] for w, cs in chosen.items()}
-    naming = {w: [c for c in cs if is_naming(c.qtype)] for w, cs in chosen.items()}
-    rows = assign_images(other, images, num_rows=num_rows, **kw)
-    budget = naming_budget(len(rows), spec.max_naming_share, num_rows - len(rows))
-    return rows + (assign_images(naming, images, num_rows=budget, **kw) if budget else [])
-
-
 def build(raw_spec: dict[str, Any], spec_path: Path, options: BuildOptions) -> dict[str, Any]:
     spec = parse_spec(raw_spec, spec_path)
     sample_licences: dict[str, str] = {}
@@ -317,7 +305,7 @@ def build(raw_spec: dict[str, Any], spec_path: Path, options: BuildOptions) -> d
     chosen = {w: pick_questions(cs, spec.questions_per_class, spec.seed)
               for w, cs in result.kept.items()}
     num_rows = min(spec.num_questions, options.limit or spec.num_questions)
-    assignments = _assign_capped(spec, chosen, images, num_rows)
+    assignments = assign_capped(spec, chosen, images, num_rows)
     for wnid, reason in sorted(failures.items()):
         print(f"imagewikiqa: skipped {wnid}: {reason}", file=sys.stderr)
     if not assignments:
@@ -336,6 +324,7 @@ def build(raw_spec: dict[str, Any], spec_path: Path, options: BuildOptions) -> d
     answer_counts = [sum(1 for r in rows if r["answer"] == i) for i in range(N_CHOICES)]
     questions = {normalise_text(a.question.question) + a.question.key for a in assignments}
     used_classes = {a.question.wnid for a in assignments}
+    top_text = largest_text_share(assignments)
     card = render_card(
         spec, sample=options.sample, result=result, n_rows=len(rows),
         n_questions=len(questions), n_classes=len(used_classes), failures=failures,
@@ -344,6 +333,7 @@ def build(raw_spec: dict[str, Any], spec_path: Path, options: BuildOptions) -> d
         qtypes=Counter(a.question.qtype for a in assignments),
         blind=blind,
         blind_kept=blind_kept,
+        top_text=top_text,
         text_note=_text_note(spec, found, classes),
         image_licences=(sample_licence_lines(assignments, sample_licences) if options.sample
                         else licences),
@@ -370,6 +360,8 @@ def build(raw_spec: dict[str, Any], spec_path: Path, options: BuildOptions) -> d
         "question_types": dict(sorted(Counter(a.question.qtype for a in assignments).items())),
         "naming_share": round(sum(1 for a in assignments if is_naming(a.question.qtype))
                               / len(assignments), 4),
+        "text_share": {"max": spec.max_text_share, "largest": round(top_text[2], 4),
+                       "rows": top_text[1], "text": top_text[0]},
         "blind_answerable": {
             scope: {b.probe: {"correct": b.correct, "n": b.n, "rate": round(b.rate, 4)}
                     for b in rates}

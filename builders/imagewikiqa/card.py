@@ -9,6 +9,7 @@ from vlmrobust.builders.imagewikiqa.blind import CHANCE, BlindRate
 from vlmrobust.builders.imagewikiqa.filter import FilterResult, stage_counts
 from vlmrobust.builders.imagewikiqa.qtypes import NAMING_TYPES
 from vlmrobust.builders.imagewikiqa.spec import (
+    RELEASE_TEXT_SHARE,
     SEED_IMAGES_PER_QUESTION,
     SEED_REPEAT_CAP,
     ImageWikiQASpec,
@@ -33,6 +34,21 @@ def _caps_note(spec: ImageWikiQASpec) -> str:
     return (f"**Deviation from the seed**, which takes at most {seed[0]} images per "
             f"question and caps each question at {seed[1]} occurrences: this build uses "
             f"{ours[0]} and {ours[1]}.")
+
+
+def _text_share_note(spec: ImageWikiQASpec, top: tuple[str, int, float]) -> str:
+    """How one text's share is bounded, against the seed's text and its release."""
+    bound = (f"the authors' release's level ({100 * RELEASE_TEXT_SHARE:.2f}%: none of its "
+             "2,000 rows' texts is in more)" if spec.max_text_share == RELEASE_TEXT_SHARE
+             else f"**a deviation** from the authors' release, which has no text in more than "
+             f"{100 * RELEASE_TEXT_SHARE:.2f}%")
+    return (f"One question text, over all classes and options, fills at most "
+            f"{100 * spec.max_text_share:.2f}% of the rows, {bound}, and never fewer than "
+            f"{spec.question_repeat_cap} rows (so a build under "
+            f"{int(spec.question_repeat_cap / spec.max_text_share + 1e-9)} rows can exceed the share). "
+            f"Largest here: {top[1]} rows ({100 * top[2]:.2f}%), \"{top[0]}\". Different from "
+            "the seed, whose Appendix C.1 limits a question text to 3 occurrences over the "
+            "2,000 rows counting different classes; its release does not keep to that.")
 
 
 def _stages(result: FilterResult) -> str:
@@ -71,6 +87,7 @@ def render_card(
     qtypes: Mapping[str, int],
     blind: Sequence[BlindRate],
     blind_kept: Sequence[BlindRate],
+    top_text: tuple[str, int, float],
     text_note: str,
     image_licences: Sequence[str],
 ) -> str:
@@ -120,6 +137,8 @@ option names the class or any WordNet synonym, plural forms included).
     ("definition + taxonomy (hypernym) rows", f"{naming} ({100 * naming / max(n_rows, 1):.1f}%, "
                                                f"cap {100 * spec.max_naming_share:.0f}%)"),
     ("rows per generator rule", kind_list),
+    ("largest share of one question text", f"{100 * top_text[2]:.2f}% ({top_text[1]} rows, "
+                                           f"bound {100 * spec.max_text_share:.2f}%)"),
     ("blind-answerable rate of the kept set (worst probe)", blind_summary(blind_kept)),
     ("blind-answerable rate of the published questions (worst probe)", blind_summary(blind)),
 ])}
@@ -162,7 +181,7 @@ Text source: {text_note}
 4. **Images**: at most {spec.images_per_question} images of the class per
    question, one image per row; each question (its text with its options)
    appears in at most {spec.question_repeat_cap} rows; at most {spec.num_questions} rows.
-   {_caps_note(spec)}
+   {_caps_note(spec)} {_text_share_note(spec, top_text)}
 5. **Rebalancing**: the options of every row are reordered so that each answer
    letter is used N/4 times (±1).{failed}
 

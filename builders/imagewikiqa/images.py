@@ -1,7 +1,8 @@
 """Image assignment: which images each question is asked about, under the caps
 (at most ``images_per_question`` images per question, one image per row, each
 question -- its text and options, Candidate.cap_key -- in at most ``repeat_cap``
-rows, at most ``num_rows`` rows)."""
+rows, each question text -- Candidate.text_key, over all classes and options --
+in at most ``text_cap`` rows, at most ``num_rows`` rows)."""
 
 from __future__ import annotations
 
@@ -64,6 +65,35 @@ def pick_questions(survivors: Sequence[Candidate], n: int, seed: int) -> list[Ca
     return out
 
 
+def text_row_cap(n_rows: int, share: float, floor_rows: int) -> int:
+    """Rows one question text may fill in a build of ``n_rows`` rows: at most
+    ``share`` of them, but never fewer than ``floor_rows`` (one question with its
+    images, the repeat cap), so small builds keep their questions.
+
+    >>> text_row_cap(2000, 0.0075, 3), text_row_cap(231, 0.0075, 3), text_row_cap(10, 1.0, 3)
+    (15, 3, 10)
+    """
+    if n_rows < 0 or floor_rows < 1 or not 0.0 < share <= 1.0:
+        raise ValueError(f"need n_rows >= 0, floor_rows >= 1, share in (0, 1], got "
+                         f"{n_rows}, {floor_rows}, {share}")
+    return max(floor_rows, int(share * n_rows + 1e-9))
+
+
+def largest_text_share(rows: Sequence[Assignment]) -> tuple[str, int, float]:
+    """The question text in most rows: (text, rows, share of all rows); the first
+    such text in row order on a tie."""
+    if not rows:
+        return "", 0, 0.0
+    counts: dict[str, int] = {}
+    first: dict[str, str] = {}
+    for a in rows:
+        k = a.question.text_key
+        counts[k] = counts.get(k, 0) + 1
+        first.setdefault(k, a.question.question)
+    key = max(counts, key=lambda k: counts[k])  # dicts keep row order: first on a tie
+    return first[key], counts[key], counts[key] / len(rows)
+
+
 def assign_images(
     questions: Mapping[str, Sequence[Candidate]],
     images: Mapping[int, Sequence[ClassImage]],
@@ -72,13 +102,16 @@ def assign_images(
     repeat_cap: int,
     num_rows: int,
     seed: int,
+    text_cap: int | None = None,
+    prior: Sequence[Assignment] = (),
 ) -> list[Assignment]:
     """Rows in dataset order. Within a class, question j takes images at seeded
     positions j*m, j*m+1, ... (m = images_per_question, wrapping), so questions
     of a class see different images where the class has enough. Rows are taken
     class by class in a seeded round robin, first every question's first image,
     then second images, ...: fewer rows than candidates thins images before
-    questions, and classes evenly."""
+    questions, and classes evenly. A row whose text already fills ``text_cap``
+    rows (``prior`` rows, assigned before, count too) is skipped."""
     per_class: dict[str, list[Assignment]] = {}
     for wnid, qs in questions.items():
         if not qs:
@@ -97,6 +130,9 @@ def assign_images(
     wnids = sorted(per_class)
     class_order = [wnids[int(i)] for i in rng_for(seed, "class-order").permutation(len(wnids))]
     uses: dict[str, int] = {}
+    text_uses: dict[str, int] = {}
+    for a in prior:
+        text_uses[a.question.text_key] = text_uses.get(a.question.text_key, 0) + 1
     out: list[Assignment] = []
     cursors = dict.fromkeys(class_order, 0)
     while len(out) < num_rows and cursors:
@@ -105,9 +141,11 @@ def assign_images(
             while cursors[wnid] < len(rows):
                 a = rows[cursors[wnid]]
                 cursors[wnid] += 1
-                key = a.question.cap_key
-                if uses.get(key, 0) < repeat_cap:
+                key, text = a.question.cap_key, a.question.text_key
+                if uses.get(key, 0) < repeat_cap and (
+                        text_cap is None or text_uses.get(text, 0) < text_cap):
                     uses[key] = uses.get(key, 0) + 1
+                    text_uses[text] = text_uses.get(text, 0) + 1
                     out.append(a)
                     break
             if cursors[wnid] >= len(rows):

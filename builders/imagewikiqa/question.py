@@ -72,6 +72,12 @@ class Candidate:
                             *sorted(normalise_text(c) for c in self.choices)])
 
     @property
+    def text_key(self) -> str:
+        """What the text-share bound counts: the question text alone, whatever the
+        class and options ("Which of these is a part of this object?")."""
+        return normalise_text(self.question)
+
+    @property
     def key(self) -> str:
         """Stable short id of the question content (order of choices ignored)."""
         body = "\x1f".join([self.wnid, normalise_text(self.question),
