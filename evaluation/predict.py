@@ -128,7 +128,7 @@ def predict_dataset(
         if spec.family == "clip" and prompt is None:
             prompt = CLIP_LABEL_SPACE_PROMPT  # seed 002's zero-shot template
         elif answer_reader is not None:  # a vlm: a label-space prompt, refused before it loads
-            prompt = resolve_label_space_prompt(prompt, answer_reader.mode)
+            prompt = resolve_label_space_prompt(prompt, answer_reader.mode, configs)
     else:
         plan = plan_rows(reader, configs, spec.required_columns, limit, spec.max_options)
     info = reader.info

@@ -146,13 +146,16 @@ def render_card(spec: ClassificationSpec, sources: Sequence[VariantSource],
         "- CLIP (`clip:...`): argmax over the label space of logit_scale × cosine to each "
         "class's text embedding, prompt `photo-period` (\"a photo of a {class}.\", seed 002's "
         "template, no ensembling) by default; `--prompt openai-80` averages the 80 OpenAI "
-        "ImageNet templates (seed 001's default). The prompt id is recorded with the predictions.",
+        "ImageNet templates (seed 001's default; its §X-B sets `single`, `mcm-5` and "
+        "`openai-30`, a stand-in for its unpublished 30, beside it). The prompt id is recorded "
+        "with the predictions. Class texts are the label space's `text` (see Deviations).",
         "- ImageNet classifiers: their 1,000 logits, one per class of the label space as the "
         "max over the class's ImageNet group (`imagenet_ids`); spaces without ImageNet ids "
         "(Flowers102, StanfordCars, Caltech101) cannot be read by them.",
         "- VLMs: `likelihood:*` over every class name, closed-world generation with every name "
         "in the prompt (`--class-order fixed|random`), or open-world generation, matched "
-        "against the names and synonyms.",
+        "against the names and synonyms. On ImageNet-D's K-option configs `--mode letter` "
+        "asks seed 001 §IX's LLaVA prompt (`llava-imagenet-d`) by default.",
         "",
         *imagenet_x_lines,
         *deviation_lines(spec, sources),

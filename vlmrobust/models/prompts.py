@@ -36,12 +36,18 @@ and that entry's id is what the predictions record.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 
 from vlmrobust.core.errors import VlmrobustError
-from vlmrobust.models.prompt_tables import OPENAI_IMAGENET_TEMPLATES
+from vlmrobust.models.prompt_tables import (
+    MCM_5_TEMPLATES,
+    OPENAI_30_TEMPLATES,
+    OPENAI_IMAGENET_TEMPLATES,
+    SEED001_DEFAULT_PROMPT_SET,
+)
 
 PROMPT_KINDS = ("class", "question")
 
@@ -109,9 +115,13 @@ PROMPTS: dict[str, tuple[str, ...]] = {
     "art": ("art of the {option}.",),
     "sketch": ("a sketch of a {option}.",),
     "rendition": ("a rendition of a {option}.",),
+    # seed 001 §X-B's sets (prompt_tables.py): single, 5 (MCM's), 30 (a stand-in) and the
+    # default 80 (OpenAI's ImageNet templates, seed 001's CLIP default)
+    "single": ("a photo of a {option}",),
+    "mcm-5": MCM_5_TEMPLATES,
+    "openai-30": OPENAI_30_TEMPLATES,
+    SEED001_DEFAULT_PROMPT_SET: OPENAI_IMAGENET_TEMPLATES,
     # the 7-template subset OpenAI selected for ImageNet zero-shot
-    # seed 001's CLIP default: OpenAI's 80 ImageNet templates (prompt_tables.py)
-    "openai-80": OPENAI_IMAGENET_TEMPLATES,
     "openai-7": (
         "itap of a {option}.",
         "a bad photo of the {option}.",
@@ -124,10 +134,21 @@ PROMPTS: dict[str, tuple[str, ...]] = {
     **{p.id: p.clip_templates for p in SEED_PROMPTS.values()},
 }
 
+#: how ``vlmrobust prompts`` describes the seed 001 §X-B sets beyond their templates
+PROMPT_NOTES = {
+    "single": "seed 001 §X-B single prompt",
+    "mcm-5": "seed 001 §X-B: the five prompts of [15] (MCM)",
+    "openai-30": "seed 001 §X-B's 30-prompt set is not published; stand-in: the first 30 of "
+                 "OpenAI's 80",
+    SEED001_DEFAULT_PROMPT_SET: "seed 001's default (§X-B: the default prompt set of [1])",
+}
+
 #: vlm answer instructions (LLaVA's MCQ evaluation wording), after the options.
 VLM_INSTRUCTIONS = MappingProxyType({
     "mcq-letter": "Answer with the option's letter from the given choices directly.",
     "mcq-letter-short": "Answer with the letter.",
+    # seed 001 §IX, the last line of LLaVA's ImageNet-D prompt
+    "choice-from-list": "Please answer the question using the choice from the list.",
 })
 DEFAULT_VLM_PROMPT = "mcq-letter"
 
@@ -160,6 +181,7 @@ class LabelSpacePrompt:
     answer: str = "{class}"
     choices: str = "Choose one from: {classes}.\nAnswer with the name of the class only."
     letter_instruction: str = DEFAULT_VLM_PROMPT
+    letter_only: bool = False  # a lettered list in its wording: only --mode letter renders it
 
     def __post_init__(self) -> None:
         if not self.question.strip() or "{" in self.question or "}" in self.question:
@@ -187,9 +209,14 @@ class LabelSpacePrompt:
         """Whether ``mode`` (an answer mode, its argument ignored) renders this
         prompt as itself: a prompt that only words the answers would ask a
         closed-world or open-world call exactly as the one with its question."""
+        if self.letter_only:
+            return mode.partition(":")[0] == "letter"
         return self.answer == "{class}" or mode.partition(":")[0] in ANSWER_MODES
 
     def describe(self) -> str:
+        if self.letter_only:
+            return (f"{self.question} A. <class> B. ... {VLM_INSTRUCTIONS[self.letter_instruction]}"
+                    "  [--mode letter only]")
         answer = "" if self.answer == "{class}" else \
             f"  [answers: {self.answer}; --mode letter and likelihood only]"
         return f"{self.question}{answer}"
@@ -205,8 +232,34 @@ LABEL_SPACE_PROMPTS: MappingProxyType[str, LabelSpacePrompt] = MappingProxyType(
     LabelSpacePrompt("identify", SEED_PROMPTS["identify"].text),
     LabelSpacePrompt("photo-of", SEED_PROMPTS["what-type"].text,
                      answer=SEED_PROMPTS["photo-of"].text),
+    # seed 001 §IX, "LLaVA's prompt format is: What is the main object in this image?
+    # Choose from the following list: A.[Ground truth class] B.[Failure class 1] ...
+    # Please answer the question using the choice from the list." (the options are
+    # lettered "A. <class>", one per line, by the letter reader)
+    LabelSpacePrompt("llava-imagenet-d", "What is the main object in this image? Choose from "
+                     "the following list:", letter_instruction="choice-from-list",
+                     letter_only=True),
 )})
 DEFAULT_LABEL_SPACE_PROMPT = "what-type"
+#: where seed 001 asks LLaVA by its ImageNet-D prompt: the K-option ImageNet-D configs
+LLAVA_IMAGENET_D = "llava-imagenet-d"
+_IMAGENET_D_OPTIONS = re.compile(r"^imagenet-d-[a-z]+-\d+opt$")
+
+
+def default_label_space_prompt(mode: str, configs: Sequence[str] = ()) -> str:
+    """The label-space prompt a vlm is asked by without ``--prompt``: seed 001's
+    LLaVA prompt when every config read is an ImageNet-D K-option config and the
+    mode letters them (as §IX reads LLaVA), else ``what-type``.
+
+    >>> default_label_space_prompt("letter", ["imagenet-d-texture-4opt"])
+    'llava-imagenet-d'
+    >>> default_label_space_prompt("letter", ["imagenet-d-texture-4opt", "flowers102-k5"])
+    'what-type'
+    """
+    if configs and all(_IMAGENET_D_OPTIONS.match(c) for c in configs) \
+            and LABEL_SPACE_PROMPTS[LLAVA_IMAGENET_D].serves(mode):
+        return LLAVA_IMAGENET_D
+    return DEFAULT_LABEL_SPACE_PROMPT
 
 
 def get_seed_prompt(prompt_id: str) -> SeedPrompt:
@@ -249,28 +302,34 @@ def resolve_prompt(prompt: str | None) -> tuple[str, tuple[str, ...]]:
 def resolve_vlm_prompt(prompt: str | None) -> str:
     """A vlm prompt id: a seed prompt or an answer instruction (default mcq-letter)."""
     prompt = prompt or DEFAULT_VLM_PROMPT
-    if prompt not in SEED_PROMPTS and prompt not in VLM_INSTRUCTIONS:
-        known = [*SEED_PROMPT_IDS, *VLM_INSTRUCTIONS]
+    if prompt not in SEED_PROMPTS and prompt not in VLM_INSTRUCTIONS \
+            and prompt not in LABEL_SPACE_PROMPTS:
+        known = [*SEED_PROMPT_IDS, *VLM_INSTRUCTIONS, *LABEL_SPACE_PROMPTS]
+        known = list(dict.fromkeys(known))
         raise VlmrobustError(f"unknown vlm prompt {prompt!r}{_hint(prompt, known)} "
                              f"(known: {', '.join(known)})")
     return prompt
 
 
-def resolve_label_space_prompt(prompt: str | None, mode: str) -> str:
+def resolve_label_space_prompt(prompt: str | None, mode: str,
+                               configs: Sequence[str] = ()) -> str:
     """The :data:`LABEL_SPACE_PROMPTS` id a vlm read in ``mode`` over a label
-    space renders (default ``what-type``); a prompt that cannot serve one (an
-    MCQ answer instruction, ...) is refused in one line naming those that can.
+    space renders (default: :func:`default_label_space_prompt` of the
+    ``configs`` read); a prompt that cannot serve one (an MCQ answer
+    instruction, ...) is refused in one line naming those that can.
 
     >>> resolve_label_space_prompt(None, "likelihood:avg")
     'what-type'
     """
-    prompt_id = DEFAULT_LABEL_SPACE_PROMPT if prompt is None else prompt
+    prompt_id = default_label_space_prompt(mode, configs) if prompt is None else prompt
     entry = LABEL_SPACE_PROMPTS.get(prompt_id)
     if entry is not None and entry.serves(mode):
         return prompt_id
     usable = [p.id + (" (default)" if p.id == DEFAULT_LABEL_SPACE_PROMPT else "")
               for p in LABEL_SPACE_PROMPTS.values() if p.serves(mode)]
-    why = (f"it words only the answers, which --mode {mode} does not show"
+    why = ("its wording letters the classes, which only --mode letter does"
+           if entry is not None and entry.letter_only else
+           f"it words only the answers, which --mode {mode} does not show"
            if entry is not None else
            "it asks an MCQ's own question" if prompt_id in VLM_INSTRUCTIONS else
            "it asks as what-type does" if prompt_id == "class-name" else "it is not one of them")
@@ -300,8 +359,9 @@ def _hint(name: str, known: Sequence[str]) -> str:
 def all_prompts() -> dict[str, str]:
     """id -> description for ``vlmrobust prompts`` and the dataset manifest."""
     out = {p.id: f"seed A.4 ({p.kind}): {p.text}" for p in SEED_PROMPTS.values()}
-    out.update({k: "clip: " + (" | ".join(v) if len(v) <= 7 else
-                               f"{len(v)}-template ensemble: {v[0]} | {v[1]} | ... | {v[-1]}")
+    out.update({k: "clip" + (f" ({PROMPT_NOTES[k]})" if k in PROMPT_NOTES else "") + ": " + (
+        " | ".join(v) if len(v) <= 7 else
+        f"{len(v)}-template ensemble: {v[0]} | {v[1]} | ... | {v[-1]}")
                 for k, v in PROMPTS.items() if k not in out})
     out.update({k: f"vlm instruction: {v}" for k, v in VLM_INSTRUCTIONS.items()})
     return out

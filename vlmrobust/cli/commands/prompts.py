@@ -63,7 +63,7 @@ def _registries() -> list[tuple[str, Any, str | None]]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from vlmrobust.models.prompts import CLIP_LABEL_SPACE_PROMPT, PROMPTS
+    from vlmrobust.models.prompts import CLIP_LABEL_SPACE_PROMPT, PROMPT_NOTES, PROMPTS
 
     for title, registry, default in _registries():
         entries = _entries(registry)
@@ -73,6 +73,8 @@ def run(args: argparse.Namespace) -> int:
             mark = " (default)" if name == default else ""
             if registry is PROMPTS and name == CLIP_LABEL_SPACE_PROMPT:
                 mark += " (default over a label space: classification, ood)"
+            if registry is PROMPTS and name in PROMPT_NOTES:
+                mark += f" [{PROMPT_NOTES[name]}]"
             print(f"  {name:<{width}}  {_describe(value)}{mark}")
         print()
     print("clip also accepts a literal template, e.g. --prompt 'a photo of a {option}.'")

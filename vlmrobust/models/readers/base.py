@@ -169,7 +169,10 @@ def format_question(question: str, options: Sequence[str], prompt: str = DEFAULT
     """
     if len(options) > len(LETTERS):
         raise VlmrobustError(f"{len(options)} options: at most {len(LETTERS)} can be lettered")
-    instruction = VLM_INSTRUCTIONS.get(prompt, VLM_INSTRUCTIONS[DEFAULT_VLM_PROMPT])
+    entry = _prompts.LABEL_SPACE_PROMPTS.get(prompt)
+    own = entry.letter_instruction if entry is not None and prompt not in _prompts.SEED_PROMPTS \
+        else prompt
+    instruction = VLM_INSTRUCTIONS.get(own, VLM_INSTRUCTIONS[DEFAULT_VLM_PROMPT])
     question, options = question_and_options(question, options, prompt)
     lines = [question.strip()] + [f"{LETTERS[i]}. {o}" for i, o in enumerate(options)]
     return "\n".join([*lines, instruction])
@@ -177,11 +180,17 @@ def format_question(question: str, options: Sequence[str], prompt: str = DEFAULT
 
 def question_and_options(question: str, options: Sequence[str], prompt: str
                          ) -> tuple[str, list[str]]:
-    """(question, option texts) as a seed prompt words them (others: as given).
+    """(question, option texts) as a seed prompt words them, or a label-space
+    prompt of its own wording (seed 001's LLaVA ImageNet-D prompt; others: as given).
 
     >>> question_and_options("What?", ["goldfish"], "what-type")
     ('What type of object is in this photo?', ['goldfish'])
+    >>> question_and_options("What?", ["goldfish"], "llava-imagenet-d")[0]
+    'What is the main object in this image? Choose from the following list:'
     """
     if prompt in _prompts.SEED_PROMPTS:
         return _prompts.SEED_PROMPTS[prompt].vlm_texts(question, options)
+    entry = _prompts.LABEL_SPACE_PROMPTS.get(prompt)
+    if entry is not None:
+        return entry.question, entry.answers(options)
     return question, list(options)
