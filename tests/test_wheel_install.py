@@ -326,9 +326,14 @@ def _seed_demo(out: Path, built_mcq: Path) -> None:
 
     write_ood(datasets / "ood")
 
-    for i, (adapter, model_id, _, answers) in enumerate(DemoOptions().models):
+    from vlmrobust.evaluation.suite.spec import load_suite
+
+    suite = load_suite(DemoOptions().suite)
+    for i, (adapter, model_id, _) in enumerate(DemoOptions().models):
         # a family not seeded here (the cue-conflict stand-in) is built and
         # predicted by the demo itself, under the adapter's name as here
+        answers = [d.name for d in suite.datasets
+                   if suite.reader(adapter.partition(":")[0], d.name).skip is None]
         for family in (f for f in answers if (datasets / f).is_dir()):
             _predictions(datasets / family,
                          out / "predictions" / model_id / family / "predictions.parquet",

@@ -54,6 +54,10 @@ class EvalOptions:
 
     out: Path
     model_id: str
+    # where predictions and the submission go (default: OUT/predictions, OUT/submissions);
+    # the demo keeps every model's submission in one folder for the leaderboard
+    predictions_dir: Path | None = None
+    submissions_dir: Path | None = None
     name: str | None = None
     limit: int | None = None
     batch_size: int = 16
@@ -65,6 +69,14 @@ class EvalOptions:
     endpoint: Mapping[str, Any] | None = None
     progress: bool = True
     extra_meta: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def predictions(self) -> Path:
+        return self.predictions_dir or self.out / PREDICTIONS_DIR
+
+    @property
+    def submissions(self) -> Path:
+        return self.submissions_dir or self.out / SUBMISSIONS_DIR
 
     def __post_init__(self) -> None:
         if self.limit is not None and self.limit < 1:
@@ -118,7 +130,10 @@ def _check_kept(pred: Path, plan: Plan, e: PlanEntry, limit: int | None) -> dict
         "fingerprint"), "configs": meta.get("configs"), "limit": meta.get("limit")}
     if e.reader.mode is not None:
         want["mode"], have["mode"] = e.reader.mode, meta.get("mode")
-    bad = [k for k in want if want[k] != have[k]]
+    # a file that `vlmrobust.write_predictions` wrote (not predict) names no adapter or
+    # configs; the build's fingerprint and the limit are always compared
+    bad = [k for k in want if want[k] != have[k]
+           and (have[k] is not None or k in ("fingerprint", "limit"))]
     if bad:
         raise VlmrobustError(f"{pred}: predictions of another run ({bad[0]} {have[bad[0]]!r}, "
                              f"this run: {want[bad[0]]!r}); pass another --out or remove "
@@ -139,7 +154,7 @@ def _read_options(plan: Plan, e: PlanEntry, opts: EvalOptions) -> ReadOptions | 
 def _predict(plan: Plan, e: PlanEntry, opts: EvalOptions) -> tuple[Path, float | None]:
     from vlmrobust.evaluation.predict import predict_dataset
 
-    pred = opts.out / PREDICTIONS_DIR / e.name / "predictions.parquet"
+    pred = opts.predictions / e.name / "predictions.parquet"
     timing = pred.parent / TIMING_NAME
     if not pred.is_file():
         t0 = time.perf_counter()
@@ -179,7 +194,7 @@ def _score(plan: Plan, e: PlanEntry, pred: Path, opts: EvalOptions) -> dict[str,
     if opts.limit is None:
         from vlmrobust.evaluation.submissions import SCORES_NAME, add_submission
 
-        root = opts.out / SUBMISSIONS_DIR
+        root = opts.submissions
         found = _section(root / opts.model_id / SCORES_NAME, e.name, sha)
         if found is not None:
             return found
@@ -217,13 +232,18 @@ def _entry(plan: Plan, e: PlanEntry, opts: EvalOptions) -> dict[str, Any] | None
         "rows": e.rows_run(opts.limit),
         "reader": {"mode": meta.get("mode"), "prompt": meta.get("prompt_id"),
                    "backend": meta.get("backend"), "class_order": e.reader.class_order},
-        "predictions": str(pred.relative_to(opts.out)),
+        "predictions": _shown(pred, opts.out),
         "predictions_sha256": section.get("predictions_sha256"),
         "partial": section.get("partial"),
         "headlines": headlines(section),
         "timing": {"predict_s": predict_s, "score_s": round(time.perf_counter() - t1, 3),
                    "this_run_s": round(time.perf_counter() - t0, 3)},
     }
+
+
+def _shown(path: Path, out: Path) -> str:
+    """A path as results.json records it: relative to --out when inside it."""
+    return str(path.relative_to(out)) if path.is_relative_to(out) else str(path)
 
 
 def _backend_record(opts: EvalOptions) -> dict[str, Any]:
@@ -260,8 +280,8 @@ def run_suite(plan: Plan, opts: EvalOptions) -> dict[str, Any] | None:
         return None
     entries = [done.get(e.name) or {"dataset": e.name, "status": "skipped", "reason": e.skip}
                for e in plan.entries]
-    submission = None if opts.limit is not None or not done else \
-        f"{SUBMISSIONS_DIR}/{opts.model_id}"
+    submitted = opts.limit is None and any(r["status"] == "done" for r in done.values())
+    submission = _shown(opts.submissions / opts.model_id, opts.out) if submitted else None
     results = {
         "results_version": RESULTS_VERSION,
         "suite": {"name": plan.suite.name, "version": plan.suite.version,

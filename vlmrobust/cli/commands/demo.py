@@ -4,13 +4,15 @@ build (imagenet-mcq, bench-c, imagewikiqa, classification, the cue-conflict
 stand-in, ood and 31 captioned photos for retrieval from the sample) -> a few
 GRPO steps of seed 004's questioner in the planted world and the
 failure-discovery dataset built from its records (demo_discover.py) ->
-predict with the real EfficientNet-Lite0/1/2 classifiers (and Lite0 + MiniLM
-pipelines for ImageWikiQA, failure-discovery's mcq config and retrieval) ->
-score -> submissions/ -> static site. The classification configs (the sample's photos and renditions over
-the 1,000 ImageNet classes, and their K-configs) are predicted right after
-ImageNet-MCQ: the same images, so the classifiers' logits come from the
-in-process cache (~12 s a model instead of ~90 s).
-Leaves DIR/datasets/<family>/, DIR/predictions/, DIR/submissions/<model-id>/, DIR/discover/,
+each of the real EfficientNet-Lite0/1/2 classifiers (and the Lite0 + MiniLM
+pipelines for ImageWikiQA, failure-discovery's mcq config and retrieval) through
+`vlmrobust eval --suite sample` (predict, score, submit: evaluation/suite/) ->
+static site. The sample suite lists the classification configs (the sample's
+photos and renditions over the 1,000 ImageNet classes, and their K-configs)
+right after ImageNet-MCQ: the same images, so the classifiers' logits come from
+the in-process cache (~12 s a model instead of ~90 s).
+Leaves DIR/datasets/<family>/, DIR/predictions/<model-id>/, DIR/eval/<model-id>/results.json,
+DIR/submissions/<model-id>/, DIR/discover/,
 DIR/reference-runs.yaml (the demo's own runs, recorded as a maintainer records
 reference runs) and DIR/site/index.html. Stages whose output is already complete are reused, so a
 killed demo resumes where it stopped (use --fresh to rebuild everything)."""
@@ -33,33 +35,29 @@ from vlmrobust.core.output_guard import kind_of, lstat_or_none, refuse_non_folde
 class DemoOptions:
     """Defaults of the demo (one place)."""
 
-    # (adapter name, submission id, display name, datasets it answers). The
-    # classifiers need option_class_ids (or a label space with ImageNet ids), so
-    # they answer ImageNet-MCQ, classification, Bench-C and OOD; the
-    # recognise-then-answer pipeline takes ImageWikiQA and the MCQ config of
-    # failure-discovery (built by the demo's discover stage, not from the sample).
-    # retrieval: 31 photos, 62 captions; ~25 s (predict + score)
-    models: tuple[tuple[str, str, str, tuple[str, ...]], ...] = (
-        ("classifier:efficientnet-lite0", "efficientnet-lite0", "EfficientNet-Lite0",
-         ("imagenet-mcq", "classification", "cue-conflict", "bench-c", "ood")),
-        ("classifier:efficientnet-lite1", "efficientnet-lite1", "EfficientNet-Lite1",
-         ("imagenet-mcq", "classification", "cue-conflict", "bench-c", "ood")),
-        ("classifier:efficientnet-lite2", "efficientnet-lite2", "EfficientNet-Lite2",
-         ("imagenet-mcq", "classification", "cue-conflict", "bench-c", "ood")),
+    # (adapter name, submission id, display name), each taken through the `sample`
+    # suite (benchmarks/suites/sample.yaml) by `vlmrobust eval`, whose readers say
+    # what each family answers: the classifiers need option_class_ids (or a label
+    # space with ImageNet ids), so they answer ImageNet-MCQ, classification,
+    # cue-conflict, Bench-C and OOD; the recognise-then-answer pipeline takes
+    # ImageWikiQA and the MCQ config of failure-discovery (built by the demo's
+    # discover stage, not from the sample).
+    models: tuple[tuple[str, str, str], ...] = (
+        ("classifier:efficientnet-lite0", "efficientnet-lite0", "EfficientNet-Lite0"),
+        ("classifier:efficientnet-lite1", "efficientnet-lite1", "EfficientNet-Lite1"),
+        ("classifier:efficientnet-lite2", "efficientnet-lite2", "EfficientNet-Lite2"),
         ("pipeline:efficientnet-lite0+minilm", "efficientnet-lite0-minilm",
-         "EfficientNet-Lite0 → MiniLM (recognise, then answer)",
-         ("imagewikiqa", "failure-discovery")),
+         "EfficientNet-Lite0 → MiniLM (recognise, then answer)"),
         # no CLIP weights ship: retrieval's image and caption embeddings come from
-        # Lite0's top-5 classes as MiniLM sentences (models/describe.py)
+        # Lite0's top-5 classes as MiniLM sentences (models/describe.py);
+        # retrieval: 31 photos, 62 captions; ~25 s (predict + score)
         ("describe:efficientnet-lite0+minilm", "efficientnet-lite0-minilm-describe",
-         "EfficientNet-Lite0 → MiniLM (recognise, then describe)", ("retrieval",)),
+         "EfficientNet-Lite0 → MiniLM (recognise, then describe)"),
     )
+    suite: str = "sample"
     # ood: 101 photos + 35 scikit-image OOD rows, ~10 s per classifier (predict + score)
     families: tuple[str, ...] = ("imagenet-mcq", "bench-c", "imagewikiqa", "classification",
                                  "cue-conflict", "ood", "retrieval")
-    # family -> the one config predicted (failure-discovery's `open` config is
-    # free-form with verdicts; only its `mcq` config is answered and scored)
-    predict_configs: tuple[tuple[str, str], ...] = (("failure-discovery", "mcq"),)
     batch_size: int = 16
     workers: int = 2
     # None: every sample image (101 photos, 555 renditions). A number draws a
@@ -96,7 +94,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 # What a demo writes in its --out folder; --fresh removes these and nothing else.
-DEMO_ENTRIES = ("datasets", "predictions", "submissions", "reference-runs.yaml", "site",
+DEMO_ENTRIES = ("datasets", "predictions", "eval", "submissions", "reference-runs.yaml", "site",
                 "discover")
 
 
@@ -194,22 +192,27 @@ def run(args: argparse.Namespace) -> int:
         built["failure-discovery"] = target
         _done(t0)
 
-    from vlmrobust.evaluation.predict import predict_dataset
-    from vlmrobust.evaluation.submissions import add_submission
+    from vlmrobust.evaluation.suite.plan import make_plan
+    from vlmrobust.evaluation.suite.results import results_table
+    from vlmrobust.evaluation.suite.run import EvalOptions, run_suite
+    from vlmrobust.evaluation.suite.spec import load_suite
 
+    # each model goes through the command a user runs (`vlmrobust eval`), with its
+    # predictions and its submission where the demo keeps every model's
+    suite = load_suite(opts.suite)
     submissions = out / "submissions"
-    for model, model_id, display_name, answers in opts.models:
-        for family in (f for f in answers if f in built):
-            pred = out / "predictions" / model_id / family / "predictions.parquet"
-            t0 = _stage(f"predict {model} on {family}")
-            if not pred.is_file():
-                predict_dataset(model, built[family], pred, batch_size=opts.batch_size,
-                                config=dict(opts.predict_configs).get(family))
-            _done(t0)
-            t0 = _stage(f"score + submit {model_id} / {family}")
-            add_submission(submissions, model_id, built[family], pred,
-                           meta={"name": display_name})
-            _done(t0)
+    for model, model_id, display_name in opts.models:
+        t0 = _stage(f"vlmrobust eval --model {model} --suite {suite.name} --dataset-store "
+                    f"{datasets_dir} --out {out / 'eval' / model_id}")
+        plan = make_plan(suite, model, [datasets_dir], datasets=list(built))
+        results = run_suite(plan, EvalOptions(
+            out=out / "eval" / model_id, model_id=model_id,
+            predictions_dir=out / "predictions" / model_id, submissions_dir=submissions,
+            batch_size=opts.batch_size, extra_meta={"name": display_name}))
+        assert results is not None  # one process: rank 0
+        for line in results_table(results):
+            print(f"    {line}")
+        _done(t0)
 
     from vlmrobust.leaderboard.publish import build_site
     from vlmrobust.leaderboard.reference_runs import record_reference_runs
@@ -218,7 +221,7 @@ def run(args: argparse.Namespace) -> int:
     # them as a maintainer would (`vlmrobust leaderboard record-reference`): in a
     # record beside the submissions, never inside a submission folder.
     record = out / "reference-runs.yaml"
-    record_reference_runs(record, submissions, [m for _, m, _, _ in opts.models
+    record_reference_runs(record, submissions, [m for _, m, _ in opts.models
                                                 if (submissions / m).is_dir()])
     site = out / "site"
     t0 = _stage(f"render the leaderboard -> {site}")
@@ -230,6 +233,7 @@ def run(args: argparse.Namespace) -> int:
     for path in built.values():
         print(f"               {path}")
     print(f"  submissions: {submissions}/<model-id>/scores.json")
+    print(f"  eval runs:   {out / 'eval'}/<model-id>/results.json  (vlmrobust eval)")
     print(f"  reference:   {record}  (the demo's runs, as a maintainer records them)")
     if demo_discover.complete(discover):
         print(f"  discover:    {discover}/records/*.jsonl (questions, answers, verdicts), "
