@@ -118,6 +118,20 @@ def test_results_json_records_the_run(evaluated: Path, store: Path) -> None:
     assert not [e for e in r["entries"] if e["status"] != "done"]  # --datasets kept the three
 
 
+def test_report_opens_the_model_page_from_disk(evaluated: Path) -> None:
+    """report.html sends the browser to the model's page of the run's own site, whose
+    every image and link to a page of the site is a file beside it (no server)."""
+    import re
+
+    report = (evaluated / "report.html").read_text()
+    target = evaluated / re.search(r'url=([^"]+)"', report).group(1)  # type: ignore[union-attr]
+    assert target == evaluated / "site" / "models" / "efficientnet-lite0.html"
+    page = target.read_text()
+    assert "efficientnet-lite0" in page and "imagenet-mcq" in page and "classification" in page
+    refs = re.findall(r'(?:src|href)="([^"#:]+\.(?:svg|html|png))"', page)
+    assert refs and all((target.parent / r).resolve().is_file() for r in refs), refs
+
+
 def test_eval_submission_passes_leaderboard_build(evaluated: Path, store: Path,
                                                   tmp_path: Path) -> None:
     site = tmp_path / "site"

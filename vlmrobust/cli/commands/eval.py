@@ -93,6 +93,11 @@ def run(args: argparse.Namespace) -> int:
         print(line)
     print(f"\nwrote {out / 'results.json'}")
     if results["submission"]:
+        from vlmrobust.leaderboard.report import write_report
+
+        datasets = [Path(e["path"]) for e in results["entries"] if e["status"] == "done"]
+        report = write_report(out / "submissions", model_id, out, datasets)
+        print(f"report: {report}  (opens from disk)")
         print(f"submission folder: {out / results['submission']}  (open a pull request adding "
               "it under submissions/)")
     return 0
