@@ -4,12 +4,17 @@ and the ``ood`` block of a scores.json section, and the per-row results.
 Scores (vlmrobust.metrics.ood_scores; higher = more in-distribution) come from
 each row's logits over the label space:
 
-- ``mcm`` for zero-shot CLIP (metadata ``family: clip``, no ``fine_tuned_on``): max softmax of
-  cosine / τ, τ = 1, the cosines being the logits divided by CLIP's logit scale,
-  which the predictions metadata records as ``logit_scale`` (the multiplier,
-  e.g. 100; refused in one line when absent);
-- ``msp`` (max softmax probability) for every other model (classifiers,
-  fine-tuned models, CLIP included, VLMs over the logits any reader gives);
+- ``mcm`` for zero-shot CLIP (metadata ``family: clip`` not fine-tuned on
+  ImageNet-1k: a CLIP fine-tuned on MSCOCO is still a zero-shot classifier of
+  ImageNet): max softmax of cosine / τ, τ = 1, the cosines being the logits
+  divided by CLIP's logit scale, which the predictions metadata records as
+  ``logit_scale`` (the multiplier, e.g. 100; refused in one line when absent);
+- ``msp`` (max softmax probability) for every other model: classifiers, CLIP
+  fine-tuned on ImageNet-1k (``fine_tuned_on`` naming ``imagenet-1k``, alone or
+  after another set: ``imagenet-12k+imagenet-1k``), VLMs over the logits any
+  reader gives. Seed 001 §V: "for zero-shot CLIP models, we utilize maximum
+  concept matching [15] to detect OOD data. For models that are trained or
+  fine-tuned on ImageNet-1K, we employ maximum softmax score [88]";
 - ``max_logit`` and ``energy`` (−E, T = 1) are reported beside them.
 
 The headline score (``ood.score``) is MCM for CLIP and MSP otherwise, unless the
@@ -19,7 +24,12 @@ OOD set (the ``ood_source`` of the OOD rows) against all scored ID rows:
 AUROC (ID positive), FPR@95 and, where the set's rows name a class
 (``ood_class``; NINCO, Textures), the class-mean AUROC, each headline number with a
 two-sample percentile bootstrap CI (vlmrobust.metrics.ood); the other scores'
-numbers are point estimates under ``by_score``. ID configs also get top-1
+numbers are point estimates under ``by_score``. The headline means
+(``mean_auroc``, ``mean_fpr95``) average the sets of seed 001 Table IV ("We
+report averaged AUROC and FPR on NINCO, iNaturalist, DTD, Place, SUN") that the
+build has, named in ``mean_sets``; ImageNet-O stays apart (its own entry under
+``sets``). A build with none of the five averages its other sets, and
+``mean_sets`` says which. ID configs also get top-1
 accuracy over their ID rows. Logits are turned into scores a block of rows at
 a time, so memory stays at a few blocks beyond the aligned logits.
 """
@@ -46,27 +56,58 @@ from vlmrobust.metrics.ood import (
 from vlmrobust.metrics.ood_scores import clip_cosines, energy_score, max_logit, mcm, msp
 
 SCORES = ("msp", "mcm", "max_logit", "energy")
+#: Seed 001 Table IV's OOD sets (``textures`` is DTD); ImageNet-O is reported apart.
+TABLE_IV_SETS = ("ninco", "inaturalist", "textures", "places", "sun")
+APART_SETS = ("imagenet-o",)
+#: The data set whose fine-tuning makes a CLIP an ImageNet classifier scored by MSP.
+MSP_FINE_TUNING = "imagenet-1k"
 BLOCK_ROWS = 4096
 NOTE = ("OOD detection (seed 001): higher score = more in-distribution; ID rows are the "
         "positives. auroc/fpr95/class_mean_auroc use the headline score ('score': MCM for "
         "zero-shot CLIP, with the logit scale undone; MSP otherwise; or the one --ood-score "
         "chose), CIs from a two-sample "
-        "percentile bootstrap; by_score repeats the point estimates for every score computed.")
+        "percentile bootstrap; by_score repeats the point estimates for every score computed. "
+        "mean_auroc/mean_fpr95 average the sets in mean_sets: seed 001 Table IV's NINCO, "
+        "iNaturalist, DTD (textures), Places and SUN where the build has them; ImageNet-O apart.")
+
+
+def tuned_on_imagenet_1k(fine_tuned_on: object) -> bool:
+    """Whether a ``fine_tuned_on`` slug includes ImageNet-1k (``+`` joins stages).
+
+    >>> [tuned_on_imagenet_1k(v) for v in ("imagenet-1k", "imagenet-12k+imagenet-1k", "mscoco", None)]
+    [True, True, False, False]
+    """
+    return isinstance(fine_tuned_on, str) and MSP_FINE_TUNING in fine_tuned_on.split("+")
 
 
 def headline_score(meta: Mapping[str, Any] | None) -> str:
-    """``mcm`` for a zero-shot CLIP model (metadata ``family: clip`` and no
-    ``fine_tuned_on``), else ``msp`` (seed 001: MSP for classifiers and
-    fine-tuned models).
+    """``mcm`` for a zero-shot CLIP model (metadata ``family: clip``, not
+    fine-tuned on ImageNet-1k), else ``msp`` (seed 001 §V: MSP "for models that
+    are trained or fine-tuned on ImageNet-1K").
 
     >>> headline_score({"family": "clip"}), headline_score({"family": "classifier"}), headline_score(None)
     ('mcm', 'msp', 'msp')
     >>> headline_score({"family": "clip", "fine_tuned_on": "imagenet-1k"})
     'msp'
+    >>> headline_score({"family": "clip", "fine_tuned_on": "mscoco"})  # still zero-shot on ImageNet
+    'mcm'
     """
     if meta is None or meta.get("family") != "clip":
         return "msp"
-    return "msp" if meta.get("fine_tuned_on") else "mcm"
+    return "msp" if tuned_on_imagenet_1k(meta.get("fine_tuned_on")) else "mcm"
+
+
+def headline_sets(names: list[str]) -> list[str]:
+    """The sets the headline means average: seed 001 Table IV's among ``names``,
+    else every set but ImageNet-O.
+
+    >>> headline_sets(["imagenet-o", "inaturalist", "ninco", "sun"])
+    ['ninco', 'inaturalist', 'sun']
+    >>> headline_sets(["astronomy", "imagenet-o"])
+    ['astronomy']
+    """
+    table = [n for n in TABLE_IV_SETS if n in names]
+    return table or [n for n in names if n not in APART_SETS]
 
 
 def chosen_score(meta: Mapping[str, Any] | None, requested: str | None, where: str) -> str:
@@ -212,12 +253,16 @@ def ood_section(report: ValidationReport, seed: int, ood_score: str | None = Non
         sets[str(source) or "ood"] = _set_block(
             {k: v[id_rows] for k, v in scores.items()}, {k: v[rows] for k, v in scores.items()},
             classes, head, seed, str(source))
+    mean_sets = headline_sets(list(sets))
     block: dict[str, Any] = {
         "note": NOTE, "score": head, "scores": list(scores), "logit_scale": scale,
         "tpr": DEFAULT_TPR, "n_id": int(id_rows.size),
         "id_accuracy": _num(accuracy(correct[id_rows])) if id_rows.size else None,
-        "mean_auroc": _num(float(np.mean([s["auroc"] for s in sets.values()]))) if sets else None,
-        "mean_fpr95": _num(float(np.mean([s["fpr95"] for s in sets.values()]))) if sets else None,
+        "mean_sets": mean_sets,
+        "mean_auroc": _num(float(np.mean([sets[n]["auroc"] for n in mean_sets])))
+        if mean_sets else None,
+        "mean_fpr95": _num(float(np.mean([sets[n]["fpr95"] for n in mean_sets])))
+        if mean_sets else None,
         "sets": sets,
     }
     return configs, {"ood": block}

@@ -34,6 +34,8 @@ class OodScores:
     mean_auroc: float | None
     mean_fpr95: float | None
     sets: Mapping[str, OodSetScore]
+    # the sets the means average (seed 001 Table IV's five where built; ImageNet-O apart)
+    mean_sets: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.score not in SCORES:
@@ -67,11 +69,16 @@ def load_ood(w: Where, raw: Any, where: str) -> OodScores | None:
             class_mean_auroc=w.number(s, "class_mean_auroc", sw, lo=0.0, hi=1.0),
             class_mean_auroc_ci=_interval(w, s, "class_mean_auroc_ci", sw),
             n_classes=w.integer(s, "n_classes", sw, required=False))
+    raw_mean = b.get("mean_sets") or []
+    if not isinstance(raw_mean, list) or any(str(n) not in sets for n in raw_mean):
+        raise w.fail(f"{where}.mean_sets", f"{raw_mean!r} is not a list of the block's sets",
+                     "rescore the submission")
     try:
         return OodScores(score=str(w.text(b, "score", where, required=True)),
                          n_id=int(w.integer(b, "n_id", where) or 0),
                          id_accuracy=w.number(b, "id_accuracy", where, lo=0.0, hi=1.0),
                          mean_auroc=w.number(b, "mean_auroc", where, lo=0.0, hi=1.0),
-                         mean_fpr95=w.number(b, "mean_fpr95", where, lo=0.0, hi=1.0), sets=sets)
+                         mean_fpr95=w.number(b, "mean_fpr95", where, lo=0.0, hi=1.0), sets=sets,
+                         mean_sets=tuple(str(n) for n in raw_mean))
     except ValueError as exc:
         raise w.fail(where, str(exc), "rescore the submission") from None

@@ -49,24 +49,34 @@ def colours(groups: Sequence[str]) -> dict[str, str]:
 
 
 def shift_chart(points: Sequence[ChartPoint], lines: Sequence[ChartLine], *,
-                group_colours: dict[str, str], chance: float, transform: str, x_name: str,
-                y_name: str, title: str) -> Markup:
+                group_colours: dict[str, str], chance: float | None, transform: str, x_name: str,
+                y_name: str, title: str, y_metric: str = "accuracy", identity: bool = True
+                ) -> Markup:
     """One probit chart for one shift: points by group (filled = a reference
     baseline model), the groups' lines, the reference line (black, thick), y = x
-    (dashed grey) and the random-guess diamond, with a legend underneath."""
-    tx = fit.transform([p.acc_ref for p in points] + [chance], transform).tolist()
-    ty = fit.transform([p.acc_shift for p in points] + [chance], transform).tolist()
+    (dashed grey; ``identity``) and the random-guess diamond (``chance``; None:
+    none), with a legend underneath. ``y_metric`` names the y axis' measure
+    (accuracy, AUROC, FPR@95: any rate in [0, 1] on the same probit scale)."""
+    extra = [] if chance is None else [chance]
+    tx = fit.transform([p.acc_ref for p in points] + extra, transform).tolist()
+    ty = fit.transform([p.acc_shift for p in points] + extra, transform).tolist()
     tticks = fit.transform(list(ACC_TICKS), transform).tolist()
     lo, hi = _padded(min(*tx, *ty), max(*tx, *ty))
-    legend_rows = len(group_colours) + 3
+    # the reference entry whenever the chart could have one (a factor chart whose line
+    # is missing still explains its filled points)
+    items = ([(REFERENCE_COLOUR, "reference line (filled: its models)", 3.0, "")]
+             if identity or any(ln.reference for ln in lines) else [])
+    items += [(c, g, 1.5, "") for g, c in group_colours.items()]
+    items += [("#888", "y = x", 1.0, ' stroke-dasharray="4 3"')] if identity else []
+    legend_rows = len(items) + 1
     f = Frame(lo, hi, lo, hi, width=420, height=380 + 14 * legend_rows, bottom=40 + 14 * legend_rows)
     ticks = [(v, f"{a * 100:g}%") for a, v in zip(ACC_TICKS, tticks, strict=True)
              if lo <= v <= hi]
     body = _axes(f, ticks, ticks, f"{x_name} accuracy ({transform} scale)",
-                 f"{y_name} accuracy", title)
+                 f"{y_name} {y_metric}", title)
     # _axes puts the x label at the very bottom; move it above the legend.
     body[-3] = body[-3].replace(f'y="{f.height - 6}"', f'y="{f.height - f.bottom + 28}"')
-    seg = _clip_line(f, 1.0, 0.0)
+    seg = _clip_line(f, 1.0, 0.0) if identity else None
     if seg:
         body.append(f'<line class="identity" x1="{_n(f.px(seg[0]))}" y1="{_n(f.py(seg[1]))}" '
                     f'x2="{_n(f.px(seg[2]))}" y2="{_n(f.py(seg[3]))}" stroke="#888" '
@@ -83,9 +93,10 @@ def shift_chart(points: Sequence[ChartPoint], lines: Sequence[ChartLine], *,
             f"<title>{escape(ln.label)}: {escape(transform)}(y) = {ln.slope:.3f}·"
             f"{escape(transform)}(x) "
             f"{sign} {abs(ln.intercept):.3f}</title></line>")
-    cx, cy = f.px(tx[-1]), f.py(ty[-1])
-    body.append(f'<path class="chance" d="M{_n(cx)} {_n(cy - 6)}l5 6l-5 6l-5 -6z" '
-                f'fill="#7f7f7f"><title>random guess ({chance * 100:g}%)</title></path>')
+    if chance is not None:
+        cx, cy = f.px(tx[-1]), f.py(ty[-1])
+        body.append(f'<path class="chance" d="M{_n(cx)} {_n(cy - 6)}l5 6l-5 6l-5 -6z" '
+                    f'fill="#7f7f7f"><title>random guess ({chance * 100:g}%)</title></path>')
     for i, p in enumerate(points):
         c = group_colours.get(p.group, "#444")
         body.append(
@@ -95,9 +106,6 @@ def shift_chart(points: Sequence[ChartPoint], lines: Sequence[ChartLine], *,
             f"{escape(y_name)} {p.acc_shift * 100:.1f}% ({escape(p.group)}"
             f"{', reference baseline' if p.is_baseline else ''})</title></circle>")
     y = f.height - f.bottom + 46
-    items = [(REFERENCE_COLOUR, "reference line (filled: its models)", 3.0, "")]
-    items += [(c, g, 1.5, "") for g, c in group_colours.items()]
-    items += [("#888", "y = x", 1.0, ' stroke-dasharray="4 3"')]
     for colour, label, width, dash in items:
         body.append(f'<line x1="{f.left}" x2="{f.left + 22}" y1="{y - 4}" y2="{y - 4}" '
                     f'stroke="{colour}" stroke-width="{width}"{dash}/>'

@@ -58,12 +58,53 @@ def test_holistic_page_shows_rescored_ood_numbers(tmp_path: Path) -> None:
                 lo, hi = block["sets"][s][key]
                 assert any(f"95% CI {100 * lo:.1f} … {100 * hi:.1f}" in t for t in titles), (model, s, key)
     assert sections["toy-clip"]["score"] == "mcm" and "MCM; 7 OOD rows vs 12 ID" in page
-    # seed 001 Figs. 3-4: AUROC (and NINCO's class-mean AUROC) against ID accuracy, per set
+    # seed 001 Figs. 3-4: AUROC, FPR@95 (and NINCO's class-mean AUROC) against ID accuracy
     ood_part = page.split('id="ood-ood"')[1]
-    assert ood_part.count("<svg") == 3 and "ninco: class-mean AUROC vs ID accuracy" in ood_part
+    assert ood_part.count("<svg") == 5 and "ninco: class-mean AUROC vs ID accuracy" in ood_part
+    assert "textures: FPR@95 vs ID accuracy" in ood_part and "(probit scale)" in ood_part
     b = sections["toy-clip"]
-    assert f'{b["id_accuracy"]:.3f}, {b["sets"]["textures"]["auroc"]:.3f}</title>' in ood_part
+    assert (f'ID (ImageNet val, top-1) {100 * b["id_accuracy"]:.1f}%, textures '
+            f'{100 * b["sets"]["textures"]["auroc"]:.1f}% (clip · training data unstated)</title>'
+            in ood_part)
     assert sections["toy-classifier"]["score"] == "msp"
+
+
+def test_ood_charts_are_probit_with_each_groups_huber_line(tmp_path: Path) -> None:
+    """Seed 001 Fig. 3: probit axes and, per group of at least min_models models, a
+    robust line, here four zero-shot CLIP on laion-2b: statsmodels' RLM(HuberT) on
+    (Φ⁻¹(ID accuracy), Φ⁻¹(AUROC)); the one classifier has no line."""
+    sm = pytest.importorskip("statsmodels.api")
+    from scipy import stats
+
+    from vlmrobust.leaderboard.baselines import BaselineSpec
+    from vlmrobust.leaderboard.holistic_ood import ood_chart
+    from vlmrobust.leaderboard.load import load_submissions
+
+    ds = write_ood(tmp_path / "ds")
+    ids = [r[1] for r in dataset_ids(ds)]
+    subs = tmp_path / "subs"
+    for i in range(5):
+        family = "classifier" if i == 4 else "clip"
+        z = np.random.default_rng(10 + i).uniform(-0.3, 0.4, size=(len(ids), 4)) * 100.0
+        for j in range(12):  # the ID rows (labels j % 4): accuracy and separation grow with i
+            z[j, j % 4] += 12.0 * (i + 1) * (j % (5 - i) != 0)
+        preds = write_logits(tmp_path / f"m{i}.parquet", ids, z)
+        write_meta(preds, ds, model=f"m{i}", family=family,
+                   **({"logit_scale": 100.0, "training_data": "laion-2b"} if family == "clip"
+                      else {}))
+        add_submission(subs, f"m{i}", ds, preds)
+    runs = [(s, s.datasets["ood"].ood) for s in load_submissions(subs)]
+    spec = BaselineSpec(version="t", min_models=3)
+    chart = str(ood_chart(runs, "ninco", "auroc", spec))  # type: ignore[arg-type]
+    clip = [o for s, o in runs if s.meta.family == "clip"]
+    x = stats.norm.ppf([o.id_accuracy for o in clip])  # type: ignore[misc]
+    y = stats.norm.ppf([o.sets["ninco"].auroc for o in clip])  # type: ignore[misc]
+    res = sm.RLM(y, sm.add_constant(x), M=sm.robust.norms.HuberT()).fit()
+    a, b = float(res.params[1]), float(res.params[0])
+    sign = "+" if b >= 0 else "−"
+    assert f"clip · laion-2b (huber): probit(y) = {a:.3f}·probit(x) {sign} {abs(b):.3f}" in chart
+    assert chart.count('class="fit') == 1 and "y = x" not in chart  # no line for 1 classifier
+    assert ood_chart(runs, "absent-set", "auroc", spec) is None
 
 
 def test_a_damaged_ood_block_is_refused(tmp_path: Path) -> None:
