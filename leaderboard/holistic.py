@@ -79,7 +79,7 @@ class Section:
 
 SectionMaker = Callable[[Leaderboard], Sequence[Section]]
 SECTIONS: Registry[SectionMaker] = Registry("holistic section")
-ORDER = ("ood", "shape-bias", "imagenet-x", "retrieval")
+ORDER = ("ood", "shape-bias", "imagenet-x", "3dcc", "retrieval")
 
 
 def group_label(s: Submission) -> str:
@@ -277,4 +277,4 @@ def holistic_sections(lb: Leaderboard) -> list[Section]:
 
 
 # sections that live in their own modules register on import
-from vlmrobust.leaderboard import holistic_ood  # noqa: E402, F401
+from vlmrobust.leaderboard import holistic_3dcc, holistic_ood  # noqa: E402, F401
