@@ -6,6 +6,7 @@ plus the block scan for non-finite or out-of-range logits. Used by
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -70,6 +71,17 @@ def align(index: DatasetIndex, pf: PredictionsFile,
     predicted = np.where(from_text, np.nan_to_num(matched[row_of], nan=NO_ANSWER),
                          base.predicted).astype(np.int64)
     return Alignment(row_of, base.logits, predicted, from_text)
+
+
+def align_lists(index: DatasetIndex, pf: PredictionsFile, row_of: NDArray[np.int64],
+                column: str) -> NDArray[np.float64]:
+    """A per-option list column other than the logits (CFG's ``pf.logp`` terms)
+    in dataset order, (N, K_max) with −inf padding, as the logits are."""
+    lens, flat = pf.logp[column]
+    values = _align_values(index, dataclasses.replace(pf, logits_len=lens, logits_flat=flat),
+                           row_of).logits
+    assert values is not None
+    return values
 
 
 def _align_values(index: DatasetIndex, pf: PredictionsFile, row_of: NDArray[np.int64]) -> Alignment:

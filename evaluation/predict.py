@@ -32,8 +32,8 @@ from vlmrobust.evaluation.predictions_io import (
     JournalRow,
     check_journal,
     journal_path,
+    journal_table,
     partial_dir,
-    predictions_table,
     read_journal_rows,
     recorded_run,
     remove_partial,
@@ -346,21 +346,11 @@ def _merge(out: Path, plan: Sequence[PlannedRow], done: dict[int, JournalRow],
             "run the same command again to finish"
         )
     rows = [done[p.index] for p in plan]
-    with_logits = [r[1] is not None for r in rows]
-    if any(with_logits) and not all(with_logits):
+    if any(r[1] is not None for r in rows) and not all(r[1] is not None for r in rows):
         raise VlmrobustError(f"{pdir}: some rows were journalled without logits; "
                              "pass --overwrite to start over")
-
-    def column(key: str) -> list[Any] | None:
-        values = [r[2].get(key) for r in rows]
-        return values if any(v is not None for v in values) else None
-
-    decided = any("text" in r[2] for r in rows)
-    write_predictions(out, predictions_table(
-        [p.id for p in plan], [p.config for p in plan],
-        [r[1] for r in rows] if all(with_logits) else None,
-        text=column("text") if decided else None, prompt_text=column("prompt_text"),
-        prediction=[r[2].get("prediction") for r in rows] if decided else None), meta)
+    write_predictions(out, journal_table([p.id for p in plan], [p.config for p in plan], rows),
+                      meta)
 
 
 def is_local_path(part: str) -> bool:

@@ -13,7 +13,7 @@ import numpy as np
 
 from vlmrobust.core.errors import VlmrobustError
 from vlmrobust.core.label_space import LabelSpace
-from vlmrobust.evaluation.predictions_io import JournalWriter
+from vlmrobust.evaluation.predictions_io import LOGP_COLUMNS, JournalWriter
 from vlmrobust.evaluation.rows import DatasetReader, PlannedRow
 from vlmrobust.models.base import Adapter
 from vlmrobust.models.runtime import to_pil
@@ -91,8 +91,9 @@ def run_batches(adapter: Adapter, reader: DatasetReader, todo: Sequence[PlannedR
 
 
 def _extras(r: Any) -> dict[str, Any]:
-    return {k: v for k, v in (("prompt_text", r.prompt_text), ("text", r.text),
-                              ("prediction", r.prediction)) if v is not None}
+    pairs = [("prompt_text", r.prompt_text), ("text", r.text), ("prediction", r.prediction),
+             *((name, getattr(r, name, None)) for name in LOGP_COLUMNS)]
+    return {k: v for k, v in pairs if v is not None}
 
 
 def read_label_batch(adapter: Adapter, batch: Sequence[tuple[PlannedRow, dict[str, Any]]],

@@ -36,9 +36,11 @@ from vlmrobust.core.atomic import write_text_atomic
 from vlmrobust.core.bounded import MAX_META_BYTES, read_json_bounded
 from vlmrobust.core.errors import VlmrobustError
 from vlmrobust.core.writer import WRITE_CHECKSUMS
+from vlmrobust.evaluation.predictions_parquet import LOGP_COLUMNS
 
 RUN_FILE = "run.json"
 ROW_GROUP_BYTES = 64 * 2**20
+FLOAT_LISTS = ("logits", *LOGP_COLUMNS)
 # (id, float32 logits or None, audit trail: prompt_text / text / prediction)
 JournalRow = tuple[str, np.ndarray | None, dict[str, Any]]
 
@@ -127,6 +129,9 @@ def read_journal_rows(pdir: Path) -> dict[int, JournalRow]:
                 batch = json.loads(line)
                 for index, rid, logits, *rest in batch["rows"]:
                     extras = dict(rest[0]) if rest else {}
+                    for name in LOGP_COLUMNS:
+                        if name in extras:
+                            extras[name] = _decode_logits(extras[name])
                     done.setdefault(int(index), (
                         str(rid), None if logits is None else _decode_logits(logits), extras))
             except (ValueError, KeyError, TypeError):
@@ -134,6 +139,10 @@ def read_journal_rows(pdir: Path) -> dict[int, JournalRow]:
                     f"{path} line {lineno}: corrupt journal line; delete {pdir} to start over"
                 ) from None
     return done
+
+
+def _encoded_extras(extras: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: _encode_logits(v) if k in LOGP_COLUMNS else v for k, v in extras.items()}
 
 
 class JournalWriter:
@@ -162,7 +171,7 @@ class JournalWriter:
                ) -> None:
         """Rows (index, id, logits or None[, extras]) of one finished batch."""
         payload = {"rows": [[r[0], r[1], None if r[2] is None else _encode_logits(r[2]),
-                             *([dict(r[3])] if len(r) > 3 else [])]
+                             *([_encoded_extras(r[3])] if len(r) > 3 else [])]
                             for r in rows]}
         self._f.write(json.dumps(payload, separators=(",", ":")).encode("utf-8") + b"\n")
         self._f.flush()
@@ -176,17 +185,23 @@ def predictions_table(ids: Sequence[str], configs: Sequence[str],
                       logits: Sequence[Sequence[float]] | None, *,
                       text: Sequence[str | None] | None = None,
                       prompt_text: Sequence[str | None] | None = None,
-                      prediction: Sequence[int | None] | None = None) -> Any:
+                      prediction: Sequence[int | None] | None = None,
+                      logp: Mapping[str, Sequence[Sequence[float]]] | None = None) -> Any:
     """The predictions table: ``id``, ``config`` and the answer columns given:
     ``logits`` (float32 lists), ``text`` (raw model output), ``prompt_text``
     (the exact text sent to the model) and ``prediction`` (option index, None
-    where the text answers none); None entries are nulls. Every column given
-    must have one entry per id."""
+    where the text answers none); None entries are nulls. ``logp``: the
+    :data:`LOGP_COLUMNS` lists of a CFG run (float32, one per option). Every
+    column given must have one entry per id."""
     import pyarrow as pa
 
     n = len(ids)
+    logp = dict(logp or {})
+    if set(logp) - set(LOGP_COLUMNS):
+        raise ValueError(f"predictions_table: logp holds {sorted(set(logp) - set(LOGP_COLUMNS))}, "
+                         f"not among {LOGP_COLUMNS}")
     given = {"configs": configs, "logits": logits, "text": text, "prompt_text": prompt_text,
-             "prediction": prediction}
+             "prediction": prediction, **logp}
     for name, col in given.items():
         if col is not None and len(col) != n:
             raise ValueError(f"predictions_table: {name} has {len(col)} entries for {n} ids")
@@ -195,6 +210,9 @@ def predictions_table(ids: Sequence[str], configs: Sequence[str],
     cols: dict[str, Any] = {"id": pa.array(list(ids), pa.string())}
     if logits is not None:
         cols["logits"] = _list_column(logits)
+    for name in LOGP_COLUMNS:
+        if name in logp:
+            cols[name] = _list_column(logp[name])
     if prediction is not None:
         cols["prediction"] = pa.array([None if v is None else int(v) for v in prediction], pa.int64())
     for name, col in (("text", text), ("prompt_text", prompt_text)):
@@ -202,6 +220,24 @@ def predictions_table(ids: Sequence[str], configs: Sequence[str],
             cols[name] = pa.array(list(col), pa.string())
     cols["config"] = pa.array(list(configs), pa.string())
     return pa.table(cols)
+
+
+def journal_table(ids: Sequence[str], configs: Sequence[str], rows: Sequence[JournalRow]) -> Any:
+    """The predictions table of journalled rows (in plan order): logits when
+    every row has them, text / prediction when a generating reader wrote them,
+    prompt_text where given, CFG's :data:`LOGP_COLUMNS` when every row has them."""
+
+    def column(key: str) -> list[Any] | None:
+        values = [r[2].get(key) for r in rows]
+        return values if any(v is not None for v in values) else None
+
+    decided = any("text" in r[2] for r in rows)
+    logp = {k: [r[2][k] for r in rows] for k in LOGP_COLUMNS if all(k in r[2] for r in rows)}
+    logits: list[Any] | None = [r[1] for r in rows]
+    return predictions_table(
+        ids, configs, logits if all(r[1] is not None for r in rows) else None,
+        text=column("text") if decided else None, prompt_text=column("prompt_text"),
+        prediction=[r[2].get("prediction") for r in rows] if decided else None, logp=logp)
 
 
 def _list_column(logits: Sequence[Sequence[float]]) -> Any:
@@ -269,7 +305,7 @@ def _write_jsonl(out: Path, table: Any, meta: Mapping[str, Any]) -> None:
     digest = hashlib.sha256()
     with atomic_file(out) as f:
         for batch in table.to_batches(max_chunksize=1024):
-            lines = [json.dumps({k: ([float(x) for x in v] if k == "logits" and v is not None
+            lines = [json.dumps({k: ([float(x) for x in v] if k in FLOAT_LISTS and v is not None
                                      else v) for k, v in r.items()}, allow_nan=False)
                      for r in batch.to_pylist()]
             data = "".join(line + "\n" for line in lines).encode("utf-8")

@@ -23,6 +23,7 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from vlmrobust.core.errors import SubmissionError
+from vlmrobust.evaluation.predictions_parquet import LOGP_COLUMNS
 
 # The text columns and the bound on one value: a long reasoning trace fits
 # (~32k tokens); the file-level byte bound still caps the total.
@@ -79,6 +80,9 @@ class JsonlRows:
         self.seen_logits = False
         self.seen_pred = False
         self.texts: dict[str, list[str | None]] = {name: [] for name in TEXT_COLUMNS}
+        # CFG's per-option terms: name -> (lengths, flat), filled once a line has one
+        self.logp = {name: (array("q"), array("d")) for name in LOGP_COLUMNS}
+        self.seen_logp: set[str] = set()
         self.seen_text: set[str] = set()
         self.bad: dict[str, list[int]] = {}  # kind -> data row indices
         self.not_json: list[str] = []
@@ -102,6 +106,16 @@ class JsonlRows:
             self.lengths.append(-1)
             if "logits" in obj:
                 self.bad.setdefault("logits not a list of numbers", []).append(row)
+        for name, (lengths, flat) in self.logp.items():
+            value = obj.get(name)
+            if name in obj:
+                self.seen_logp.add(name)
+            numbers = _float_array(value, no_bools) if isinstance(value, list) else None
+            lengths.append(-1 if numbers is None else len(numbers))
+            if numbers is not None:
+                flat.extend(numbers)
+            elif value is not None:
+                self.bad.setdefault(f"{name} not a list of numbers", []).append(row)
         pred = obj.get("prediction")
         if "prediction" in obj:
             self.seen_pred = True
@@ -135,6 +149,9 @@ class JsonlRows:
             "line_numbers": np.frombuffer(self.lines, dtype=np.int64).copy(),
             **{name: _objects(self.texts[name]) if name in self.seen_text else None
                for name in TEXT_COLUMNS},
+            "logp": {name: (np.frombuffer(lengths, dtype=np.int64).copy(),
+                            np.frombuffer(flat, dtype=np.float64).copy())
+                     for name, (lengths, flat) in self.logp.items() if name in self.seen_logp},
         }
 
 
@@ -194,11 +211,14 @@ def read_jsonl_rows(path: Path, fh: BinaryIO, max_rows: int, max_bytes: int,
             raise SubmissionError(
                 f"{path}: {len(rows.ids) + 1} rows, more than the {max_rows} allowed for this "
                 "dataset (a small multiple of its row count); give one row per dataset row")
-        logits = obj.get("logits")
-        if max_logits is not None and isinstance(logits, list) and len(logits) > max_logits:
-            raise SubmissionError(
-                f"{path}: line {lineno} has {len(logits)} logits, more than the {max_logits} "
-                "options of any question of this dataset; give one logit per option")
+        for name in ("logits", *LOGP_COLUMNS):
+            values = obj.get(name)
+            if max_logits is not None and isinstance(values, list) and len(values) > max_logits:
+                what = "logits" if name == "logits" else f"{name} values"
+                raise SubmissionError(
+                    f"{path}: line {lineno} has {len(values)} {what}, more than the "
+                    f"{max_logits} options of any question of this dataset; give one value "
+                    "per option")
         # true/false absent from the line: no value can be a bool (fast path below)
         rows.add(lineno, obj, b"true" not in raw and b"false" not in raw)
     return rows, sha.hexdigest()

@@ -37,7 +37,10 @@ from vlmrobust.core.errors import SubmissionError
 # here when the format gains one.
 STRING_COLUMNS = ("id", "text", "prompt_text")
 NUMBER_COLUMNS = ("prediction",)
-LIST_COLUMNS = ("logits",)
+# CFG's two terms per option, log p(option | image, prompt) and log p(option |
+# prompt) (vlmrobust/models/readers/likelihood.py), beside the logits they combine
+LOGP_COLUMNS = ("logp_with_image", "logp_without_image")
+LIST_COLUMNS = ("logits", *LOGP_COLUMNS)
 FORMAT_COLUMNS = (*STRING_COLUMNS, *LIST_COLUMNS, *NUMBER_COLUMNS)
 # Kind retrieval (evaluation/retrieval_predictions.py): per image row its embedding
 # and one embedding per caption; read only when the caller asks for them.
@@ -122,9 +125,9 @@ def _check_types(path: Path, schema: Any, columns: tuple[str, ...] = FORMAT_COLU
 def _footer_bound(path: Path, md: Any, selected: list[str], cap: int,
                   max_logits: int | None = None) -> None:
     """Refuse a file whose read columns the footer says decode beyond ``cap``, or
-    that holds more logits than ``max_logits`` per row on average."""
+    whose list columns hold more values than ``max_logits`` per row on average."""
     bound = 0
-    logits = 0
+    counts = dict.fromkeys(LIST_COLUMNS, 0)
     for g in range(md.num_row_groups):
         rg = md.row_group(g)
         for j in range(rg.num_columns):
@@ -133,8 +136,8 @@ def _footer_bound(path: Path, md: Any, selected: list[str], cap: int,
             if col.path_in_schema.split(".")[0] not in selected:
                 continue
             bound += col.total_uncompressed_size
-            if col.path_in_schema.split(".")[0] in LIST_COLUMNS:
-                logits += col.num_values
+            if col.path_in_schema.split(".")[0] in counts:
+                counts[col.path_in_schema.split(".")[0]] += col.num_values
             width = _WIDTH.get(col.physical_type)
             if width is not None:
                 bound += 8 * col.num_values  # values widen to float64/int64 in memory
@@ -147,10 +150,12 @@ def _footer_bound(path: Path, md: Any, selected: list[str], cap: int,
                 raise SubmissionError(
                     f"{path}: its columns decode to more than {cap} bytes ({md.num_rows} rows); "
                     f"refusing a file that expands this much — {REWRITE}")
-    if max_logits is not None and logits > max_logits * max(md.num_rows, 1):
-        raise SubmissionError(
-            f"{path}: {logits} logits in {md.num_rows} rows, more than the {max_logits} options "
-            "of any question of this dataset per row; give one logit per option")
+    for name, n in counts.items():
+        if max_logits is not None and n > max_logits * max(md.num_rows, 1):
+            what = "logits" if name == "logits" else f"{name} values"
+            raise SubmissionError(
+                f"{path}: {n} {what} in {md.num_rows} rows, more than the {max_logits} options "
+                "of any question of this dataset per row; give one value per option")
 
 
 def _dense_strings(path: Path, table: Any, names: list[str], cap: int) -> Any:
@@ -191,9 +196,10 @@ def read_parquet_columns(path: Path, data: bytes, max_rows: int,
 
 def read_parquet_predictions(path: Path, data: bytes, max_rows: int,
                              max_logits: int | None = None) -> tuple[Any, bytes | None, Any]:
-    """As :func:`read_parquet_columns` for the predictions format, with
-    ``logits`` left out of the table and returned as ``(lengths, flat)``
-    (:func:`read_logits`; None without the column)."""
+    """As :func:`read_parquet_columns` for the predictions format, with the
+    list columns (``logits``, CFG's :data:`LOGP_COLUMNS`) left out of the table
+    and returned as {name: ``(lengths, flat)``} (:func:`read_logits`), those
+    present only."""
     return _read(path, data, max_rows, max_logits, FORMAT_COLUMNS, stream_logits=True)
 
 
@@ -217,10 +223,10 @@ def _read(path: Path, data: bytes, max_rows: int, max_logits: int | None,
         pfile = pq.ParquetFile(pa.BufferReader(data), read_dictionary=strings,
                                page_checksum_verification=True)
         embedded = (pfile.schema_arrow.metadata or {}).get(b"vlmrobust.meta")
-        streamed = stream_logits and "logits" in selected
-        table = pfile.read(columns=[n for n in selected if not (streamed and n == "logits")])
+        streamed = [n for n in selected if n in LIST_COLUMNS] if stream_logits else []
+        table = pfile.read(columns=[n for n in selected if n not in streamed])
         table = _dense_strings(path, table, strings, cap)
-        logits = read_logits(path, pfile, md) if streamed else None
+        logits = {n: read_logits(path, pfile, md, n) for n in streamed}
     except SubmissionError:
         raise
     # A damaged file can fail anywhere inside the parquet reader (Arrow errors,
@@ -233,8 +239,8 @@ def _read(path: Path, data: bytes, max_rows: int, max_logits: int | None,
 LOGIT_BATCH_ROWS = 4096
 
 
-def read_logits(path: Path, pfile: Any, md: Any) -> tuple[Any, Any]:
-    """``(lengths int64, flat float64)`` of the ``logits`` column, streamed
+def read_logits(path: Path, pfile: Any, md: Any, column: str = "logits") -> tuple[Any, Any]:
+    """``(lengths int64, flat float64)`` of the ``column`` list column, streamed
     batch by batch into one array sized from the footer's value count: the
     file's float32 lists are never held whole beside their float64 copy
     (50,000 × 1,000 logits: 1.17 GB peak read as a table, ~0.8 GB this way).
@@ -245,22 +251,22 @@ def read_logits(path: Path, pfile: Any, md: Any) -> tuple[Any, Any]:
 
     total = sum(md.row_group(g).column(j).num_values
                 for g in range(md.num_row_groups) for j in range(md.row_group(g).num_columns)
-                if md.row_group(g).column(j).path_in_schema.split(".")[0] == "logits")
+                if md.row_group(g).column(j).path_in_schema.split(".")[0] == column)
     flat = np.empty(total, dtype=np.float64)
     lengths = np.empty(md.num_rows, dtype=np.int64)
     row = pos = 0
-    for batch in pfile.iter_batches(batch_size=LOGIT_BATCH_ROWS, columns=["logits"]):
+    for batch in pfile.iter_batches(batch_size=LOGIT_BATCH_ROWS, columns=[column]):
         arr = batch.column(0)
         n = len(arr)
         lengths[row:row + n] = pc.list_value_length(arr).fill_null(-1).to_numpy(
             zero_copy_only=False)
         values = pc.list_flatten(arr).cast(pa.float64()).to_numpy(zero_copy_only=False)
         if pos + len(values) > total or row + n > md.num_rows:
-            raise SubmissionError(f"{path}: the logits hold more values than the file's footer "
-                                  f"counts; {REWRITE}")
+            raise SubmissionError(f"{path}: column {column!r} holds more values than the file's "
+                                  f"footer counts; {REWRITE}")
         flat[pos:pos + len(values)] = values
         row += n
         pos += len(values)
     if row != md.num_rows:
-        raise SubmissionError(f"{path}: {row} rows of logits for {md.num_rows} rows; {REWRITE}")
+        raise SubmissionError(f"{path}: {row} rows of {column} for {md.num_rows} rows; {REWRITE}")
     return lengths, flat[:pos]

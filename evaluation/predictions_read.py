@@ -21,7 +21,7 @@ and a JSONL file is streamed with a cap per line (predictions_jsonl).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +33,7 @@ from numpy.typing import NDArray
 from vlmrobust.core.bounded import MIB, open_bounded
 from vlmrobust.core.errors import SubmissionError
 from vlmrobust.evaluation.predictions_jsonl import MAX_TEXT_CHARS, TEXT_COLUMNS
+from vlmrobust.evaluation.predictions_parquet import LOGP_COLUMNS
 
 # Defaults when no dataset bounds the file (score_tables, direct calls); validate
 # derives tighter ones from the dataset's row count.
@@ -102,6 +103,9 @@ class PredictionsFile:
     # per row a str or None (null, absent, or not a string: then also a problem)
     text: NDArray[np.object_] | None = None
     prompt_text: NDArray[np.object_] | None = None
+    # CFG's per-option terms (predictions_parquet.LOGP_COLUMNS), those present:
+    # name -> (lengths, flat) as logits_len / logits_flat
+    logp: Mapping[str, tuple[NDArray[np.int64], NDArray[np.float64]]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.format not in ("parquet", "jsonl"):
@@ -111,6 +115,9 @@ class PredictionsFile:
             arr = getattr(self, name)
             if arr is not None and arr.shape != (n,):
                 raise ValueError(f"{name} has shape {arr.shape}, expected ({n},)")
+        for name, (lens, _) in self.logp.items():
+            if name not in LOGP_COLUMNS or lens.shape != (n,):
+                raise ValueError(f"logp {name!r}: lengths of shape {lens.shape}, expected ({n},)")
 
     @property
     def n_rows(self) -> int:
@@ -220,9 +227,9 @@ def _read_parquet(path: Path, data: bytes, max_rows: int,
                   max_logits: int | None = None) -> PredictionsFile:
     from vlmrobust.evaluation.predictions_parquet import read_parquet_predictions
 
-    table, embedded, logits = read_parquet_predictions(path, data, max_rows, max_logits)
+    table, embedded, lists = read_parquet_predictions(path, data, max_rows, max_logits)
     try:
-        pf = predictions_from_table(table, path, logits=logits)
+        pf = predictions_from_table(table, path, logits=lists.pop("logits", None), logp=lists)
     except UnicodeDecodeError as exc:
         # parquet stores names and strings as bytes: a damaged file can decode to
         # invalid UTF-8 only once a column is touched
@@ -235,19 +242,21 @@ def _read_parquet(path: Path, data: bytes, max_rows: int,
 
 def predictions_from_table(table: Any, path: Path | str = "<table>",
                            logits: tuple[NDArray[np.int64], NDArray[np.float64]] | None = None,
-                           ) -> PredictionsFile:
+                           logp: Mapping[str, tuple[NDArray[np.int64], NDArray[np.float64]]]
+                           | None = None) -> PredictionsFile:
     """Turn a pyarrow Table with id / logits / prediction / text / prompt_text
-    columns into a PredictionsFile (schema errors raise SubmissionError; text
-    values that are too long are row problems). ``logits``: the column already
-    read as ``(lengths, flat float64)`` (predictions_parquet.read_logits), in
-    place of a ``logits`` column of ``table``."""
+    (/ CFG's logp_with_image, logp_without_image) columns into a
+    PredictionsFile (schema errors raise SubmissionError; text values that are
+    too long are row problems). ``logits`` / ``logp``: list columns already read
+    as ``(lengths, flat float64)`` (predictions_parquet.read_logits), in place
+    of those columns of ``table``."""
     import pyarrow as pa
-    import pyarrow.compute as pc
 
     path = Path(path)
     if (table.num_rows if logits is None or table.num_columns else len(logits[0])) == 0:
         raise SubmissionError(f"{path}: the file has no rows; {FORMAT_HINT}")
-    names = set(table.column_names) | ({"logits"} if logits is not None else set())
+    logp = dict(logp or {})
+    names = set(table.column_names) | ({"logits"} if logits is not None else set()) | set(logp)
     if "id" not in names:
         raise SubmissionError(f"{path}: no 'id' column (columns: {sorted(names)}); {FORMAT_HINT}")
     if not names & {"logits", "prediction", "text"}:
@@ -268,19 +277,12 @@ def predictions_from_table(table: Any, path: Path | str = "<table>",
         if logits_len.shape != (len(ids),):
             raise SubmissionError(f"{path}: {logits_len.shape[0]} rows of logits for {len(ids)} ids")
     elif "logits" in names:
-        col = table.column("logits")
-        t = col.type
-        if not (pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)) or not (
-            pa.types.is_floating(t.value_type) or pa.types.is_integer(t.value_type)
-        ):
-            raise SubmissionError(
-                f"{path}: column 'logits' has type {t}, expected a list of floats (one per option)"
-            )
-        arr = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
-        lengths = pc.list_value_length(arr).fill_null(-1)
-        logits_len = np.asarray(lengths.to_numpy(zero_copy_only=False), dtype=np.int64)
-        values = pc.list_flatten(arr).cast(pa.float64())
-        logits_flat = np.asarray(values.to_numpy(zero_copy_only=False), dtype=np.float64)
+        logits_len, logits_flat = _number_lists(table, "logits", path)
+    logp.update({name: _number_lists(table, name, path) for name in LOGP_COLUMNS
+                 if name in table.column_names and name not in logp})
+    for name, (lens, _) in logp.items():
+        if lens.shape != (len(ids),):
+            raise SubmissionError(f"{path}: {lens.shape[0]} rows of {name} for {len(ids)} ids")
     if "prediction" in names:
         col = table.column("prediction")
         if not (pa.types.is_integer(col.type) or pa.types.is_floating(col.type)):
@@ -292,11 +294,31 @@ def predictions_from_table(table: Any, path: Path | str = "<table>",
         prediction = np.asarray(raw.to_numpy(zero_copy_only=False), dtype=np.float64)
     texts = {name: _text_column(table, name, path) for name in TEXT_COLUMNS if name in names}
     pf = PredictionsFile(path, "parquet", ids, logits_len, logits_flat, prediction,
-                         text=texts.get("text"), prompt_text=texts.get("prompt_text"))
+                         text=texts.get("text"), prompt_text=texts.get("prompt_text"), logp=logp)
     problems = [row_problem(pf, f"{name} too long", f"at most {MAX_TEXT_CHARS} characters per value",
                             np.flatnonzero([v is not None and len(v) > MAX_TEXT_CHARS for v in col]))
                 for name, col in texts.items()]
     return dataclasses.replace(pf, problems=tuple(p for p in problems if p.count))
+
+
+def _number_lists(table: Any, name: str, path: Path) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+    """A list-of-numbers column as (lengths, flat float64); a null list has length -1."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    col = table.column(name)
+    t = col.type
+    if not (pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)) or not (
+        pa.types.is_floating(t.value_type) or pa.types.is_integer(t.value_type)
+    ):
+        raise SubmissionError(
+            f"{path}: column {name!r} has type {t}, expected a list of floats (one per option)"
+        )
+    arr = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
+    lengths = pc.list_value_length(arr).fill_null(-1)
+    values = pc.list_flatten(arr).cast(pa.float64())
+    return (np.asarray(lengths.to_numpy(zero_copy_only=False), dtype=np.int64),
+            np.asarray(values.to_numpy(zero_copy_only=False), dtype=np.float64))
 
 
 def _text_column(table: Any, name: str, path: Path) -> NDArray[np.object_]:
@@ -335,7 +357,7 @@ def _read_jsonl(path: Path, fh: BinaryIO, max_rows: int, max_bytes: int,
     cols = rows.arrays()
     pf = PredictionsFile(path, "jsonl", cols["ids"], cols["logits_len"], cols["logits_flat"],
                          cols["prediction"], cols["line_numbers"], text=cols["text"],
-                         prompt_text=cols["prompt_text"])
+                         prompt_text=cols["prompt_text"], logp=cols["logp"])
     bad = rows.bad
     if rows.seen_logits:
         malformed = set(bad.get("logits not a list of numbers", []))
@@ -346,6 +368,8 @@ def _read_jsonl(path: Path, fh: BinaryIO, max_rows: int, max_bytes: int,
         "id missing or not a string": "every line needs \"id\": the dataset row id as a string",
         "logits not a list of numbers": "\"logits\" must be a list of numbers, one per option",
         "logits missing": "other lines give logits, so every line must",
+        **{f"{name} not a list of numbers": f"\"{name}\" must be a list of numbers, one per "
+           "option" for name in LOGP_COLUMNS},
     }
     for name in TEXT_COLUMNS:
         fixes[f"{name} not a string"] = f"\"{name}\" must be a string (or null)"

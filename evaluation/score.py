@@ -13,7 +13,7 @@ is accuracy only (no calibration, S, C or RAS).
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +31,7 @@ from vlmrobust.evaluation.factor_scores import (
     factor_block,
     has_factor_rows,
 )
+from vlmrobust.evaluation.guidance import DEFAULT_CFG_GRID, guidance_sweep
 from vlmrobust.evaluation.predictions_read import PredictionsFile, predictions_from_table
 from vlmrobust.evaluation.score_bench_c import BENCH_C_NOTE, BENCH_C_PAIR_METRICS, bench_c_scores
 from vlmrobust.evaluation.score_classification import classification_section
@@ -145,11 +146,14 @@ def _no_ood_score(ood_score: str | None, dataset: str) -> None:
 
 
 def score_report(report: ValidationReport, model_id: str | None = None, seed: int = DEFAULT_SEED,
-                 imagenet_x: Path | str | None = None, ood_score: str | None = None) -> dict[str, Any]:
+                 imagenet_x: Path | str | None = None, ood_score: str | None = None,
+                 cfg_grid: Sequence[float] = DEFAULT_CFG_GRID) -> dict[str, Any]:
     """scores.json content (one dataset section) for a validated report.
     ``imagenet_x``: ImageNet-X annotations (default: the installed package's) for
     the per-factor accuracies of imagenet-val configs; ``ood_score``: an ood
-    dataset's headline score (default MCM for zero-shot CLIP, else MSP)."""
+    dataset's headline score (default MCM for zero-shot CLIP, else MSP);
+    ``cfg_grid``: the guidance weights a CFG run's accuracy is swept over
+    (section ``cfg``, evaluation/guidance.py)."""
     index = report.index
     manifest = index.manifest
     if imagenet_x is not None and not has_factor_rows(index):
@@ -186,6 +190,9 @@ def score_report(report: ValidationReport, model_id: str | None = None, seed: in
         "bench_c": None if extra else bench_c_scores(report, seed),
         **extra,
     }
+    sweep = guidance_sweep(report, cfg_grid)
+    if sweep is not None:
+        section["cfg"] = sweep
     if report.partial is not None:
         section["partial"] = dict(report.partial)
     return scores_document(index.name, section, model_id, report.meta)
@@ -210,7 +217,8 @@ def dumps_scores(scores: Mapping[str, Any]) -> str:
 
 def score(dataset_dir: Path | str, predictions: Path | str, out: Path | str, config: str | None = None,
           model_id: str | None = None, seed: int = DEFAULT_SEED,
-          imagenet_x: Path | str | None = None, ood_score: str | None = None) -> dict[str, Any]:
+          imagenet_x: Path | str | None = None, ood_score: str | None = None,
+          cfg_grid: Sequence[float] = DEFAULT_CFG_GRID) -> dict[str, Any]:
     """Validate ``predictions`` against ``dataset_dir`` and write scores.json to
     ``out`` and the per-row results to :func:`rows_path` (``out``), both
     atomically (the rows first); on any problem raise SubmissionError and write
@@ -236,7 +244,7 @@ def score(dataset_dir: Path | str, predictions: Path | str, out: Path | str, con
         rows_text = rows_jsonl(retrieval_rows(rreport))
     else:
         report = validate(dataset_dir, predictions, config)
-        scores = score_report(report, model_id, seed, imagenet_x, ood_score)
+        scores = score_report(report, model_id, seed, imagenet_x, ood_score, cfg_grid)
         rows_text = rows_jsonl(row_results(report, ood_score))
     write_text_output(rows_path(out), rows_text)
     write_text_output(Path(out), dumps_scores(scores))

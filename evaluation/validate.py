@@ -40,6 +40,7 @@ from vlmrobust.evaluation.dataset_index import (
     max_prediction_rows,
     question_keys,
 )
+from vlmrobust.evaluation.guidance import guidance_problems
 from vlmrobust.evaluation.predictions_meta import load_meta, meta_problems, sidecar_path
 from vlmrobust.evaluation.predictions_read import (
     MAX_ABS_LOGIT,
@@ -300,7 +301,7 @@ def validate_against(index: DatasetIndex, pf: PredictionsFile, *, dataset_dir: P
     """Check ``pf`` against an in-memory ``index``; raise SubmissionError listing
     every kind of problem, or return the aligned report."""
     found, matched = _check(index, pf, is_open_world(meta))
-    problems = [*(extra or []), *found]
+    problems = [*(extra or []), *found, *guidance_problems(pf, meta)]
     if problems:
         raise SubmissionError(failure_message(pf.path, problems, str(dataset_dir or index.name)))
     return ValidationReport(dataset_dir, pf.path, index, pf, align(index, pf, matched), meta,

@@ -25,7 +25,8 @@ MODES = {
     "letter": ((), True, False),
     "likelihood:sum": ((), True, False),
     "likelihood:avg": ((), True, False),
-    "likelihood:cfg=0.5": ((), True, False),
+    "likelihood:cfg=2": ((), True, False),
+    "likelihood:cfg-avg=1.5": ((), True, False),
     "generate": (("--max-new-tokens", "4", "--stop", "###"), False, True),
     "generate+cue": (("--max-new-tokens", "4", "--answer-cue", "\nAnswer:"), True, True),
     "open-world": (("--max-new-tokens", "4"), False, True),
@@ -61,7 +62,10 @@ def test_every_mode_predicts_validates_and_scores(model_dir: Path, dataset: Path
     assert len(table) == 4
     if has_logits:
         assert [len(r["logits"]) for r in table] == [2, 3, 4, 5]
-        assert all(np.isfinite(r["logits"]).all() and max(r["logits"]) <= 0 for r in table)
+        # log-probs are <= 0; guidance (t > 1) extrapolates past them
+        assert all(np.isfinite(r["logits"]).all() and ("cfg" in mode or max(r["logits"]) <= 0)
+                   for r in table)
+        assert all(("logp_with_image" in r) == ("cfg" in mode) for r in table)
     else:
         assert "logits" not in table[0]
     # the exact text the model received travels with every row
@@ -158,7 +162,7 @@ def test_device_map_reads_the_same(model_dir: Path, dataset: Path, tmp_path: Pat
 def test_mode_errors_are_one_line(model_dir: Path, dataset: Path, tmp_path: Path,
                                   capsys: pytest.CaptureFixture[str]) -> None:
     cases = [
-        ("--mode", "likelihood:cfg=2"),
+        ("--mode", "likelihood:cfg=-1"),
         ("--mode", "guess"),
         ("--device-map", "auto", "--device", "cpu"),
     ]
@@ -176,7 +180,7 @@ def test_mode_errors_are_one_line(model_dir: Path, dataset: Path, tmp_path: Path
 def test_models_lists_the_modes(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["models"]) == 0
     out = capsys.readouterr().out
-    for mode in ("letter", "likelihood:sum | avg | cfg=T", "generate", "open-world"):
+    for mode in ("letter", "likelihood:sum | avg | cfg=T | cfg-avg=T", "generate", "open-world"):
         assert f"\n  {mode} " in out
     (backends,) = [line for line in out.splitlines() if line.startswith("backends: ")]
     assert "hf (" in backends and "endpoint (" in backends

@@ -1,7 +1,7 @@
 """The hf backend's primitives and the readers on tiny random Qwen2-VL and LLaVA
 models, against independent computations straight from transformers: one
 full forward per option (no KV cache), the old adapter's letter reading, and
-the CFG mixture in numpy."""
+classifier-free guidance in numpy."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from vlmrobust.models import load_adapter
 from vlmrobust.models.backends import hf as hf_mod
 from vlmrobust.models.backends.base import NEXT_TOKEN, Backend, Prompt
 from vlmrobust.models.readers import parse_mode
-from vlmrobust.models.readers.likelihood import cfg_logit
+from vlmrobust.models.readers.likelihood import cfg_logit, cfg_mode
 from vlmrobust.models.vlm import VlmAdapter
 
 BUILDERS = {"qwen2vl": vlm_fixtures.make_qwen2vl, "llava": vlm_fixtures.make_llava}
@@ -132,37 +132,54 @@ def test_likelihood_chunks_equal_one_chunk(model_dir: tuple[str, Path], rows: li
     np.testing.assert_allclose(a.option_logits(rows), whole, rtol=0, atol=1e-5)
 
 
-def test_cfg_equals_numpy_mixture(model_dir: tuple[str, Path], rows: list[dict[str, Any]]) -> None:
+@pytest.mark.parametrize("mode", ["likelihood:cfg=2", "likelihood:cfg-avg=2"])
+def test_cfg_equals_numpy_guidance(model_dir: tuple[str, Path], rows: list[dict[str, Any]],
+                                   mode: str) -> None:
+    """Issue 33 item 1's done-when: CFG at t = 2 is t·log p(c | image, prompt) +
+    (1 − t)·log p(c | prompt) in numpy, from one full forward per option, on the
+    summed (cfg) and the mean (cfg-avg) token log-probs; both terms are kept."""
     kind, folder = model_dir
-    t = 0.7
-    a = load_adapter(f"vlm:{folder}", device="cpu", mode=f"likelihood:cfg={t}")
-    assert isinstance(a, VlmAdapter) and a.mode == "likelihood:cfg=0.7"
+    t = 2.0
+    a = load_adapter(f"vlm:{folder}", device="cpu", mode=mode)
+    assert isinstance(a, VlmAdapter) and a.mode == mode
+    reduce = np.mean if "avg" in mode else np.sum
     readings = a.read(rows)
     for row, reading in zip(rows, readings, strict=True):
         blind = chat_text(a, row["question"], False)
         assert "<image>" not in blind and "image_pad" not in blind
-        cond = np.array([full_forward_logprobs(a, kind, reading.prompt_text, o,
-                                               row["image"]).sum() for o in row["options"]])
-        uncond = np.array([full_forward_logprobs(a, kind, blind, o, None).sum()
+        cond = np.array([reduce(full_forward_logprobs(a, kind, reading.prompt_text, o,
+                                                      row["image"])) for o in row["options"]])
+        uncond = np.array([reduce(full_forward_logprobs(a, kind, blind, o, None))
                            for o in row["options"]])
-        direct = np.log(t * np.exp(cond) + (1 - t) * np.exp(uncond))
-        np.testing.assert_allclose(reading.logits, direct, rtol=0, atol=1e-4)
+        np.testing.assert_allclose(reading.logits, t * cond + (1 - t) * uncond, rtol=0, atol=2e-4)
+        np.testing.assert_allclose(reading.logp_with_image, cond, rtol=0, atol=1e-4)
+        np.testing.assert_allclose(reading.logp_without_image, uncond, rtol=0, atol=1e-4)
+        # guidance is not a mixture: the score leaves the range of the two terms
+        assert reading.logits is not None and not np.allclose(cond, uncond)
 
 
 def test_cfg_logit_closed_form() -> None:
     rng = np.random.default_rng(21)
     a, b = rng.uniform(-30, 0, 50), rng.uniform(-30, 0, 50)
-    for t in (0.0, 0.25, 0.5, 1.0):
-        np.testing.assert_allclose(cfg_logit(a, b, t),
-                                   np.log(t * np.exp(a) + (1 - t) * np.exp(b)), rtol=1e-12)
-    # far below float64's exp range the mixture's log is still exact (shift invariance)
-    np.testing.assert_allclose(cfg_logit(a - 5000, b - 5000, 0.3), cfg_logit(a, b, 0.3) - 5000,
-                               rtol=1e-12)
-    with pytest.raises(ValueError):
-        cfg_logit(a, b, 1.5)
+    for t in (0.0, 0.25, 1.0, 1.5, 2.0, 5.0):
+        np.testing.assert_allclose(cfg_logit(a, b, t), t * a + (1 - t) * b, rtol=1e-12)
+    np.testing.assert_array_equal(cfg_logit(a, b, 1.0), a)
+    np.testing.assert_array_equal(cfg_logit(a, b, 0.0), b)
+    for bad in (-0.5, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="t must be"):
+            cfg_logit(a, b, bad)
 
 
-@pytest.mark.parametrize("mode", ["likelihood:cfg=1.5", "likelihood:cfg=x", "likelihood:max",
+@pytest.mark.parametrize(("mode", "recorded"), [
+    ("likelihood:cfg=2", ("sum", 2.0)), ("likelihood:cfg-avg=1.5", ("avg", 1.5)),
+    ("likelihood:cfg=0.1", ("sum", 0.1)), ("likelihood:cfg=7.25", ("sum", 7.25))])
+def test_cfg_modes_record_t_exactly(mode: str, recorded: tuple[str, float]) -> None:
+    reader = parse_mode(mode)
+    assert reader.mode == mode and cfg_mode(reader.mode) == recorded
+
+
+@pytest.mark.parametrize("mode", ["likelihood:cfg=-1", "likelihood:cfg=x", "likelihood:cfg-avg=nan",
+                                  "likelihood:cfg-max=2", "likelihood:max",
                                   "likelihood", "letter:x", "lettre"])
 def test_bad_modes_are_one_line(mode: str) -> None:
     with pytest.raises(VlmrobustError) as exc:

@@ -38,8 +38,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="discard an unfinished run of --out instead of resuming it")
     p.add_argument("--mode", default=None,
                    help="vlm answer mode (default letter): letter | likelihood:sum | "
-                   "likelihood:avg | likelihood:cfg=T | generate | open-world "
-                   "(see `vlmrobust models`)")
+                   "likelihood:avg | likelihood:cfg=T | likelihood:cfg-avg=T (T >= 0: "
+                   "seed 002's classifier-free guidance on summed / averaged token log-probs) "
+                   "| generate | open-world (see `vlmrobust models`)")
     p.add_argument("--class-order", default=None, choices=("fixed", "random"),
                    help="vlm --mode generate over a label space (closed world): list the class "
                    "names in label-space order (default fixed) or shuffled per row, seeded by "

@@ -32,7 +32,21 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="headline OOD score of an ood dataset (default: mcm for zero-shot CLIP, "
                    "msp otherwise, as submit and the leaderboard score; mcm is refused for a "
                    "model that is not clip)")
+    p.add_argument("--cfg-grid", type=_cfg_grid, default=None, metavar="T,T,...",
+                   help="guidance weights a CFG run (--mode likelihood:cfg=T / cfg-avg=T) is "
+                   "also scored at, from its stored log-probs (default 0,0.5,1,1.5,2,3,5; the "
+                   "run's own T, the headline, is always added)")
     p.set_defaults(func=run)
+
+
+def _cfg_grid(text: str) -> tuple[float, ...]:
+    from vlmrobust.core.errors import VlmrobustError
+    from vlmrobust.evaluation.guidance import parse_grid
+
+    try:
+        return parse_grid(text)
+    except VlmrobustError as exc:  # argparse prints it as a one-line usage error
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _fmt(x: object) -> str:
@@ -40,12 +54,14 @@ def _fmt(x: object) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    from vlmrobust.evaluation.guidance import DEFAULT_CFG_GRID
     from vlmrobust.evaluation.row_results import rows_path
     from vlmrobust.evaluation.score import score
     from vlmrobust.evaluation.validate import partial_note
 
     scores = score(args.dataset, args.predictions, args.out, args.config, args.model_id, args.seed,
-                   imagenet_x=args.imagenet_x, ood_score=args.ood_score)
+                   imagenet_x=args.imagenet_x, ood_score=args.ood_score,
+                   cfg_grid=args.cfg_grid or DEFAULT_CFG_GRID)
     for name, section in scores["datasets"].items():
         if section.get("kind") == "retrieval":  # Recall@K, no accuracy
             print(f"{name}: " + ", ".join(
@@ -63,6 +79,11 @@ def run(args: argparse.Namespace) -> int:
         bench_c = section.get("bench_c")
         if bench_c and bench_c["aggregate"]["ras"] is not None:
             line += f"; RAS {bench_c['aggregate']['ras']:.4f}"
+        cfg = section.get("cfg")
+        if cfg:
+            line += f"; CFG t={cfg['headline_t']:g} (headline), " + ", ".join(
+                f"{c} " + " ".join(f"t={r['t']:g}:{_fmt(r['accuracy'])}" for r in v["accuracy_by_t"])
+                for c, v in cfg["configs"].items())
         if section.get("no_answer"):
             line += f"; no answer in {section['no_answer']} rows (counted as wrong)"
         print(line)

@@ -1,7 +1,7 @@
 """Readers (answer modes): how a dataset row becomes backend calls and an answer.
 
 A mode is ``NAME`` or ``NAME:ARG`` (``letter``, ``likelihood:sum``,
-``likelihood:cfg=0.5``, ``generate``, ``open-world``); each reader names the
+``likelihood:cfg=2``, ``generate``, ``open-world``); each reader names the
 backend primitives it needs, and a backend without one is refused in one line
 before any row is read. Readers are written once against
 :mod:`vlmrobust.models.backends.base`.
@@ -72,12 +72,16 @@ class Reading:
     answer cue has no distribution); ``prompt_text`` the exact text sent to the
     model; ``text`` the raw output of the generating readers; ``prediction``
     the option the matcher found (None: no answer) where the reader decides by
-    text."""
+    text; ``logp_with_image`` / ``logp_without_image`` float32 (K,), CFG's two
+    terms (log p(option | image, prompt), log p(option | prompt)) that its
+    ``logits`` combine, kept so that scoring can sweep the guidance weight."""
 
     prompt_text: str
     logits: np.ndarray | None = None
     text: str | None = None
     prediction: int | None = None
+    logp_with_image: np.ndarray | None = None
+    logp_without_image: np.ndarray | None = None
 
 
 class Reader(Protocol):
