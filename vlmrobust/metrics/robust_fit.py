@@ -124,31 +124,36 @@ def huber_line(x: NDArray[np.float64], y: NDArray[np.float64], w: NDArray[np.flo
     x = np.asarray(x, dtype=np.float64)
     y = np.asarray(y, dtype=np.float64)
     ww = np.ones_like(x) if w is None else np.asarray(w, dtype=np.float64)
-    shape = np.broadcast_shapes(x.shape, ww.shape)
-    x, y, ww = (np.broadcast_to(v, shape) for v in (x, y, ww))
+    shape = np.broadcast_shapes(x.shape, y.shape, ww.shape)
+    lead = shape[:-1]
+    # one row per fit; a row leaves the loop once converged, so the rows still
+    # iterating (a few in a thousand bootstrap resamples) are all that is computed
+    x, y, ww = (np.broadcast_to(v, shape).reshape(-1, shape[-1]) for v in (x, y, ww))
     a, b, ok = _wls(x, y, ww, min_points)
     ok &= 2.0 * ww.max(axis=-1) <= ww.sum(axis=-1)
     prev = np.full(a.shape, np.inf)
-    h = np.ones(shape)  # the Huber weights of the fit (a, b) came from
+    h = np.ones(x.shape)  # the Huber weights of the fit (a, b) came from
     dof = np.maximum(ww.sum(axis=-1) - 2.0, 1.0)
+    act = np.flatnonzero(ok)
     for i in range(max_iter):
-        r = y - (a[..., None] * x + b[..., None])
-        v = (ww * h * r**2).sum(axis=-1) / dof
-        zd = np.abs(r) / np.where(v > 0, v, 1.0)[..., None]
-        dev = (ww * np.where(zd <= t, 0.5 * zd**2, t * zd - 0.5 * t**2)).sum(axis=-1)
-        done = np.abs(dev - prev) <= tol
-        s = weighted_median(np.abs(r), ww) / _MAD_NORMAL
-        live = ok & (s > 0) & ~done
-        if not live.any() or i == max_iter - 1:
+        if act.size == 0:
             break
-        prev = dev
-        z = np.abs(r) / np.where(live, s, 1.0)[..., None]
-        h = np.where(live[..., None], np.where(z <= t, 1.0, t / np.maximum(z, 1e-300)), h)
-        na, nb, _ = _wls(x, y, ww * h)
-        a = np.where(live, na, a)
-        b = np.where(live, nb, b)
-    a = np.where(ok, a, np.nan)
-    b = np.where(ok, b, np.nan)
+        xa, ya, wa = x[act], y[act], ww[act]
+        r = ya - (a[act, None] * xa + b[act, None])
+        v = (wa * h[act] * r**2).sum(axis=-1) / dof[act]
+        zd = np.abs(r) / np.where(v > 0, v, 1.0)[:, None]
+        dev = (wa * np.where(zd <= t, 0.5 * zd**2, t * zd - 0.5 * t**2)).sum(axis=-1)
+        s = weighted_median(np.abs(r), wa) / _MAD_NORMAL
+        live = (s > 0) & ~(np.abs(dev - prev[act]) <= tol)
+        if i == max_iter - 1:
+            break
+        prev[act] = dev
+        act, r, s, xa, ya, wa = act[live], r[live], s[live], xa[live], ya[live], wa[live]
+        z = np.abs(r) / s[:, None]
+        h[act] = np.where(z <= t, 1.0, t / np.maximum(z, 1e-300))
+        a[act], b[act], _ = _wls(xa, ya, wa * h[act])
+    a = np.where(ok, a, np.nan).reshape(lead)
+    b = np.where(ok, b, np.nan).reshape(lead)
     return np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
 
 
