@@ -58,6 +58,9 @@ LABEL_SPACE = "label-space"
 K_OPTIONS = "k-options"
 # Seed 001 fits its one temperature on half of ImageNet val.
 REFERENCE_VARIANT = "imagenet-val"
+# manifest keys naming a build's protocol choices (builders/classification: class_names
+# openai = the seeds' label texts; caltech_split seed-list = the seed's split)
+PROTOCOL_KEYS = ("class_names", "caltech_split")
 TS_PROTOCOL = ("seed 001: one temperature fitted on a seeded half of the reference config "
                "(ImageNet val, full label space), applied to its other half and to every "
                "full-label-space config of the same predictions")
@@ -336,8 +339,9 @@ def _perturbation_sets(index: Any, rows: slice | NDArray[np.int64], name: str,
 def classification_section(report: Any, seed: int) -> dict[str, Any]:
     """The kind-specific part of a classification dataset's scores.json section:
     ``kind``, ``configs``, the ``temperature`` block, ``reference_variant`` (for
-    the leaderboard's effective-robustness line) and ``label_spaces``
-    ({config: {name, n_classes, sha256}} as the manifest records them)."""
+    the leaderboard's effective-robustness line), ``label_spaces``
+    ({config: {name, n_classes, sha256}} as the manifest records them) and
+    ``dataset_protocol`` (the build's ``class_names`` and ``caltech_split``)."""
     manifest = report.index.manifest
     reference = manifest.get("reference_config")
     configs = configs_from_report(report)
@@ -352,4 +356,6 @@ def classification_section(report: Any, seed: int) -> dict[str, Any]:
         "temperature": block,
         "label_spaces": {c: {k: r.get(k) for k in ("name", "n_classes", "sha256")}
                          for c, r in spaces.items() if isinstance(r, Mapping) and c in scores},
+        # the build's choices where the seeds set a rule (its card's Deviations section)
+        "dataset_protocol": {k: manifest[k] for k in PROTOCOL_KEYS if k in manifest},
     }

@@ -113,3 +113,21 @@ def test_the_spec_names_the_rule_and_the_card_and_manifest_state_it(tmp_path: Pa
     assert m["configs"]["caltech101"] == 7 and m["caltech_split"] == "half"
     card = (tmp_path / "out" / "README.md").read_text()
     assert "Caltech101 test split (`caltech_split`): **deviation:** per class floor(n/2)" in card
+    # scores.json states the build's choices beside the numbers
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from tests.classification_fixtures import index_rows, perfect_logits
+    from tests.score_fixtures import write_meta
+    from vlmrobust.evaluation.schemas import check_schema
+    from vlmrobust.evaluation.score import score_report
+    from vlmrobust.evaluation.validate import validate
+
+    rows = index_rows(tmp_path / "out")
+    p = tmp_path / "p.parquet"
+    pq.write_table(pa.table({"id": [r["id"] for r in rows], "logits": perfect_logits(rows)}), p)
+    write_meta(p, tmp_path / "out")
+    doc = score_report(validate(tmp_path / "out", p))
+    section = next(iter(doc["datasets"].values()))
+    assert section["dataset_protocol"] == {"class_names": "openai", "caltech_split": "half"}
+    check_schema(doc, "scores", "scores.json")
