@@ -104,3 +104,22 @@ def test_metric_functions() -> None:
     deg, tan = slope_gap(2.0, 0.5)
     assert tan == pytest.approx((2.0 - 0.5) / (1 + 2.0 * 0.5))
     assert deg == pytest.approx(math.degrees(math.atan(2.0) - math.atan(0.5)))
+
+
+def test_the_classification_card_names_the_seeds_six_corruptions() -> None:
+    """The card's Deviations section says which 3DCC corruptions the seed's numbers use."""
+    import yaml
+
+    from vlmrobust.builders.classification.card import deviation_lines
+    from vlmrobust.builders.classification.sources import VariantSource
+    from vlmrobust.builders.classification.spec import parse_spec
+    from vlmrobust.core.label_space import ClassEntry, LabelSpace
+
+    path = Path(__file__).parents[1] / "benchmarks" / "classification.yaml"
+    spec = parse_spec(yaml.safe_load(path.read_text()), path)
+    space = LabelSpace("toy", (ClassEntry("tench", (), "n01440764", (0,)),
+                               ClassEntry("goldfish", (), "n01443537", (1,))))
+    lines = "\n".join(deviation_lines(spec, [VariantSource("3dcc-fog_3d-5", "3dcc", space, (),
+                                                           "3dcc/fog_3d/5")]))
+    assert "seed 001 evaluates six (Fig. 8: fog_3d, near_focus, z_motion_blur, flash, " \
+           "xy_motion_blur, far_focus)" in lines and "mean accuracy at severity 5" in lines
