@@ -113,6 +113,35 @@ def test_continuation_logprobs_from_vllm_prompt_logprobs(tmp_path: Path) -> None
         {"cat", "ox", "so", "sodog"}
 
 
+def thinking_template(n: int, body: dict[str, Any]) -> tuple[int, dict[str, str], bytes]:
+    """A server whose chat template opens the assistant turn with an empty think
+    block (2 tokens, ids 900 and 901) when it generates, but not when it
+    continues a final assistant message: the prompt without the option is not a
+    token prefix of the prompt with it. Token ids: 100 + position otherwise."""
+    resp = completion(body)
+    msgs = body["messages"]
+    continued = msgs[-1]["role"] == "assistant"
+    ids = [100 + k for k in range(3)]
+    ids += [200 + k for k in range(len(msgs[-1]["content"]))] if continued else [900, 901]
+    resp["prompt_logprobs"] = [None] + [
+        {str(t): {"logprob": -(k + 1) / 10, "rank": 1, "decoded_token": "x"}}
+        for k, t in enumerate(ids[1:], start=1)]
+    return 200, {}, json.dumps(resp).encode()
+
+
+def test_continuation_refused_when_the_prompt_is_not_a_token_prefix(tmp_path: Path) -> None:
+    """Issue 36 item 1: with a thinking template, subtracting token counts took
+    "cat"'s last token alone and "goldfish"'s last 6 of 8, silently; the prefix
+    check refuses the row in one line instead."""
+    with FakeServer(thinking_template) as fake:
+        b = EndpointBackend(options(fake.url, None))
+        with pytest.raises(VlmrobustError) as exc:
+            b.continuation_logprobs([Prompt(text="What?\nSay")], [["cat", "goldfish"]])
+    msg = str(exc.value)
+    assert "\n" not in msg and "not a token prefix" in msg and "'cat'" in msg
+    assert "thinking template" in msg and fake.url in msg
+
+
 def test_api_key_never_leaves_the_header(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                          capsys: pytest.CaptureFixture[str]) -> None:
     secret = "sk-live-00112233445566778899"

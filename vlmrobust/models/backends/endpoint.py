@@ -280,13 +280,13 @@ class EndpointBackend:
             raise ValueError("one list of continuations per prompt")
         where = self.client.url(proto.CHAT)
 
-        def parse(resp: Any) -> list[float]:
-            lps = proto.prompt_token_logprobs(resp, where)
-            if lps is None:
+        def parse(resp: Any) -> tuple[list[int | None], list[float]]:
+            found = proto.prompt_tokens(resp, where)
+            if found is None:
                 raise EndpointError(f"{where}: the response has no prompt_logprobs")
-            return lps
+            return found
 
-        def token_logprobs(p: Prompt, tail: str) -> list[float]:
+        def token_logprobs(p: Prompt, tail: str) -> tuple[list[int | None], list[float]]:
             full = Prompt(text=p.text, image=p.image, assistant_prefix=p.assistant_prefix + tail)
             return self.post(proto.CHAT, self._body(full, max_tokens=1, prompt_logprobs=0), parse)
 
@@ -294,16 +294,17 @@ class EndpointBackend:
         done = self._map(lambda job: token_logprobs(prompts[job[0]], job[1]), jobs)
         out: list[list[np.ndarray]] = []
         k = 0
-        for conts in continuations:
-            base = len(done[k])
+        for i, conts in enumerate(continuations):
+            base_ids = done[k][0]
             row = []
             for j, cont in enumerate(conts):
-                lps = done[k + 1 + j]
-                n = len(lps) - base
-                if n < 1 and cont:
-                    raise EndpointError(f"{where}: continuation {cont!r} added no prompt "
-                                        "tokens; the chat template may drop the final message")
-                row.append(np.asarray(lps[len(lps) - n:] if n > 0 else [], dtype=np.float32))
+                ids, lps = done[k + 1 + j]
+                # the option's tokens are those after the prompt, once the prompt is
+                # proven their token prefix (never a bare difference of two counts)
+                start = proto.continuation_start(
+                    base_ids, ids, f"option {cont!r} of prompt {i} ({prompts[i].text[:60]!r})",
+                    where) if cont else len(lps)
+                row.append(np.asarray(lps[start:], dtype=np.float32))
             out.append(row)
             k += 1 + len(conts)
         return out

@@ -135,24 +135,67 @@ def candidate_logprobs(pairs: Sequence[tuple[str, float]],
 
 
 def prompt_token_logprobs(resp: Any, where: str) -> list[float] | None:
+    """vLLM's ``prompt_logprobs`` as one log-prob per prompt token (nan for the
+    first), or None when the server gave none (:func:`prompt_tokens`)."""
+    found = prompt_tokens(resp, where)
+    return None if found is None else found[1]
+
+
+def prompt_tokens(resp: Any, where: str) -> tuple[list[int | None], list[float]] | None:
     """vLLM's ``prompt_logprobs`` (one ``{token_id: {logprob, rank, decoded_token}}`` or
     null per prompt token, requested with ``prompt_logprobs=0`` so that each entry
-    holds the prompt's own token) as one log-prob per prompt token (nan for the
-    first, which has no context), or None when the server gave none."""
+    holds the prompt's own token) as each prompt token's id (the entry's key; None
+    for the first, which has no entry, or a key that is not an integer) and its
+    log-prob (nan for the first, which has no context), or None when the server
+    gave none."""
     entries = resp.get("prompt_logprobs") if isinstance(resp, dict) else None
     if not isinstance(entries, list) or not entries:
         return None
+    ids: list[int | None] = []
     out: list[float] = []
     for entry in entries:
         if entry is None:
+            ids.append(None)
             out.append(math.nan)
             continue
         if not isinstance(entry, dict) or len(entry) != 1:
             raise EndpointError(f"{where}: a prompt_logprobs entry does not hold exactly the "
                                 "prompt's own token (requested with prompt_logprobs=0)")
-        (value,) = entry.values()
+        ((key, value),) = entry.items()
         lp = value.get("logprob") if isinstance(value, dict) else value
         if not isinstance(lp, (int, float)) or isinstance(lp, bool) or lp > 1e-6:
             raise EndpointError(f"{where}: a prompt_logprobs value is not a log-prob <= 0")
+        ids.append(int(key) if isinstance(key, str) and key.isascii() and key.isdigit() else None)
         out.append(float(lp))
-    return out
+    return ids, out
+
+
+def continuation_start(base: Sequence[int | None], full: Sequence[int | None], what: str,
+                       where: str) -> int:
+    """Where a continuation's tokens start in ``full`` (the prompt with the
+    continuation as the continued assistant turn): ``len(base)``, once ``base``
+    (the same prompt without it) is proven a token prefix of ``full``, token id by
+    token id from the second token (the first has no entry). Refused in one line
+    otherwise: a chat template that renders a continued assistant turn
+    differently (a thinking template's empty think block, say) would make a
+    count difference drop or add tokens silently.
+
+    >>> continuation_start([None, 5, 6], [None, 5, 6, 7, 8], "x", "u")
+    3
+    >>> continuation_start([None, 5, 9, 9], [None, 5, 7, 8], "x", "u")
+    Traceback (most recent call last):
+    ...
+    vlmrobust.models.backends.endpoint_client.EndpointError: u: x: the prompt without the option is not a token prefix of the prompt with it (token 2 of 4 differs); the chat template renders a continued assistant turn differently (e.g. a thinking template), so the option's log-probs cannot be isolated - read --mode likelihood:* through the in-process backend (vlm:)
+    """
+    n = len(base)
+    differ = next((i for i in range(1, n) if i >= len(full) or base[i] is None
+                   or full[i] is None or base[i] != full[i]), None)
+    if differ is None and len(full) > n:
+        return n
+    why = (f"token {differ} of {n} differs" if differ is not None
+           else f"it adds no token ({len(full)} against {n})")
+    raise EndpointError(
+        f"{where}: {what}: the prompt without the option is not a token prefix of the prompt "
+        f"with it ({why}); the chat template renders a continued assistant turn differently "
+        "(e.g. a thinking template), so the option's log-probs cannot be isolated - read "
+        "--mode likelihood:* through the in-process backend (vlm:)")
