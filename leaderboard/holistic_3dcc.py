@@ -20,8 +20,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 import numpy as np
+from markupsafe import Markup
 
-from vlmrobust.leaderboard import fit
+from vlmrobust.leaderboard import fit, svg
 from vlmrobust.leaderboard.board import Leaderboard
 from vlmrobust.leaderboard.holistic import SECTIONS, Section, acc_cell, grouped, make_row
 from vlmrobust.leaderboard.submission import Submission
@@ -65,6 +66,21 @@ def laion_zero_shot_clip(s: Submission) -> str | None:
     return arch if arch in ARCHITECTURES else None
 
 
+def arch_lines(runs: Sequence[tuple[Submission, float | None, Cells]], sev: int, method: str,
+               min_models: int) -> dict[str, tuple[float, float, int] | int]:
+    """arch -> (slope, intercept, models) of its line at ``sev``, or the number of
+    models when there are too few for one."""
+    out: dict[str, tuple[float, float, int] | int] = {}
+    for arch in ARCHITECTURES:
+        pts = [(x, y) for s, x, cells in runs if laion_zero_shot_clip(s) == arch
+               and x is not None and (y := mean_3d_accuracy(cells, sev)) is not None]
+        a, b = (fit.line_params(np.array([p[0] for p in pts]), np.array([p[1] for p in pts]),
+                                method=method) if len(pts) >= min_models else (np.nan, np.nan))
+        out[arch] = ((float(a), float(b), len(pts)) if np.isfinite(a) and np.isfinite(b)
+                     else len(pts))
+    return out
+
+
 def gap_notes(runs: Sequence[tuple[Submission, float | None, Cells]], severities: Sequence[int],
               method: str, min_models: int) -> list[str]:
     """Per severity: the CNN and ViT lines' slopes and tan(Δ_S), or why there is none."""
@@ -72,15 +88,11 @@ def gap_notes(runs: Sequence[tuple[Submission, float | None, Cells]], severities
     for sev in severities:
         slopes: dict[str, tuple[float, int]] = {}
         missing = []
-        for arch in ARCHITECTURES:
-            pts = [(x, y) for s, x, cells in runs if laion_zero_shot_clip(s) == arch
-                   and x is not None and (y := mean_3d_accuracy(cells, sev)) is not None]
-            a = (fit.line_params(np.array([p[0] for p in pts]), np.array([p[1] for p in pts]),
-                                 method=method)[0] if len(pts) >= min_models else np.nan)
-            if np.isfinite(a):
-                slopes[arch] = (float(a), len(pts))
+        for arch, got in arch_lines(runs, sev, method, min_models).items():
+            if isinstance(got, tuple):
+                slopes[arch] = (got[0], got[2])
             else:
-                missing.append(f"{len(pts)} {arch.upper()}-based")
+                missing.append(f"{got} {arch.upper()}-based")
         if missing:
             notes.append(f"severity {sev}: no slope gap: {', '.join(missing)} zero-shot LAION "
                          f"CLIP model(s) with all six cells and ImageNet val; a line needs "
@@ -125,8 +137,34 @@ def threedcc_sections(lb: Leaderboard) -> list[Section]:
             "and tan(Δ_S) = tan(arctan a_cnn − arctan a_vit), positive when the CNN line is "
             "steeper. Fig. 8 draws a line per corruption; this gap is on the six's mean.",
             columns, grouped(rows),
-            tuple(gap_notes(runs, severities, lb.spec.holistic_fit, lb.spec.min_models))))
+            tuple(gap_notes(runs, severities, lb.spec.holistic_fit, lb.spec.min_models)),
+            (fig8_chart(runs, lb.spec.holistic_fit, lb.spec.min_models),)))
     return out
+
+
+def fig8_chart(runs: Sequence[tuple[Submission, float | None, Cells]], method: str,
+               min_models: int) -> Markup:
+    """Fig. 8 at severity 5 on the six's mean: ImageNet-val accuracy (x) against
+    the 3D mean (y), linear axes, CNN / ViT zero-shot LAION CLIP coloured and
+    lined, every other model grey."""
+    palette = {"cnn": "#D55E00", "vit": "#0072B2"}
+    pts, cols = [], []
+    for s, x, cells in runs:
+        y = mean_3d_accuracy(cells, SEED_SEVERITY)
+        if x is not None and y is not None:
+            arch = laion_zero_shot_clip(s)
+            pts.append((f"{s.meta.name} ({f'LAION CLIP, {arch}' if arch else s.meta.family})",
+                        x, y))
+            cols.append(palette.get(arch or "", "#999999"))
+    lines = [(f"{arch.upper()}-based LAION CLIP ({method}, {got[2]} models)", got[0], got[1],
+              palette[arch])
+             for arch, got in arch_lines(runs, SEED_SEVERITY, method, min_models).items()
+             if isinstance(got, tuple)]
+    return svg.linear_scatter(pts, x_label="ImageNet val accuracy",
+                              y_label=f"3D mean accuracy, severity {SEED_SEVERITY}",
+                              title=f"3DCC severity {SEED_SEVERITY}: six-corruption mean vs "
+                                    "ImageNet val (seed 001 Fig. 8)",
+                              identity=False, point_colours=cols, lines=lines)
 
 
 def _mean_title(cells: Mapping[tuple[str, int], float | None], sev: int) -> str:

@@ -225,8 +225,11 @@ def nice_ticks(lo: float, hi: float, target: int = 5) -> list[tuple[float, str]]
 
 
 def linear_scatter(points: Sequence[tuple[str, float, float]], *, x_label: str, y_label: str,
-                   title: str, identity: bool = True) -> Markup:
-    """Plain scatter on linear axes (e.g. destructive vs corrective RAS)."""
+                   title: str, identity: bool = True, point_colours: Sequence[str] = (),
+                   lines: Sequence[tuple[str, float, float, str]] = ()) -> Markup:
+    """Plain scatter on linear axes (e.g. destructive vs corrective RAS);
+    ``point_colours`` (one per point) and ``lines`` ((label, slope, intercept,
+    colour), drawn y = slope·x + intercept) are optional."""
     if not points:
         f = Frame(0.0, 1.0, 0.0, 1.0)
         return _svg(f, [*_axes(f, [], [], x_label, y_label, title),
@@ -243,9 +246,17 @@ def linear_scatter(points: Sequence[tuple[str, float, float]], *, x_label: str, 
         body.append(f'<line class="identity" x1="{_n(f.px(seg[0]))}" y1="{_n(f.py(seg[1]))}" '
                     f'x2="{_n(f.px(seg[2]))}" y2="{_n(f.py(seg[3]))}" stroke="#888" '
                     'stroke-dasharray="4 3"/>')
-    for label, x, y in points:
+    for label, slope, intercept, colour in lines:
+        seg = _clip_line(f, slope, intercept)
+        if seg:
+            body.append(f'<line class="fit" x1="{_n(f.px(seg[0]))}" y1="{_n(f.py(seg[1]))}" '
+                        f'x2="{_n(f.px(seg[2]))}" y2="{_n(f.py(seg[3]))}" stroke="{colour}" '
+                        f'stroke-width="1.5"><title>{escape(label)}: y = {slope:.3f}·x '
+                        f'{"+" if intercept >= 0 else "−"} {abs(intercept):.3f}</title></line>')
+    for i, (label, x, y) in enumerate(points):
+        colour = point_colours[i] if i < len(point_colours) else "#1f77b4"
         body.append(f'<circle class="pt" cx="{_n(f.px(x))}" cy="{_n(f.py(y))}" r="4" '
-                    f'fill="#1f77b4"><title>{escape(label)}: {x:.3f}, {y:.3f}</title></circle>')
+                    f'fill="{colour}"><title>{escape(label)}: {x:.3f}, {y:.3f}</title></circle>')
     return _svg(f, body, title)
 
 

@@ -78,7 +78,11 @@ def test_table_iv_mean_and_the_fig_8_slope_gap(tmp_path: Path) -> None:
         ids = [m for m, v in MODELS.items() if v[0] == "clip" and v[1] == arch]
         x = np.array([MODELS[m][3] for m in ids])
         y = np.array([np.mean([cells_of[m][(c, 5)] for c in SEED_CORRUPTIONS]) for m in ids])
-        slopes[arch] = float(sm.RLM(y, sm.add_constant(x), M=sm.robust.norms.HuberT()).fit().params[1])
+        res = sm.RLM(y, sm.add_constant(x), M=sm.robust.norms.HuberT()).fit()
+        slopes[arch], intercept = float(res.params[1]), float(res.params[0])
+        # Fig. 8's chart draws the same line (linear axes)
+        assert (f"{arch.upper()}-based LAION CLIP (huber, 4 models): y = {slopes[arch]:.3f}·x "
+                f"{'+' if intercept >= 0 else '−'} {abs(intercept):.3f}") in str(sec.charts[0])
     delta = math.atan(slopes["cnn"]) - math.atan(slopes["vit"])
     note = next(n for n in sec.notes if n.startswith("severity 5:"))
     assert (f"CNN slope {slopes['cnn']:.3f} (4 models), ViT slope {slopes['vit']:.3f} (4 models), "
