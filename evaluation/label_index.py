@@ -155,7 +155,7 @@ def _family_array(name: str, values: list[Any], manifest: Mapping[str, Any]) -> 
 
 @functools.lru_cache(maxsize=32)
 def _matcher(space: LabelSpace) -> ClassMatcher:
-    return ClassMatcher(space.names, [c.synonyms for c in space.classes])
+    return ClassMatcher.for_space(space)
 
 
 def class_matcher(space: LabelSpace) -> ClassMatcher:

@@ -166,7 +166,9 @@ def label_space_meta(adapter: Any, kind: str) -> dict[str, Any]:
     if callable(scale):
         meta["logit_scale"] = float(scale())
     if getattr(adapter, "mode", None) == "generate":  # closed world: how the names were listed
-        meta["class_order"] = getattr(adapter, "class_order", None) or "fixed"
+        from vlmrobust.models.readers.label_space import DEFAULT_CLASS_ORDER
+
+        meta["class_order"] = getattr(adapter, "class_order", None) or DEFAULT_CLASS_ORDER
     return meta
 
 

@@ -28,6 +28,12 @@ ImageNet-D's 4 options). Per config:
   ``ece_ts``, ``nll_ts`` and ``ts_rows`` (the rows they were computed on), or
   ``ts_note`` saying why there are none. Without logits (text or
   ``prediction`` rows) there is accuracy only.
+- on a config whose answers were read from generated text: ``text_rule`` (the
+  rule ``accuracy`` is under: seed 002's ``inclusion`` of the class name, its
+  Table 1), ``text_rules`` (the accuracy under every rule of
+  vlmrobust.core.class_matcher.TEXT_RULES: inclusion or the strict matcher, with
+  or without synonyms) and ``synonym_gain`` (inclusion with synonyms minus
+  without: seed 002 Table 8's Δ).
 
 Rows are held once: a config's logits are a view of the aligned array when
 its rows are contiguous, and every full-label-space pass runs in chunks
@@ -44,6 +50,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from vlmrobust.core.class_matcher import DEFAULT_TEXT_RULE, SYNONYMS_RULE
 from vlmrobust.core.errors import VlmrobustError
 from vlmrobust.evaluation.score_common import derived_seed, json_num
 from vlmrobust.metrics.accuracy import accuracy_ci
@@ -93,9 +100,14 @@ class ConfigData:
     # ImageNet-Vid-Robust: per row its perturbation set (the anchor frame) and whether it is the anchor
     pmset: NDArray[np.object_] | None = None
     anchor: NDArray[np.bool_] | None = None
+    # rows read from generated text: per TextRule id, whether each row is right under it
+    text_rules: Mapping[str, NDArray[np.bool_]] | None = None
 
     def __post_init__(self) -> None:
         n = self.ids.shape
+        for rule, col in (self.text_rules or {}).items():
+            if col.shape != n:
+                raise ValueError(f"{self.config}: text rule {rule} has shape {col.shape}, expected {n}")
         if (self.pmset is None) != (self.anchor is None):
             raise ValueError(f"{self.config}: pmset and anchor come together")
         for name in ("valid", "pmset", "anchor"):
@@ -141,6 +153,8 @@ def config_scores(d: ConfigData, seed: int) -> dict[str, Any]:
         "mean_per_class_accuracy": json_num(present.mean()) if present.size else None,
         "n_classes_present": int(present.size),
     }
+    if d.text_rules is not None and d.n:
+        out.update(text_rule_scores(d.text_rules))
     if d.k is None and d.n:
         ok = valid_correct(d, correct)
         if d.valid is not None:
@@ -158,6 +172,22 @@ def config_scores(d: ConfigData, seed: int) -> dict[str, Any]:
     elif d.k is not None:
         out["ts_note"] = K_CONFIG_TS
     return out
+
+
+def text_rule_scores(correct_by_rule: Mapping[str, NDArray[np.bool_]]) -> dict[str, Any]:
+    """``text_rule`` (the headline's), ``text_rules`` (accuracy per rule id) and
+    ``synonym_gain`` = acc(inclusion+synonyms) − acc(inclusion), seed 002
+    Table 8's "Improvement (Δ)".
+
+    >>> r = text_rule_scores({"inclusion": np.array([1, 0, 0, 0], bool),
+    ...                       "inclusion+synonyms": np.array([1, 1, 0, 0], bool)})
+    >>> r["text_rule"], r["text_rules"]["inclusion+synonyms"], r["synonym_gain"]
+    ('inclusion', 0.5, 0.25)
+    """
+    acc = {rule: json_num(np.asarray(c, dtype=bool).mean()) for rule, c in correct_by_rule.items()}
+    base, syn = acc.get(DEFAULT_TEXT_RULE.id), acc.get(SYNONYMS_RULE.id)
+    return {"text_rule": DEFAULT_TEXT_RULE.id, "text_rules": acc,
+            "synonym_gain": json_num(syn - base) if base is not None and syn is not None else None}
 
 
 def valid_correct(d: ConfigData, correct: NDArray[np.bool_]) -> NDArray[np.bool_]:
@@ -274,8 +304,12 @@ def configs_from_report(report: Any) -> list[ConfigData]:
     rows with ``candidates`` (or fewer logits than classes) make a K-option
     config. Labels are the index's ``labels`` (else the answer: equal on a full
     label space)."""
+    from vlmrobust.evaluation.text_answers import class_text_correct
+
     index = report.index
     aligned = report.aligned
+    by_rule = class_text_correct(index, report.file, aligned.row_of)
+    from_text = aligned.from_text
     held = getattr(index, "label_spaces", None) or {}
     recorded = index.manifest.get("label_spaces") or {}
     labels_all = getattr(index, "labels", None)
@@ -298,12 +332,17 @@ def configs_from_report(report: Any) -> list[ConfigData]:
         logits = aligned.logits[rows, :k_max] if aligned.logits is not None else None
         valid = index.columns["valid_labels"][rows] if "valid_labels" in index.columns else None
         pmset, anchor = _perturbation_sets(index, rows, name)
+        texts = None
+        if by_rule is not None and from_text is not None and from_text[rows].any():
+            # a row without text keeps its own answer under every rule
+            own = aligned.predicted[rows] == index.answer[rows]
+            texts = {rule: np.where(from_text[rows], c[rows], own) for rule, c in by_rule.items()}
         out.append(ConfigData(
             config=name, ids=index.ids[rows], labels=np.asarray(labels, dtype=np.int64),
             answer=index.answer[rows], predicted=aligned.predicted[rows], logits=logits,
             n_classes=n_classes, k=k_max if has_candidates or k_max != n_classes else None,
             variant=str(variants[0]) if len(variants) == 1 else None, valid=valid,
-            pmset=pmset, anchor=anchor))
+            pmset=pmset, anchor=anchor, text_rules=texts))
     return out
 
 

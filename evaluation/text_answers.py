@@ -2,8 +2,9 @@
 (vlmrobust.core.matcher) applied to each row's raw model output against the
 options of the dataset row it answers, so a submitter's own extraction is never
 trusted; seed 002's open-world rule where the metadata says so. Rows of a
-label-space kind (classification) are matched against their label space's
-class names and synonyms instead of per-row options."""
+label-space kind (classification) are read against their label space's class
+names by seed 002's inclusion rule (vlmrobust.core.class_matcher.TextRule; the
+other text rules are scored beside it by :func:`class_text_correct`)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from vlmrobust.core.class_matcher import DEFAULT_TEXT_RULE, TEXT_RULES, TextRule
 from vlmrobust.core.classes import N_CLASSES
 from vlmrobust.core.matcher import class_synonyms, match_option, names_in_text
 from vlmrobust.evaluation.dataset_index import DatasetIndex
@@ -34,10 +36,11 @@ def text_answers(index: DatasetIndex, pf: PredictionsFile, pos: NDArray[np.int64
     ``open_world`` (seed 002: the model was asked without options): a row is
     answered with the right option when its text names the right option or one
     of its synonyms anywhere (names_in_text), else ``NO_ANSWER``; naming other
-    classes as well does not count against it."""
+    classes as well does not count against it. A label-space dataset's rows are
+    read by seed 002's inclusion rule in both worlds (:func:`_class_answers`)."""
     out = np.full(pf.n_rows, np.nan)
     if pf.text is not None and index.label_spaces:
-        return _class_answers(index, pf, pos, open_world, out)
+        return _class_answers(index, pf, pos, out)
     if pf.text is None or index.options is None:
         return out
     cache: dict[int, tuple[str, ...]] = {}
@@ -68,27 +71,42 @@ def text_answers(index: DatasetIndex, pf: PredictionsFile, pos: NDArray[np.int64
 
 
 def _class_answers(index: DatasetIndex, pf: PredictionsFile, pos: NDArray[np.int64],
-                   open_world: bool, out: NDArray[np.float64]) -> NDArray[np.float64]:
-    """Label-space kinds: the text is matched against the class names and
-    synonyms of the row's label space (of its candidates in a K-config; no
-    option letters), the answer given as the row's option index (its label,
-    or the label's position among the candidates)."""
+                   out: NDArray[np.float64],
+                   rule: TextRule = DEFAULT_TEXT_RULE) -> NDArray[np.float64]:
+    """Label-space kinds: the text is read against the class names (and, by
+    ``rule``, synonyms) of the row's label space (of its candidates in a
+    K-config; no option letters) by :meth:`ClassMatcher.answer` (seed 002's
+    inclusion by default, in the open and the closed world alike), the answer
+    given as the row's option index (its label, or the label's position among
+    the candidates)."""
     from vlmrobust.evaluation.label_index import class_matcher
 
-    assert pf.text is not None
+    assert pf.text is not None and index.labels is not None
     for r, text in enumerate(pf.text.tolist()):
         i = int(pos[r])
         if text is None or i < 0:
             continue
         matcher = class_matcher(index.label_spaces[str(index.config[i])])
         shown = index.candidates[i] if index.candidates is not None else ()
-        if open_world:
-            assert index.labels is not None
-            named = names_in_text(text, matcher.names_of(int(index.labels[i])))
-            out[r] = index.answer[i] if named else NO_ANSWER
-            continue
-        found = matcher.match(text, shown or None)
+        found = matcher.answer(text, int(index.labels[i]), shown or None, rule)
         out[r] = NO_ANSWER if found is None else shown.index(found) if shown else found
+    return out
+
+
+def class_text_correct(index: DatasetIndex, pf: PredictionsFile,
+                       row_of: NDArray[np.int64]) -> dict[str, NDArray[np.bool_]] | None:
+    """Per :data:`TEXT_RULES` id, per dataset row (in index order, through
+    ``row_of``): whether its text is right under that rule; rows without text
+    are False under every rule (the caller keeps their own answer). None when
+    the dataset has no label space or the file no text."""
+    if pf.text is None or not index.label_spaces:
+        return None
+    pos = np.full(pf.n_rows, -1, dtype=np.int64)
+    pos[row_of] = np.arange(index.n_rows)
+    out = {}
+    for rule in TEXT_RULES:
+        got = _class_answers(index, pf, pos, np.full(pf.n_rows, np.nan), rule)[row_of]
+        out[rule.id] = np.asarray(np.isfinite(got) & (got == index.answer), dtype=bool)
     return out
 
 

@@ -5,7 +5,7 @@ Stable API (other tests import it):
 
 - ``FIXTURE_CLASSES``: the ImageNet-1k indices of the toy label space's classes.
 - ``toy_label_space(ids=FIXTURE_CLASSES, name="toy")``: a LabelSpace with each
-  class's clean name, synonyms (CLIP name, WordNet lemmas), wnid and imagenet_ids.
+  class's clean name, synonyms (its WordNet lemmas, as the builder), wnid and imagenet_ids.
 - ``classification_features()``: id, image, label, candidates, variant.
 - ``write_classification(out, n=10, k=3, seed=0)``: configs ``toy`` (the whole
   label space; ``candidates`` empty) and, when ``k``, ``toy-k<k>`` (a K-config:
@@ -43,7 +43,7 @@ def toy_label_space(ids: tuple[int, ...] = FIXTURE_CLASSES, name: str = "toy") -
     entries = []
     for i in ids:
         c = classes[i]
-        syn = tuple(dict.fromkeys(s for s in (c.clip_name, *c.lemmas) if s.strip() and s != c.name))
+        syn = tuple(dict.fromkeys(s for s in c.lemmas if s.strip() and s != c.name))
         entries.append(ClassEntry(c.name, syn, c.wnid, (i,)))
     return LabelSpace(name, tuple(entries))
 

@@ -58,9 +58,10 @@ def test_advertised_limit_refuses_a_closed_world_prompt_that_cannot_fit(tmp_path
         assert f"needs {needed} tokens" in msg
         assert not out.exists() and not list(tmp_path.glob(".p.parquet.partial"))
         # with room for the prompt and 16 new tokens the same server answers every row
-        _predict(fake.url, ds, out, read_options=ReadOptions(max_new_tokens=16))
+        _predict(fake.url, ds, out, read_options=ReadOptions(max_new_tokens=16),
+                 class_order="fixed")
         rows = pq.read_table(out).to_pylist()
-        assert len(rows) == 2 and all("Choose one from: tench, goldfish" in r["prompt_text"]
+        assert len(rows) == 2 and all("Choose one from tench, goldfish" in r["prompt_text"]
                                       for r in rows)
 
 

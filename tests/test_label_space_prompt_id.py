@@ -36,7 +36,6 @@ WHAT_TYPE = "What type of object is in this photo?"
 SELECT = "Select the most appropriate label for the object shown in the image."
 IDENTIFY = "Identify the object in this image."
 LETTER = "Answer with the option's letter from the given choices directly."
-CLOSED = "Answer with the name of the class only."
 
 
 @pytest.fixture(scope="module")
@@ -95,7 +94,7 @@ def _expected(mode: str, row: dict[str, Any]) -> dict[str, tuple[str, list[str] 
                              + "\n".join(f"{chr(65 + i)}. A photo of a {n}"
                                          for i, n in enumerate(names)) + f"\n{LETTER}", None)}
     if mode == "generate":
-        listed = f" Choose one from: {', '.join(names)}.\n{CLOSED}"
+        listed = f" Choose one from {', '.join(names)}."
         return {"what-type": (WHAT_TYPE + listed, None), "identify": (IDENTIFY + listed, None)}
     return {"what-type": (WHAT_TYPE, None), "identify": (IDENTIFY, None)}
 
@@ -105,7 +104,7 @@ def _expected(mode: str, row: dict[str, Any]) -> dict[str, tuple[str, list[str] 
     ("likelihood:sum", "photo-of", None),
     ("letter", "select-label", "toy-k3"),
     ("letter", "photo-of", "toy-k3"),
-    ("generate", "identify", None),
+    ("generate", "identify", None),  # with --class-order fixed
     ("open-world", None, "toy-k3"),
 ])
 def test_the_recorded_prompt_id_names_the_text_the_model_was_sent(
@@ -113,7 +112,8 @@ def test_the_recorded_prompt_id_names_the_text_the_model_was_sent(
         mode: str, prompt: str | None, config: str | None) -> None:
     out = tmp_path / "p.parquet"
     args = ["--mode", mode, *(["--prompt", prompt] if prompt else []),
-            *(["--config", config] if config else [])]
+            *(["--config", config] if config else []),
+            *(["--class-order", "fixed"] if mode == "generate" else [])]
     assert _predict(llava, dataset, out, *args) == 0
     recorded = read_prediction_meta(out)["prompt_id"]
     assert recorded == (prompt or "what-type")
@@ -148,10 +148,12 @@ def test_a_prompt_that_cannot_ask_over_a_label_space_is_refused(
     assert _predict(llava, dataset, run / "p.parquet", "--mode", mode, "--prompt", prompt) != 0
     err = capsys.readouterr().err.strip()
     assert err.startswith(f"error: --prompt {prompt}: ") and "\n" not in err and why in err
-    usable = "what-type (default), select-label, identify"
-    usable += ", photo-of" if mode != "generate" and mode != "open-world" else ""
-    # seed 001's LLaVA ImageNet-D prompt letters its classes: --mode letter only
-    assert usable + (", llava-imagenet-d;" if mode == "letter" else ";") in err
+    usable = "what-type (default), select-label, identify, main-object"
+    tail = {"generate": ", what-type-cot, identify-cot, main-object-cot, what-type-name-only;",
+            "open-world": ", what-type-cot, identify-cot, main-object-cot;",
+            # seed 001's LLaVA ImageNet-D prompt letters its classes: --mode letter only
+            "letter": ", photo-of, llava-imagenet-d;"}
+    assert usable + tail.get(mode, ", photo-of;") in err
     assert list(run.iterdir()) == [] and sent == []
 
 
@@ -203,7 +205,8 @@ def test_prompts_lists_the_label_space_prompts(capsys: pytest.CaptureFixture[str
     out = capsys.readouterr().out
     block = out.split("vlm over a label space", 1)[1].split("\n\n", 1)[0]
     listed = [line.split()[0] for line in block.splitlines()[1:]]
-    assert listed == list(LABEL_SPACE_PROMPTS) == ["what-type", "select-label", "identify",
-                                                    "photo-of", "llava-imagenet-d"]
+    assert listed == list(LABEL_SPACE_PROMPTS) == [
+        "what-type", "select-label", "identify", "main-object", "what-type-cot", "identify-cot",
+        "main-object-cot", "what-type-name-only", "photo-of", "llava-imagenet-d"]
     assert re.search(rf"what-type +{re.escape(WHAT_TYPE)} \(default\)", block)
     assert "A photo of a {class}; --mode letter and likelihood only" in block

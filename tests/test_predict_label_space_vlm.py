@@ -76,18 +76,18 @@ def test_likelihood_over_class_names_equals_the_readers_option_scores(
 @pytest.mark.parametrize("order", ["fixed", "random"])
 def test_closed_world_lists_every_class_and_matches_the_output(
         llava: Path, dataset: Path, tmp_path: Path, order: str) -> None:
-    kw: dict[str, Any] = {"class_order": order} if order == "random" else {}
+    kw: dict[str, Any] = {"class_order": order} if order == "fixed" else {}  # random: the default
     out = predict_dataset(f"vlm:{llava}", dataset, tmp_path / "p.parquet", device="cpu",
                           progress=False, threads=1, mode="generate", **kw)
     got = _table(out)
-    matcher = ClassMatcher(SPACE.names, [c.synonyms for c in SPACE.classes])
+    matcher = ClassMatcher.for_space(SPACE)
     orders = set()
     for row, e in zip(got, index_rows(dataset), strict=True):
         names = [SPACE.names[c] for c in (e["candidates"] or range(len(SPACE)))]
-        listed = row["prompt_text"].split("Choose one from: ", 1)[1].split(".\n", 1)[0].split(", ")
+        listed = row["prompt_text"].split("Choose one from ", 1)[1].split(".", 1)[0].split(", ")
         assert sorted(listed) == sorted(names)
         orders.add(tuple(listed) == tuple(names))
-        found = matcher.match(row["text"], e["candidates"] or None)
+        found = matcher.answer(row["text"], e["label"], e["candidates"] or None)
         want = found if found is None or not e["candidates"] else e["candidates"].index(found)
         assert row["prediction"] == want
     assert orders == {True} if order == "fixed" else False in orders

@@ -2,6 +2,12 @@
 33, "The seeds' printed numbers as tests"), rows pasted from
 ../shared/seeds/002_0f47febd126ce72d.txt; the tolerance is the printed precision.
 
+Table 8 (App. A.3): open-world ImageNet accuracy without and with label
+synonyms and the "Improvement (Δ)"; its "w/o" column is Table 1's open-world
+ImageNet column. Δ is recomputed by the scorer's own text-rule summary
+(:func:`vlmrobust.evaluation.score_classification.text_rule_scores`) on 50,000
+rows whose correctness reproduces the two printed accuracies.
+
 Table 9 (App. B.2, "the table version of Figure 2") against Fig. 4's relative
 error gap. **The seed contradicts itself at K = 2:** §3.1 says "a 23.9x error
 rate with 2 classes compared to a 7.3x error rate with 100 classes", while
@@ -16,7 +22,24 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from vlmrobust.evaluation.score_classification import text_rule_scores
 from vlmrobust.metrics.error_gap import relative_error_gap
+
+# Table 8: model, accuracy w/o synonyms, accuracy w/ synonyms, improvement (Δ)
+TABLE_8 = """\
+BLIP2-2.7B	25.3	27.8	2.5
+IBLIP-7B	14.6	16.5	1.9
+IBLIP-13B	14.7	16.6	1.9
+LLaVA1.5-7B	22.8	24.6	1.8
+LLaVANE XT-V7B	29.4	32.2	2.8
+LLaVA1.5-13B	24.3	26.0	1.7
+LLaVANE XT-M7B	32.3	35.1	2.8
+Claude3	53.6	56.3	2.7
+GeminiPro	39.2	42.5	3.3
+GPT4	48.5	51.1	2.6"""
+# Table 1's open-world ImageNet column, same models in the same order
+TABLE_1_OPEN_IMAGENET = (25.3, 14.6, 14.7, 22.8, 29.4, 24.3, 32.3, 53.6, 39.2, 48.5)
+N_IMAGENET_VAL = 50_000
 
 # Table 9: model, # classes, ImageNet, Flowers102, StanfordCars, Caltech101 (accuracy %)
 TABLE_9 = """\
@@ -72,3 +95,23 @@ def test_fig_2s_absolute_gap_narrows_while_fig_4s_relative_gap_grows() -> None:
                               [t[("CLIP-L", k)]["imagenet"] for k in ks])
     assert gaps[0] < gaps[-1]  # B.2: "the relative gap increases" as K shrinks to 2
     assert np.all(gaps > 1)
+
+
+@pytest.mark.parametrize("row", TABLE_8.splitlines())
+def test_table_8_delta_is_the_scorers_synonym_gain(row: str) -> None:
+    model, without, with_syn, delta = row.split("\t")
+    n = N_IMAGENET_VAL
+    base = np.zeros(n, dtype=bool)
+    base[:round(float(without) / 100 * n)] = True
+    # synonyms only add names: every row right without them stays right
+    syn = np.zeros(n, dtype=bool)
+    syn[:round(float(with_syn) / 100 * n)] = True
+    got = text_rule_scores({"inclusion": base, "inclusion+synonyms": syn})
+    assert got["text_rule"] == "inclusion"  # Table 1's rule is the headline
+    assert got["text_rules"]["inclusion"] * 100 == pytest.approx(float(without), abs=0.05)
+    assert got["synonym_gain"] * 100 == pytest.approx(float(delta), abs=0.05), model
+
+
+def test_table_8_without_synonyms_is_table_1s_open_world_column() -> None:
+    without = tuple(float(r.split("\t")[1]) for r in TABLE_8.splitlines())
+    assert without == TABLE_1_OPEN_IMAGENET

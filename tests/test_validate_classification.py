@@ -117,7 +117,12 @@ def test_more_logits_than_classes_is_refused_while_reading(ds: Path, tmp_path: P
         validate(ds, p)
 
 
-def test_text_is_matched_against_class_names_and_synonyms(ds: Path, tmp_path: Path) -> None:
+def test_text_is_read_by_inclusion_of_the_class_name_and_scored_under_every_rule(
+        ds: Path, tmp_path: Path) -> None:
+    """Issue 33 items 2-3: seed 002 Table 1 (the headline) reads the class name
+    alone; Table 8 adds the synonyms; the strict matcher is reported beside."""
+    from vlmrobust.evaluation.score import score_report
+
     rows = index_rows(ds)
     space = toy_label_space()
     texts = []
@@ -126,12 +131,24 @@ def test_text_is_matched_against_class_names_and_synonyms(ds: Path, tmp_path: Pa
         texts.append(f"The answer is {cls.name}." if i % 2 else f"I see a {cls.synonyms[-1]}.")
     p = _preds(tmp_path, ds, text=texts)
     report = validate(ds, p)
-    assert report.aligned.predicted.tolist() == [r["answer"] for r in rows]
+    named = [i % 2 == 1 for i in range(len(rows))]
+    assert report.aligned.predicted.tolist() == [r["answer"] if ok else -1
+                                                 for r, ok in zip(rows, named, strict=True)]
     assert report.aligned.from_text is not None and report.aligned.from_text.all()
+    configs = next(iter(score_report(report, "m")["datasets"].values()))["configs"]
+    for cfg in configs.values():
+        assert cfg["text_rule"] == "inclusion" and cfg["accuracy"] == cfg["text_rules"]["inclusion"] == 0.5
+        assert cfg["text_rules"] == {"inclusion": 0.5, "inclusion+synonyms": 1.0,
+                                     "strict": 0.5, "strict+synonyms": 1.0}
+        assert cfg["synonym_gain"] == 0.5
 
 
-def test_text_naming_two_classes_answers_none_unless_only_one_is_a_candidate(
+def test_text_naming_two_classes_is_right_by_inclusion_and_none_by_the_strict_rule(
         ds: Path, tmp_path: Path) -> None:
+    """Seed 002 §2.3: "whether the ground-truth label is included in the VLM
+    generation"; the strict matcher (a named option) answers none on a hedge."""
+    from vlmrobust.evaluation.score import score_report
+
     rows = index_rows(ds)
     space = toy_label_space()
     texts = []
@@ -139,9 +156,24 @@ def test_text_naming_two_classes_answers_none_unless_only_one_is_a_candidate(
         wrong = next(c for c in range(6) if c != r["label"] and c not in r["candidates"])
         texts.append(f"a {space.names[r['label']]} or a {space.names[wrong]}")
     report = validate(ds, _preds(tmp_path, ds, text=texts))
-    predicted = report.aligned.predicted.tolist()
-    assert predicted[:10] == [-1] * 10  # whole label space: a hedge answers nothing
-    assert predicted[10:] == [r["answer"] for r in rows[10:]]  # the other is no candidate
+    assert report.aligned.predicted.tolist() == [r["answer"] for r in rows]
+    configs = next(iter(score_report(report, "m")["datasets"].values()))["configs"]
+    full, k3 = configs["toy"]["text_rules"], configs["toy-k3"]["text_rules"]
+    assert full["inclusion"] == 1.0 and full["strict"] == 0.0  # whole label space: a hedge
+    assert k3["inclusion"] == k3["strict"] == 1.0  # the other class is no candidate
+
+
+def test_the_goldfish_in_a_fish_tank_counts_by_inclusion() -> None:
+    """The issue's case: "tank" is a class too, so the strict matcher answers none."""
+    from vlmrobust.core.class_matcher import TextRule
+    from vlmrobust.core.classes import load_imagenet_classes
+
+    classes = load_imagenet_classes()
+    m = ClassMatcher([c.clip_name for c in classes], [c.lemmas for c in classes])
+    text = "A goldfish swimming in a fish tank"
+    assert m.answer(text, 1) == 1
+    assert m.answer(text, 1, rule=TextRule("strict")) is None
+    assert m.answer(text, 1, rule=TextRule("strict", synonyms=True)) is None
 
 
 def test_open_world_names_the_label_anywhere(ds: Path, tmp_path: Path) -> None:

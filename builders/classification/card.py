@@ -84,6 +84,12 @@ def deviation_lines(spec: ClassificationSpec, sources: Sequence[VariantSource]) 
                  "run was asked for; scores.json's `cfg` block adds accuracy at each t of a grid "
                  "(0, 0.5, 1, 1.5, 2, 3, 5) from the same run, and the grid's best t, marked "
                  "optimistic (chosen on the scored rows).")
+    lines += [
+        "- Text answers (seed 002 §2.3's inclusion rule, the headline): synonyms of an ImageNet "
+        "class are its WordNet lemmas (the ILSVRC label strings of App. A.3), nothing else; a "
+        "name is found on whole words, case-, accent- and punctuation-blind, with a plural "
+        "ending allowed (the seed does not say how it tested inclusion). The strict matcher is "
+        "a named option (`text_rules.strict`, `strict+synonyms`), never the headline."]
     return [*lines, ""]
 
 
@@ -167,9 +173,21 @@ def render_card(spec: ClassificationSpec, sources: Sequence[VariantSource],
         "max over the class's ImageNet group (`imagenet_ids`); spaces without ImageNet ids "
         "(Flowers102, StanfordCars, Caltech101) cannot be read by them.",
         "- VLMs: `likelihood:*` over every class name, closed-world generation with every name "
-        "in the prompt (`--class-order fixed|random`), or open-world generation, matched "
-        "against the names and synonyms. On ImageNet-D's K-option configs `--mode letter` "
-        "asks seed 001 §IX's LLaVA prompt (`llava-imagenet-d`) by default.",
+        "in the prompt as seed 002 §2.3 words it (\"What type of object is in this photo? Choose "
+        "one from <class A>, <class B>, ...\"), in a random order per row seeded by the row id "
+        "(Table 1's; `--class-order fixed`: label-space order), or open-world generation; "
+        "`--prompt identify|main-object` asks by the seed's two other wordings and `*-cot` adds "
+        "its chain of thought. A generated "
+        "answer is right, in either world, when it **includes the class's label text** (the name "
+        "the prompts write; seed 002 §2.3: "
+        "\"whether the ground-truth label is included in the VLM generation\"; naming other "
+        "classes as well does not count against it): `accuracy`, `text_rule: inclusion`, seed "
+        "002 Table 1. scores.json's `text_rules` gives the accuracy under every rule: "
+        "`inclusion+synonyms` (the class name or one of its synonyms, Table 8; "
+        "`synonym_gain` is its Δ), `strict` and `strict+synonyms` (the project's matcher: the "
+        "one class the text answers, so a text naming two classes answers none). On ImageNet-D's "
+        "K-option configs `--mode letter` asks seed 001 §IX's LLaVA prompt (`llava-imagenet-d`) "
+        "by default.",
         "- VLM classifier-free guidance (`likelihood:cfg=T` summed, `likelihood:cfg-avg=T` "
         "averaged token log-probs; Table 2's \"Prob Inference (Avg) w/ CFG\"): "
         "T·log p(class | image, prompt) + (1 − T)·log p(class | prompt), any T >= 0.",
@@ -187,7 +205,7 @@ def render_card(spec: ClassificationSpec, sources: Sequence[VariantSource],
         "`candidates` (empty in a full config), `valid_labels` (every valid label, `label` "
         "first), `variant`, `source_file`; `corruption` / `severity` (3DCC) and `pmset` "
         "(Vid-Robust: the anchor frame of the row's perturbation set) where built. A text answer "
-        "is matched against the class names and synonyms of the label space (of the candidates "
+        "is read against the class names (and synonyms) of the label space (of the candidates "
         "in a K-config).",
         "",
         card_meta.common_sections("classification", licences=LICENCES),

@@ -1,7 +1,8 @@
 """Label spaces of the classification family, each built once per config
 (vlmrobust.core.label_space): ImageNet classes by their curated clean names
-(vlmrobust/core/classes.py), with the CLIP name and WordNet lemmas as
-synonyms (what a text answer may say instead); ObjectNet-style groups whose
+(vlmrobust/core/classes.py), with the class's WordNet lemmas as synonyms (what
+a text answer may say instead: seed 002 App. A.3's "label synonyms", the
+ILSVRC label strings); ObjectNet-style groups whose
 ``imagenet_ids`` are every ImageNet-1k class the group stands for; datasets
 outside ImageNet (Flowers102, Cars, Caltech101) by their own class names,
 with no ImageNet ids (a 1000-way classifier cannot read them)."""
@@ -24,18 +25,26 @@ def imagenet_entry(index: int, class_names: str = "openai") -> ClassEntry:
     column (vlmrobust/core/data/README.md); they equal open_clip's
     ``IMAGENET_CLASSNAMES`` (tests/test_class_names_openai.py checks).
 
+    The synonyms are the synset's WordNet lemmas only, as seed 002 scores its
+    Table 8 (App. A.3: "we incorporated label synonyms", the ILSVRC labels of
+    footnote 3, e.g. "electric ray" and "crampfish"); the label text (the name
+    prompts write, and the one seed 002's Table 1 looks for) is no synonym, and
+    no other name is ("duck" for drake, the curated name where a prompt writes
+    the CLIP name).
+
     >>> e = imagenet_entry(1)
     >>> e.name, e.wnid, e.imagenet_ids, "Carassius auratus" in e.synonyms
     ('goldfish', 'n01443537', (1,), True)
     >>> imagenet_entry(282).label_text, imagenet_entry(282, "curated").label_text
     ('tiger cat', 'a cat having a striped coat')
+    >>> imagenet_entry(97).synonyms
+    ('drake',)
     """
     if class_names not in ("openai", "curated"):
         raise ValueError(f"class_names {class_names!r} is not openai or curated")
     c = load_imagenet_classes()[index]
     own = name_key(c.name)
-    syn = tuple(dict.fromkeys(s for s in (c.clean_name, c.clip_name, *c.lemmas)
-                              if s.strip() and name_key(s) != own))
+    syn = tuple(dict.fromkeys(s for s in c.lemmas if s.strip() and name_key(s) != own))
     text = c.clip_name if class_names == "openai" and c.clip_name.strip() \
         and c.clip_name != c.name else None
     return ClassEntry(c.name, syn, c.wnid, (index,), text)

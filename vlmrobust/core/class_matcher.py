@@ -1,13 +1,73 @@
 """Free text -> the class of a label space it names (kind classification):
 stages 2 and 3 of :func:`vlmrobust.core.matcher.match_option` over every class
 name and synonym, through a word index so that a 1,000-class space costs a few
-look-ups per text."""
+look-ups per text; and the text rules a generated answer is read by
+(:class:`TextRule`, :meth:`ClassMatcher.answer`).
+
+Seed 002 §2.3: "We define success on a single example as whether the ground-truth
+label is included in the VLM generation" — the ``inclusion`` rule, the default
+in the open and the closed world. Its Table 1 is scored with the class name
+alone and its Table 8 "with label synonyms" (App. A.3: "We treat the
+classification as correct if any textual label is included"): ``synonyms``
+adds each class's synonyms (the WordNet lemmas of an ImageNet class). The
+``strict`` rule is the project's matcher: the one class the text answers, so
+a text naming two classes answers neither."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
-from vlmrobust.core.matcher import _CUE_RE, _by_names, _fold_name, _prepare, _unambiguous, fold
+from vlmrobust.core.label_space import LabelSpace
+from vlmrobust.core.matcher import (
+    _CUE_RE,
+    _by_names,
+    _fold_name,
+    _prepare,
+    _unambiguous,
+    fold,
+    names_in_text,
+)
+
+RULES = ("inclusion", "strict")
+
+
+@dataclass(frozen=True)
+class TextRule:
+    """How a generated text over a label space is read: ``rule`` inclusion
+    (right when the true class is named anywhere) or strict (the one class the
+    text answers), over the class names alone or with their ``synonyms``.
+
+    >>> [r.id for r in TEXT_RULES]
+    ['inclusion', 'inclusion+synonyms', 'strict', 'strict+synonyms']
+    >>> TextRule.parse("strict+synonyms") == TextRule("strict", True)
+    True
+    """
+
+    rule: str = "inclusion"
+    synonyms: bool = False
+
+    def __post_init__(self) -> None:
+        if self.rule not in RULES:
+            raise ValueError(f"text rule {self.rule!r} is not one of {', '.join(RULES)}")
+
+    @property
+    def id(self) -> str:
+        return self.rule + ("+synonyms" if self.synonyms else "")
+
+    @classmethod
+    def parse(cls, text: str) -> TextRule:
+        found = next((r for r in TEXT_RULES if r.id == text), None)
+        if found is None:
+            raise ValueError(f"text rule {text!r}: use one of {', '.join(r.id for r in TEXT_RULES)}")
+        return found
+
+
+TEXT_RULES = tuple(TextRule(rule, syn) for rule in RULES for syn in (False, True))
+#: seed 002's Table 1 (and the headline): inclusion of the class name
+DEFAULT_TEXT_RULE = TextRule()
+#: seed 002's Table 8: inclusion of the class name or a synonym
+SYNONYMS_RULE = TextRule("inclusion", True)
 
 
 def _word_keys(folded: str) -> set[str]:
@@ -56,6 +116,13 @@ class ClassMatcher:
         self._any: tuple[dict[str, list[tuple[str, int]]], ...] = ()
         self._owners: tuple[dict[str, frozenset[int]], ...] = ()
 
+    @classmethod
+    def for_space(cls, space: LabelSpace) -> ClassMatcher:
+        """A label space's matcher: each class by its label text (what prompts
+        write, OpenAI CLIP's name in an ImageNet build: seed 002's class name)
+        with its synonyms (an ImageNet class's WordNet lemmas)."""
+        return cls(space.texts, [c.synonyms for c in space.classes])
+
     @staticmethod
     def _key(folded_name: str) -> str:
         return folded_name.split(" ", 1)[0]
@@ -89,10 +156,12 @@ class ClassMatcher:
             owners.setdefault(name, set()).add(owner)
         return {n: frozenset(o) for n, o in owners.items()}
 
-    def match(self, text: str, candidates: Sequence[int] | None = None) -> int | None:
+    def match(self, text: str, candidates: Sequence[int] | None = None,
+              synonyms: bool = True) -> int | None:
         """The index (into the label space) of the class ``text`` answers, or
         None; with ``candidates`` only those classes are answerable (and only
-        a name shared among them is ambiguous)."""
+        a name shared among them is ambiguous); ``synonyms`` False reads the
+        class names alone."""
         if not isinstance(text, str):
             raise TypeError(f"text must be a string, got {type(text).__name__}")
         if candidates is not None and any(not 0 <= c < len(self.names) for c in candidates):
@@ -103,7 +172,7 @@ class ClassMatcher:
         if cues:  # a cue may end inside a word ("answer isespresso"): _by_names reads after it
             keys |= _word_keys(fold(body[cues[-1].end():]))
         full = self._tables()
-        for stage in (0, 1):
+        for stage in (0, 1) if synonyms else (0,):
             if candidates is None:
                 pairs = [p for k in keys for p in full[stage].get(k, ())]
             else:
@@ -116,6 +185,28 @@ class ClassMatcher:
                 return found
         return None
 
-    def names_of(self, i: int) -> tuple[str, ...]:
-        """Class ``i``'s name and synonyms (seed 002's open-world test)."""
-        return (self.names[i], *self.synonyms[i])
+    def names_of(self, i: int, synonyms: bool = True) -> tuple[str, ...]:
+        """Class ``i``'s name and (with ``synonyms``) its synonyms."""
+        return (self.names[i], *self.synonyms[i]) if synonyms else (self.names[i],)
+
+    def answer(self, text: str, label: int, candidates: Sequence[int] | None = None,
+               rule: TextRule = DEFAULT_TEXT_RULE) -> int | None:
+        """The class (label-space index) ``text`` counts as under ``rule``:
+        ``label`` when it names the true class (inclusion), else the class the
+        strict reading finds (wrong either way), else None (no answer).
+
+        >>> m = ClassMatcher(["goldfish", "tank", "tench"], [["Carassius auratus"], [], []])
+        >>> m.answer("A goldfish swimming in a fish tank", 0)
+        0
+        >>> m.answer("A goldfish swimming in a fish tank", 0, rule=TextRule("strict")) is None
+        True
+        >>> m.answer("Carassius auratus", 0), m.answer("Carassius auratus", 0, rule=SYNONYMS_RULE)
+        (None, 0)
+        >>> m.answer("a tench", 0)
+        2
+        """
+        if not 0 <= label < len(self.names):
+            raise ValueError(f"label {label} is outside 0..{len(self.names) - 1}")
+        if rule.rule == "inclusion" and names_in_text(text, self.names_of(label, rule.synonyms)):
+            return label
+        return self.match(text, candidates, synonyms=rule.synonyms)

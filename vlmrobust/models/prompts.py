@@ -155,6 +155,18 @@ DEFAULT_VLM_PROMPT = "mcq-letter"
 #: the answer modes that write each class as an answer (scored or lettered); the
 #: others (generate: closed world, open-world) show only the question and names
 ANSWER_MODES = ("letter", "likelihood")
+GENERATING_MODES = ("generate", "open-world")
+#: seed 002 §2.3's closed world: "<image> What type of object is in this photo?
+#: Choose one from <class name A>, <class name B>, ..."
+SEED_CHOICES = "Choose one from {classes}."
+#: the closed-world instruction of earlier releases (prompt ``what-type-name-only``)
+NAME_ONLY_CHOICES = "Choose one from: {classes}.\nAnswer with the name of the class only."
+#: seed 002 §3.1's zero-shot chain of thought (Kojima et al.)
+COT = "Let's think step by step."
+#: seed 002 App. B.1: "Base Prompt", "Prompt Alternative 1", "Prompt Alternative 2"
+SEED_002_QUESTIONS = {"what-type": "What type of object is in this photo?",
+                      "identify": "Identify the object in this image.",
+                      "main-object": "What is the main object depicted in this photograph?"}
 
 
 @dataclass(frozen=True)
@@ -171,17 +183,23 @@ class LabelSpacePrompt:
     >>> p = LABEL_SPACE_PROMPTS["photo-of"]
     >>> p.question, p.answers(["cat"])
     ('What type of object is in this photo?', ['A photo of a cat'])
-    >>> print(LABEL_SPACE_PROMPTS["identify"].closed_world(["cat", "dog"]))
-    Identify the object in this image. Choose one from: cat, dog.
-    Answer with the name of the class only.
+    >>> LABEL_SPACE_PROMPTS["identify"].closed_world(["cat", "dog"])
+    'Identify the object in this image. Choose one from cat, dog.'
+    >>> LABEL_SPACE_PROMPTS["what-type-cot"].closed_world(["cat", "dog"])
+    "What type of object is in this photo? Choose one from cat, dog. Let's think step by step."
+
+    ``suffix`` ends the user turn in the two generating modes (seed 002's
+    chain of thought: "adding 'let's think step by step' at the end of the
+    prompt"); an entry with one asks only in those modes.
     """
 
     id: str
     question: str
     answer: str = "{class}"
-    choices: str = "Choose one from: {classes}.\nAnswer with the name of the class only."
+    choices: str = SEED_CHOICES
     letter_instruction: str = DEFAULT_VLM_PROMPT
     letter_only: bool = False  # a lettered list in its wording: only --mode letter renders it
+    suffix: str = ""
 
     def __post_init__(self) -> None:
         if not self.question.strip() or "{" in self.question or "}" in self.question:
@@ -195,6 +213,13 @@ class LabelSpacePrompt:
         if self.letter_instruction not in VLM_INSTRUCTIONS:
             raise ValueError(f"{self.id}: letter_instruction must be one of "
                              f"{', '.join(VLM_INSTRUCTIONS)}")
+        if "{" in self.suffix or "}" in self.suffix:
+            raise ValueError(f"{self.id}: the suffix must be plain text")
+
+    @property
+    def open_world(self) -> str:
+        """The open-world user turn: the question (and the suffix)."""
+        return f"{self.question} {self.suffix}" if self.suffix else self.question
 
     def answers(self, names: Sequence[str]) -> list[str]:
         """Each class name written as this prompt's answer."""
@@ -203,12 +228,19 @@ class LabelSpacePrompt:
     def closed_world(self, names: Sequence[str]) -> str:
         """The closed-world user turn: the question, every name, the instruction."""
         sep = "; " if any("," in n for n in names) else ", "
-        return f"{self.question} {self.choices.replace('{classes}', sep.join(names))}"
+        turn = f"{self.question} {self.choices.replace('{classes}', sep.join(names))}"
+        return f"{turn} {self.suffix}" if self.suffix else turn
 
     def serves(self, mode: str) -> bool:
         """Whether ``mode`` (an answer mode, its argument ignored) renders this
         prompt as itself: a prompt that only words the answers would ask a
-        closed-world or open-world call exactly as the one with its question."""
+        closed-world or open-world call exactly as the one with its question; a
+        suffix (chain of thought) only asks a model that generates, and other
+        closed-world choices only the closed world."""
+        if self.suffix:
+            return mode in GENERATING_MODES
+        if self.choices != SEED_CHOICES:
+            return mode == "generate"
         if self.letter_only:
             return mode.partition(":")[0] == "letter"
         return self.answer == "{class}" or mode.partition(":")[0] in ANSWER_MODES
@@ -219,6 +251,10 @@ class LabelSpacePrompt:
                     "  [--mode letter only]")
         answer = "" if self.answer == "{class}" else \
             f"  [answers: {self.answer}; --mode letter and likelihood only]"
+        if self.suffix:
+            answer = f" ... {self.suffix}  [--mode generate and open-world only]"
+        if self.choices != SEED_CHOICES:
+            answer += f"  [{self.choices.replace(chr(10), ' ')}; --mode generate only]"
         return f"{self.question}{answer}"
 
 
@@ -230,6 +266,9 @@ LABEL_SPACE_PROMPTS: MappingProxyType[str, LabelSpacePrompt] = MappingProxyType(
     LabelSpacePrompt("what-type", SEED_PROMPTS["what-type"].text),
     LabelSpacePrompt("select-label", SEED_PROMPTS["select-label"].text),
     LabelSpacePrompt("identify", SEED_PROMPTS["identify"].text),
+    LabelSpacePrompt("main-object", SEED_002_QUESTIONS["main-object"]),
+    *(LabelSpacePrompt(f"{q}-cot", SEED_002_QUESTIONS[q], suffix=COT) for q in SEED_002_QUESTIONS),
+    LabelSpacePrompt("what-type-name-only", SEED_PROMPTS["what-type"].text, choices=NAME_ONLY_CHOICES),
     LabelSpacePrompt("photo-of", SEED_PROMPTS["what-type"].text,
                      answer=SEED_PROMPTS["photo-of"].text),
     # seed 001 §IX, "LLaVA's prompt format is: What is the main object in this image?
@@ -329,6 +368,10 @@ def resolve_label_space_prompt(prompt: str | None, mode: str,
               for p in LABEL_SPACE_PROMPTS.values() if p.serves(mode)]
     why = ("its wording letters the classes, which only --mode letter does"
            if entry is not None and entry.letter_only else
+    why = ("its chain of thought asks a model that generates (--mode generate, open-world)"
+           if entry is not None and entry.suffix else
+           "it words only the closed world (--mode generate)"
+           if entry is not None and entry.choices != SEED_CHOICES else
            f"it words only the answers, which --mode {mode} does not show"
            if entry is not None else
            "it asks an MCQ's own question" if prompt_id in VLM_INSTRUCTIONS else

@@ -40,7 +40,7 @@ from vlmrobust.models.readers.base import (
     refuse_missing,
     row_where,
 )
-from vlmrobust.models.readers.label_space import LabelSpaceReads
+from vlmrobust.models.readers.label_space import DEFAULT_CLASS_ORDER, LabelSpaceReads
 
 DEFAULT_PROMPT = DEFAULT_VLM_PROMPT
 # kept for callers of the former names
@@ -99,7 +99,7 @@ class VlmAdapter:
     def _label_reads(self) -> LabelSpaceReads:
         if self._labels is None:
             self._labels = LabelSpaceReads(self.reader, self.backend, self.requested_prompt,
-                                           self.class_order or "fixed",
+                                           self.class_order or DEFAULT_CLASS_ORDER,
                                            getattr(self.reader, "options", None))
         return self._labels
 

@@ -43,8 +43,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "| generate | open-world (see `vlmrobust models`)")
     p.add_argument("--class-order", default=None, choices=("fixed", "random"),
                    help="vlm --mode generate over a label space (closed world): list the class "
-                   "names in label-space order (default fixed) or shuffled per row, seeded by "
-                   "the row id (seed 002 Table 2)")
+                   "names shuffled per row, seeded by the row id (default random: seed 002 "
+                   "Table 1), or in label-space order (fixed: its Table 2 control)")
     add_backend_args(p)
     p.set_defaults(func=run)
 

@@ -7,12 +7,15 @@ through the answer modes of :mod:`vlmrobust.models.readers`:
 - ``letter``: only rows of at most 26 classes (a K-config), lettered as MCQ
   options (predict refuses larger rows before the model loads).
 - ``generate``: closed world: every class name in the prompt
-  (:meth:`LabelSpacePrompt.closed_world`), in label-space order (``fixed``) or shuffled
-  per row with a seed derived from the row id (``random``; seed 002 Table 2
-  varies it); the output is matched to a class name or synonym by
-  :class:`vlmrobust.core.class_matcher.ClassMatcher` (no letter stage).
-- ``open-world``: the question alone; right when the output names the true
-  class or a synonym.
+  (:meth:`LabelSpacePrompt.closed_world`), shuffled per row with a seed derived
+  from the row id (``random``, the default: seed 002 Table 1) or in label-space
+  order (``fixed``; Table 2's control).
+- ``open-world``: the question alone.
+
+A generated output (either world) is read as the scorer reads it: right when it
+names the true class (seed 002's inclusion rule,
+:meth:`vlmrobust.core.class_matcher.ClassMatcher.answer`), else the one class
+the strict matcher finds (wrong), else no answer.
 
 Every call is rendered from one :data:`vlmrobust.models.prompts.LABEL_SPACE_PROMPTS`
 entry (default ``what-type``: "What type of object is in this photo?"), whose
@@ -32,13 +35,16 @@ import numpy as np
 from vlmrobust.core.class_matcher import ClassMatcher
 from vlmrobust.core.errors import VlmrobustError
 from vlmrobust.core.label_space import LabelSpace
-from vlmrobust.core.matcher import names_in_text
 from vlmrobust.models.backends.base import Backend, GenerationConfig, Prompt
 from vlmrobust.models.label_logits import class_names, row_candidates
 from vlmrobust.models.prompts import LABEL_SPACE_PROMPTS, resolve_label_space_prompt
 from vlmrobust.models.readers.base import Reader, Reading, row_where
 
 CLASS_ORDERS = ("fixed", "random")
+#: seed 002 App. B.9: Table 1's closed world lists the labels "in a random order for
+#: each question" (random_shuffle); ``fixed`` ("the default dataset label order") is
+#: Table 2's control
+DEFAULT_CLASS_ORDER = "random"
 
 
 def presentation(row: Mapping[str, Any], n: int, order: str) -> list[int]:
@@ -76,7 +82,7 @@ class LabelSpaceReads:
     def matcher(self, space: LabelSpace) -> ClassMatcher:
         key = space.sha256()
         if key not in self._matchers:
-            self._matchers[key] = ClassMatcher(space.names, [c.synonyms for c in space.classes])
+            self._matchers[key] = ClassMatcher.for_space(space)
         return self._matchers[key]
 
     def main_prompt(self, row: Mapping[str, Any], space: LabelSpace, where: str) -> Prompt:
@@ -85,16 +91,16 @@ class LabelSpaceReads:
             names = class_names(space, row_candidates(row, len(space), where))
             shown = [names[i] for i in presentation(row, len(names), self.order)]
             return Prompt(self.prompt.closed_world(shown), image=row.get("image"))
+        if self.reader.mode == "open-world":
+            return Prompt(self.prompt.open_world, image=row.get("image"))
         return Prompt(self.prompt.question, image=row.get("image"))
 
     def read(self, rows: Sequence[Mapping[str, Any]], space: LabelSpace) -> list[Reading]:
         mode = self.reader.mode
         wheres = [row_where(r, i) for i, r in enumerate(rows)]
         self.check_context(rows, space, wheres)
-        if mode == "generate":
-            return self._closed_world(rows, space, wheres)
-        if mode == "open-world":
-            return self._open_world(rows, space, wheres)
+        if mode in ("generate", "open-world"):  # closed world lists the names; open world not
+            return self._generated(rows, space, wheres)
         # letter / likelihood: the row as an MCQ over its classes written as answers,
         # read under the entry's letter instruction (an instruction id rewords nothing)
         mcq = [{"id": r.get("id"), "image": r.get("image"), "question": self.prompt.question,
@@ -108,36 +114,27 @@ class LabelSpaceReads:
         opts = self.options if isinstance(self.options, ReadOptions) else ReadOptions()
         return self.backend.generate(prompts, GenerationConfig(opts.max_new_tokens, opts.stop))
 
-    def _closed_world(self, rows: Sequence[Mapping[str, Any]], space: LabelSpace,
-                      wheres: list[str]) -> list[Reading]:
-        prompts = [self.main_prompt(r, space, w) for r, w in zip(rows, wheres, strict=True)]
-        texts = self._generate(prompts)
-        matcher = self.matcher(space)
-        out = []
-        for p, t, r, w in zip(prompts, texts, rows, wheres, strict=True):
-            cands = row_candidates(r, len(space), w)
-            found = matcher.match(t, None if cands is None else cands.tolist())
-            pred = found if found is None or cands is None else cands.tolist().index(found)
-            out.append(Reading(prompt_text=self.backend.render(p), text=t, prediction=pred))
-        return out
-
-    def _open_world(self, rows: Sequence[Mapping[str, Any]], space: LabelSpace,
-                    wheres: list[str]) -> list[Reading]:
+    def _generated(self, rows: Sequence[Mapping[str, Any]], space: LabelSpace,
+                   wheres: list[str]) -> list[Reading]:
+        """Generate, then read each text as the scorer does: seed 002's
+        inclusion of the row's class name (:meth:`ClassMatcher.answer`)."""
         labels = []
         for r, w in zip(rows, wheres, strict=True):
             label = r.get("label")
             if isinstance(label, bool) or not isinstance(label, (int, np.integer)) \
                     or not 0 <= int(label) < len(space):
-                raise VlmrobustError(f"{w}: --mode open-world needs the row's class 'label' "
-                                     f"(0..{len(space) - 1}); got {label!r}")
+                raise VlmrobustError(f"{w}: --mode {self.reader.mode} needs the row's class "
+                                     f"'label' (0..{len(space) - 1}); got {label!r}")
             labels.append(int(label))
         prompts = [self.main_prompt(r, space, w) for r, w in zip(rows, wheres, strict=True)]
         texts = self._generate(prompts)
+        matcher = self.matcher(space)
         out = []
         for p, t, r, w, y in zip(prompts, texts, rows, wheres, labels, strict=True):
             cands = row_candidates(r, len(space), w)
-            hit = names_in_text(t, self.matcher(space).names_of(y))
-            pred = None if not hit else (y if cands is None else cands.tolist().index(y))
+            shown = None if cands is None else cands.tolist()
+            found = matcher.answer(t, y, shown)
+            pred = found if found is None or shown is None else shown.index(found)
             out.append(Reading(prompt_text=self.backend.render(p), text=t, prediction=pred))
         return out
 
