@@ -368,7 +368,7 @@ def resolve_label_space_prompt(prompt: str | None, mode: str,
               for p in LABEL_SPACE_PROMPTS.values() if p.serves(mode)]
     why = ("its wording letters the classes, which only --mode letter does"
            if entry is not None and entry.letter_only else
-    why = ("its chain of thought asks a model that generates (--mode generate, open-world)"
+           "its chain of thought asks a model that generates (--mode generate, open-world)"
            if entry is not None and entry.suffix else
            "it words only the closed world (--mode generate)"
            if entry is not None and entry.choices != SEED_CHOICES else
