@@ -142,3 +142,23 @@ def model_identity(model_id: str, evidence: Mapping[str, DatasetEvidence]) -> tu
     if ev is None:
         return ("submission", model_id)
     return ("content", ev.adapter or ev.model, ev.checkpoint or "", ev.content_sha256)
+
+
+def copied_runs(evidence: Mapping[str, Mapping[str, DatasetEvidence]]) -> list[tuple[str, str, str]]:
+    """(dataset, first model, copy) for each dataset whose stored predictions file
+    (its sha256, as the reference-run record counts runs) is the same in two model
+    folders: a copied run is not a new model (issue 41.2). ``evidence`` is model id
+    -> dataset -> evidence; the first in model-id order is named as the original.
+
+    >>> ev = DatasetEvidence("a" * 64, "b" * 64, "clf", None, None, {})
+    >>> copied_runs({"new": {"imagenet-mcq": ev}, "lite1": {"imagenet-mcq": ev}, "x": {}})
+    [('imagenet-mcq', 'lite1', 'new')]
+    """
+    first: dict[tuple[str, str], str] = {}
+    out = []
+    for model_id in sorted(evidence):
+        for key, ev in sorted(evidence[model_id].items()):
+            seen = first.setdefault((key, ev.predictions_sha256), model_id)
+            if seen != model_id:
+                out.append((key, seen, model_id))
+    return out

@@ -31,7 +31,7 @@ from vlmrobust.evaluation.row_results import rows_jsonl
 from vlmrobust.evaluation.score import score_report
 from vlmrobust.evaluation.submissions import PREDICTIONS_NAME, SCORES_NAME
 from vlmrobust.evaluation.validate import partial_note, validate
-from vlmrobust.leaderboard.evidence import DatasetEvidence, evidence_from_report
+from vlmrobust.leaderboard.evidence import DatasetEvidence, copied_runs, evidence_from_report
 from vlmrobust.leaderboard.load import _check_comparable, submission_folders
 from vlmrobust.leaderboard.scores_json import parse_scores
 from vlmrobust.leaderboard.submission import LeaderboardInputError, Submission
@@ -343,5 +343,24 @@ def load_verified_submissions(root: Path, store: DatasetStore | None = None,
     if not subs:
         raise LeaderboardInputError(f"{root}: no submission folders; add one with "
                                     "`vlmrobust submit`")
+    _refuse_copies(subs)
     _check_comparable(subs)
     return subs
+
+
+def _refuse_copies(subs: Sequence[Submission]) -> None:
+    """A second folder whose stored predictions are byte for byte another's is a
+    copied run, listed as a new model if let through (issue 41.2): refused, naming
+    both files."""
+    folders = {s.model_id: s.folder for s in subs}
+    evidence = {s.model_id: s.evidence for s in subs}
+    copies = copied_runs(evidence)
+    if not copies:
+        return
+    key, first, copy = copies[0]
+    sha = evidence[copy][key].predictions_sha256
+    more = f" (and {len(copies) - 1} more copied predictions files)" if len(copies) > 1 else ""
+    raise LeaderboardInputError(
+        f"{folders[copy] / key / PREDICTIONS_NAME}: the same file (sha256 {sha[:12]}…) as "
+        f"{folders[first] / key / PREDICTIONS_NAME}{more}; a copied run is not a new model: "
+        "remove the copy, or submit that model's own predictions")
