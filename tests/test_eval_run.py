@@ -140,6 +140,28 @@ def test_eval_submission_passes_leaderboard_build(evaluated: Path, store: Path,
     assert "efficientnet-lite0" in (site / "index.html").read_text()
 
 
+def test_torchrun_two_ranks_equal_one_process(store: Path, evaluated: Path,
+                                              tmp_path: Path) -> None:
+    """Under torchrun every rank predicts its share of each dataset and rank 0
+    scores and writes: the same headlines as the one-process run."""
+    out = tmp_path / "multi"
+    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(REPO), HF_HUB_OFFLINE="1")
+    proc = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
+         "-m", "vlmrobust", "eval", "--model", MODEL, "--suite", "sample", "--dataset-store",
+         str(store), "--datasets", "imagenet-mcq", "classification", "--out", str(out),
+         "--device", "cpu", "--no-progress", "--batch-size", "2"],
+        env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.count("wrote ") == 1  # rank 0 reports
+    multi = json.loads((out / "results.json").read_text())
+    single = json.loads((evaluated / "results.json").read_text())
+    assert multi["backend"]["world_size"] == 2
+    heads = {e["dataset"]: e["headlines"] for e in single["entries"]}
+    for e in multi["entries"]:
+        assert e["status"] == "done" and e["headlines"] == heads[e["dataset"]]
+
+
 def test_skips_and_table_are_printed(store: Path, tmp_path: Path,
                                      capsys: pytest.CaptureFixture[str]) -> None:
     """The pipeline family answers none of these three: each is one skip line with
@@ -169,6 +191,15 @@ def test_limit_is_partial_everywhere(store: Path, tmp_path: Path,
     scores = json.loads((out / "scores" / "imagenet-mcq.json").read_text())
     assert scores["datasets"]["imagenet-mcq"]["partial"]["limit"] == 2
     assert not (out / "submissions").exists()
+    # a rerun into the same --out with another limit keeps nothing of the first:
+    # refused in one line, before any model loads, results.json untouched
+    before = (out / "results.json").read_bytes()
+    assert main(["eval", "--model", MODEL, "--suite", "sample", "--dataset-store", str(store),
+                 "--datasets", "imagenet-mcq", "--limit", "3", "--out", str(out),
+                 "--no-progress"]) == 1
+    err = capsys.readouterr().err
+    assert "predictions of another run (limit 2, this run: 3)" in err and err.count("\n") == 1
+    assert (out / "results.json").read_bytes() == before
 
 
 # A child `vlmrobust eval` whose clock is frozen (the predictions' metadata date

@@ -164,3 +164,17 @@ def test_dry_run_lists_a_missing_build_and_the_filters(store: Path, tmp_path: Pa
                       capsys)
     assert rc == 1 and "--datasets imagenet: not in suite sample" in err
     one_line_error(err)
+
+
+def test_hub_dataset_that_cannot_be_fetched_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    suite = tmp_path / "hub.yaml"
+    suite.write_text("name: hub\nversion: '1'\ndatasets: [{name: imagenet-mcq, hub: "
+                     "no-such-org/no-such-set, revision: v1.0.0}]\n"
+                     "readers: {classifier: {imagenet-mcq: {}}}\n")
+    rc, err = run_cli(["eval", "--model", "classifier:efficientnet-lite0", "--suite", str(suite),
+                       "--dry-run"], capsys)
+    assert rc == 1 and "hub no-such-org/no-such-set@v1.0.0 cannot be fetched" in err
+    assert "list it with path: in the suite" in err
+    one_line_error(err)

@@ -31,6 +31,7 @@ from typing import Any
 from vlmrobust.core.atomic import write_text_atomic
 from vlmrobust.core.bounded import MAX_SCORES_BYTES, read_json_bounded
 from vlmrobust.core.errors import UnsupportedReaderError, VlmrobustError
+from vlmrobust.evaluation.distributed import init_distributed
 from vlmrobust.evaluation.score_common import DEFAULT_SEED
 from vlmrobust.evaluation.suite.plan import Plan, PlanEntry
 from vlmrobust.evaluation.suite.results import (
@@ -215,14 +216,9 @@ def _is_main() -> bool:
     return os.environ.get("RANK", "0") == "0"
 
 
-def _entry(plan: Plan, e: PlanEntry, opts: EvalOptions) -> dict[str, Any] | None:
-    t0 = time.perf_counter()
-    try:
-        pred, predict_s = _predict(plan, e, opts)
-    except UnsupportedReaderError as exc:  # e.g. a server without logprobs, asked for letter
-        return {"dataset": e.name, "status": "skipped", "reason": str(exc)}
-    if not _is_main():
-        return None
+def _entry(plan: Plan, e: PlanEntry, opts: EvalOptions, pred: Path,
+           predict_s: float | None) -> dict[str, Any]:
+    """Check and score one dataset's predictions: its record in results.json."""
     meta = _check_kept(pred, plan, e, opts.limit)
     t1 = time.perf_counter()
     section = _score(plan, e, pred, opts)
@@ -236,8 +232,7 @@ def _entry(plan: Plan, e: PlanEntry, opts: EvalOptions) -> dict[str, Any] | None
         "predictions_sha256": section.get("predictions_sha256"),
         "partial": section.get("partial"),
         "headlines": headlines(section),
-        "timing": {"predict_s": predict_s, "score_s": round(time.perf_counter() - t1, 3),
-                   "this_run_s": round(time.perf_counter() - t0, 3)},
+        "timing": {"predict_s": predict_s, "score_s": round(time.perf_counter() - t1, 3)},
     }
 
 
@@ -266,18 +261,29 @@ def run_suite(plan: Plan, opts: EvalOptions) -> dict[str, Any] | None:
     bar = tqdm(total=sum(e.rows_run(opts.limit) for e in runnable), unit="row",
                desc=f"eval {plan.suite.name}", disable=not (opts.progress and _is_main()),
                dynamic_ncols=True)
+    # every dataset is predicted first, then rank 0 scores them all: the other ranks
+    # are done once the last predict has merged
+    predicted: dict[str, tuple[Path, float | None]] = {}
     done: dict[str, dict[str, Any]] = {}
+    # one process group for the whole run, which every predict reuses (a group per
+    # predict made a rank that arrived early fail to connect to a busy rank 0)
+    ctx = init_distributed(opts.device)
     try:
         for e in runnable:
             bar.set_postfix_str(e.name)
-            record = _entry(plan, e, opts)
-            if record is not None:
-                done[e.name] = record
+            try:
+                predicted[e.name] = _predict(plan, e, opts)
+            except UnsupportedReaderError as exc:  # e.g. a server without logprobs, for letter
+                done[e.name] = {"dataset": e.name, "status": "skipped", "reason": str(exc)}
             bar.update(e.rows_run(opts.limit))
     finally:
         bar.close()
+        ctx.close()
     if not _is_main():
         return None
+    for e in runnable:
+        if e.name in predicted:
+            done[e.name] = _entry(plan, e, opts, *predicted[e.name])
     entries = [done.get(e.name) or {"dataset": e.name, "status": "skipped", "reason": e.skip}
                for e in plan.entries]
     submitted = opts.limit is None and any(r["status"] == "done" for r in done.values())

@@ -4,6 +4,7 @@ suite (benchmarks/suites/*.yaml); the work is in vlmrobust.evaluation.suite."""
 from __future__ import annotations
 
 import argparse
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -70,8 +71,9 @@ def run(args: argparse.Namespace) -> int:
     suite = load_suite(args.suite)
     plan = make_plan(suite, args.model, stores(args.dataset_store), args.datasets, args.configs,
                      manifest_only=args.dry_run)
-    for line in describe_plan(plan, args.limit):
-        print(line)
+    if os.environ.get("RANK", "0") == "0":  # under torchrun, rank 0 speaks for all
+        for line in describe_plan(plan, args.limit):
+            print(line)
     if args.dry_run:
         return 0
     missing = [e for e in plan.entries if e.missing is not None and e.reader.skip is None]
