@@ -46,7 +46,11 @@ CONFIG_COLUMNS = ["model_id", "name", "family", "setting", "prompt_id", "dataset
                   "mean_per_class_accuracy", "ece", "nll", "temperature", "ece_ts", "nll_ts", "er"]
 # Written only when some config has them: accuracy over the valid labels of multi-label
 # rows (ImageNet val's clean labels, Vid-Robust's), and Vid-Robust's benign / pm-k accuracy.
-OPTIONAL_COLUMNS = {"mean_per_class_accuracy": ["accuracy_valid_labels", "anchors", "benign_accuracy",
+# Text-answered configs: seed 002 Table 8's accuracy with synonyms and the strict matcher's.
+TEXT_RULE_COLUMNS = {"accuracy_synonyms": "inclusion+synonyms", "accuracy_strict": "strict",
+                     "accuracy_strict_synonyms": "strict+synonyms"}
+OPTIONAL_COLUMNS = {"accuracy_ci_high": list(TEXT_RULE_COLUMNS),
+                    "mean_per_class_accuracy": ["accuracy_valid_labels", "anchors", "benign_accuracy",
                                                 "benign_accuracy_ci_low", "benign_accuracy_ci_high",
                                                 "pmk_accuracy", "pmk_accuracy_ci_low",
                                                 "pmk_accuracy_ci_high"]}
@@ -109,6 +113,7 @@ def _extras(c: ConfigScore) -> dict[str, Any]:
     """A config's optional CSV fields (None where it has none)."""
     p = c.perturbation
     out: dict[str, Any] = {"accuracy_valid_labels": c.accuracy_valid_labels}
+    out.update({col: c.text_rules.get(rule) for col, rule in TEXT_RULE_COLUMNS.items()})
     out.update(anchors=p.anchors if p else None, benign_accuracy=p.benign if p else None,
                pmk_accuracy=p.pmk if p else None)
     for name, ci in (("benign_accuracy", p.benign_ci if p else None), ("pmk_accuracy", p.pmk_ci if p else None)):

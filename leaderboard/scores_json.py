@@ -81,8 +81,18 @@ def _load_config(w: Where, name: str, raw: Any, where: str) -> ConfigScore:
         mean_per_class=w.number(c, "mean_per_class_accuracy", where, lo=0.0, hi=1.0),
         accuracy_valid_labels=w.number(c, "accuracy_valid_labels", where, lo=0.0, hi=1.0),
         perturbation=_perturbation(w, c, where),
+        text_rules=_text_rules(w, c, where),
         retrieval=load_retrieval(w, c, where) if c.get("kind") == "retrieval" else {},
     )
+
+
+def _text_rules(w: Where, c: Any, where: str) -> dict[str, float | None]:
+    """A text-answered classification config's accuracy per text rule."""
+    raw = c.get("text_rules")
+    if raw is None:
+        return {}
+    table = w.mapping(raw, f"{where}.text_rules")
+    return {str(k): w.number(table, k, f"{where}.text_rules", lo=0.0, hi=1.0) for k in table}
 
 
 def _over(w: Where, c: Any, where: str) -> str | None:

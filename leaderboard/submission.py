@@ -94,6 +94,9 @@ class ConfigScore:
     accuracy_valid_labels: float | None = None
     # kind classification, ImageNet-Vid-Robust: benign and pm-k accuracy over anchors
     perturbation: PerturbationSets | None = None
+    # kind classification, text answers: accuracy per text rule id (seed 002: inclusion,
+    # inclusion+synonyms, strict, strict+synonyms; vlmrobust.core.class_matcher)
+    text_rules: Mapping[str, float | None] = field(default_factory=dict)
     # kind retrieval: direction (image_to_text | text_to_image) -> "recall@K" -> value,
     # "recall@K_ci" -> (lo, hi); empty for other kinds (leaderboard/retrieval_view.py)
     retrieval: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)

@@ -90,3 +90,38 @@ def test_the_name_rule_reads_the_label_text_prompts_write() -> None:
     assert space.classes[tiger_cat].label_text == "tiger cat"
     assert m.answer("a tiger cat on a sofa", tiger_cat) == tiger_cat
     assert m.answer("a cat having a striped coat", tiger_cat) != tiger_cat
+
+
+def test_the_leaderboard_csv_carries_every_text_rule(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Seed 002 Table 8's with-synonyms accuracy and the strict matcher's reach the
+    leaderboard's classification.csv beside the headline (inclusion) accuracy."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from tests.classification_fixtures import index_rows, toy_label_space, write_classification
+    from tests.score_fixtures import write_meta
+    from vlmrobust.evaluation.score import score_report
+    from vlmrobust.evaluation.validate import validate
+    from vlmrobust.leaderboard.classification_view import _extras, csv_columns
+    from vlmrobust.leaderboard.scores_json import parse_scores
+
+    ds = write_classification(tmp_path / "ds", n=4, k=None)
+    space = toy_label_space()
+    rows = index_rows(ds)
+    # a synonym, a hedge naming the label and another class, the label's name, nothing
+    texts = [f"a {space.classes[r['label']].synonyms[-1]}" if i == 0 else
+             f"a {space.names[r['label']]} or a {space.names[(r['label'] + 1) % 6]}" if i == 1 else
+             space.names[r["label"]] if i == 2 else "a sunny day" for i, r in enumerate(rows)]
+    p = tmp_path / "p.parquet"
+    pq.write_table(pa.table({"id": [r["id"] for r in rows], "text": texts}), p)
+    write_meta(p, ds)
+    scores = score_report(validate(ds, p), "m")
+    parsed = parse_scores(scores, tmp_path / "scores.json", "m")
+    config = next(iter(parsed.values())).configs[0]
+    assert config.accuracy == 0.5  # inclusion of the name: the hedge and the bare name
+    extras = _extras(config)
+    assert (extras["accuracy_synonyms"], extras["accuracy_strict"], extras["accuracy_strict_synonyms"]) \
+        == (0.75, 0.25, 0.5)
+    cols = csv_columns([extras])
+    assert cols[cols.index("accuracy_ci_high") + 1:][:3] == [
+        "accuracy_synonyms", "accuracy_strict", "accuracy_strict_synonyms"]
