@@ -80,6 +80,8 @@ def add_backend_args(p: argparse.ArgumentParser) -> None:
                    help="requests in flight (default 8)")
     e.add_argument("--endpoint-timeout", type=float, default=None, metavar="SECONDS",
                    help="seconds to wait for one response (default 120)")
+    e.add_argument("--endpoint-max-response-mib", type=float, default=None, metavar="MIB",
+                   help="largest response accepted, in MiB (default 16)")
     e.add_argument("--endpoint-retries", type=int, default=None, metavar="N",
                    help="retries of a request on 429, 5xx, timeouts (default 5)")
     e.add_argument("--endpoint-cache", type=Path, default=None, metavar="DIR",
@@ -118,7 +120,8 @@ def endpoint_options(args: argparse.Namespace) -> dict[str, Any] | None:
     """The endpoint backend's options from the --endpoint-* flags given (None: none)."""
     given = {"url": args.endpoint_url, "api_key_env": args.api_key_env,
              "concurrency": args.endpoint_concurrency, "timeout_s": args.endpoint_timeout,
-             "retries": args.endpoint_retries, "cache_dir": args.endpoint_cache,
+             "retries": args.endpoint_retries,
+             "max_response_mib": args.endpoint_max_response_mib, "cache_dir": args.endpoint_cache,
              "use_cache": False if args.no_endpoint_cache else None,
              "server_stop": False if args.endpoint_local_stop else None}
     opts = {k: v for k, v in given.items() if v is not None}

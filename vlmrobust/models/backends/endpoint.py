@@ -28,6 +28,7 @@ server; vLLM's ``prompt_logprobs`` gives the same numbers through chat.
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -36,6 +37,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from vlmrobust.core.bounded import MIB
 from vlmrobust.core.errors import UnsupportedReaderError, VlmrobustError
 from vlmrobust.models.backends import endpoint_protocol as proto
 from vlmrobust.models.backends.base import (
@@ -58,6 +60,8 @@ from vlmrobust.models.backends.endpoint_server import server_version
 T = TypeVar("T")
 R = TypeVar("R")
 OPTIONAL = (NEXT_TOKEN, CONTINUATION)
+MAX_TIMEOUT_S = 86400.0
+MAX_RESPONSE_MIB = 1024
 TOP_LOGPROBS = 20  # the most OpenAI's API returns; vLLM's default max_logprobs too
 
 
@@ -84,8 +88,12 @@ class EndpointOptions:
             raise VlmrobustError("endpoint:<served model name>: the served model name is empty")
         if not 1 <= self.concurrency <= 1024:
             raise VlmrobustError(f"--endpoint-concurrency {self.concurrency}: give 1 to 1024")
-        if self.timeout_s <= 0:
-            raise VlmrobustError(f"--endpoint-timeout {self.timeout_s}: give seconds > 0")
+        if not 0 < self.timeout_s <= MAX_TIMEOUT_S:  # nan fails this test too
+            raise VlmrobustError(f"--endpoint-timeout {self.timeout_s}: give seconds > 0 "
+                                 f"and at most {MAX_TIMEOUT_S:g} (a day)")
+        if not 0 < self.max_response_bytes <= MAX_RESPONSE_MIB * MIB:
+            raise VlmrobustError(f"--endpoint-max-response-mib {self.max_response_bytes / MIB:g}"
+                                 f": give more than 0 and at most {MAX_RESPONSE_MIB}")
         if self.api_key_env is not None and not self.api_key_env.isidentifier():
             raise VlmrobustError(f"--api-key-env {self.api_key_env!r}: give the NAME of an "
                                  "environment variable (the key itself never goes on the "
@@ -348,6 +356,9 @@ def load(target: str, options: Mapping[str, Any]) -> EndpointBackend:
         raise VlmrobustError(f"endpoint:{target}: give the server's base URL with "
                              "--endpoint-url, e.g. http://localhost:8000/v1")
     probe = opts.pop("probe", OPTIONAL)
+    mib = opts.pop("max_response_mib", None)
+    if mib is not None:
+        opts["max_response_bytes"] = int(mib * MIB) if math.isfinite(mib) else 0
     retries = opts.pop("retries", None)
     if retries is not None:
         if isinstance(retries, bool) or not isinstance(retries, int) or not 0 <= retries <= 100:

@@ -9,11 +9,14 @@ The API key is read from the environment when a request is made, sent only in th
 
 from __future__ import annotations
 
+import contextlib
 import email.utils
 import http.client
 import json
+import math
 import os
 import socket
+import threading
 import time
 import urllib.error
 import urllib.parse
@@ -51,12 +54,24 @@ def public_url(url: str) -> str:
     return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path.rstrip("/"), "", ""))
 
 
+def _shown(parts: urllib.parse.SplitResult) -> str:
+    """A URL that failed to parse, without credentials, query or fragment."""
+    return f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}{parts.path}"
+
+
 def check_base_url(url: str) -> str:
     """The base URL (``http(s)://host:port/v1``) checked and stripped of credentials."""
     parts = urllib.parse.urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise EndpointError(f"--endpoint-url {public_url(url)!r}: give the server's base URL, "
-                            "e.g. http://localhost:8000/v1")
+    if not url.isascii() or not (parts.hostname or "").isascii():
+        raise EndpointError(f"--endpoint-url {url.encode('ascii', 'backslashreplace').decode()!r}"
+                            ": write the URL in ASCII (a non-ASCII host in its xn-- form)")
+    try:
+        port_ok = parts.port is None or parts.port > 0
+    except ValueError:  # urllib's "Port out of range 0-65535"
+        port_ok = False
+    if parts.scheme not in ("http", "https") or not parts.hostname or not port_ok:
+        raise EndpointError(f"--endpoint-url {_shown(parts)!r}: give the server's base "
+                            "URL with a port of 1 to 65535, e.g. http://localhost:8000/v1")
     if parts.username or parts.password or parts.query:
         raise EndpointError(f"--endpoint-url {public_url(url)}: credentials and query strings "
                             "do not belong in the URL; put the key in the variable named by "
@@ -90,6 +105,8 @@ def retry_after_seconds(value: str | None, now: float | None = None) -> float | 
 
     >>> retry_after_seconds("3"), retry_after_seconds(None), retry_after_seconds("soon")
     (3.0, None, None)
+    >>> retry_after_seconds("nan") is None, retry_after_seconds("inf")
+    (True, inf)
     >>> retry_after_seconds("Wed, 21 Oct 2015 07:28:10 GMT", now=1445412480.0)
     10.0
     """
@@ -97,9 +114,11 @@ def retry_after_seconds(value: str | None, now: float | None = None) -> float | 
         return None
     value = value.strip()
     try:
-        return max(float(value), 0.0)
+        seconds = float(value)
     except ValueError:
         pass
+    else:  # "nan" parses as a float but is no delay: ignored like any unreadable value
+        return max(seconds, 0.0) if not math.isnan(seconds) else None
     try:
         when = email.utils.parsedate_to_datetime(value).timestamp()
     except (TypeError, ValueError):
@@ -113,6 +132,69 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
     def redirect_request(self, req: Any, fp: Any, code: int, msg: str, headers: Any,
                          newurl: str) -> None:
         return None
+
+
+class _Deadline:
+    """Ends one request at ``seconds`` after it started, whatever the server does:
+    a socket timeout only bounds each read, so a server that drips a byte every
+    half second, or sends ``100 Continue`` forever, would otherwise hold the
+    request without end. At the deadline the request's sockets are shut down;
+    the read in progress then fails and ``expired`` says why."""
+
+    def __init__(self, seconds: float) -> None:
+        self.expired = False
+        self._socks: list[socket.socket] = []
+        self._lock = threading.Lock()
+        self._timer = threading.Timer(seconds, self._fire)
+        self._timer.daemon = True
+
+    def watch(self, sock: socket.socket) -> None:
+        with self._lock:
+            self._socks.append(sock)
+            if self.expired:
+                self._shut(sock)
+
+    @staticmethod
+    def _shut(sock: socket.socket) -> None:
+        with contextlib.suppress(OSError):  # already closed
+            sock.shutdown(socket.SHUT_RDWR)
+
+    def _fire(self) -> None:
+        with self._lock:
+            self.expired = True
+            for sock in self._socks:
+                self._shut(sock)
+
+    def __enter__(self) -> _Deadline:
+        self._timer.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._timer.cancel()
+
+    def handlers(self) -> list[urllib.request.BaseHandler]:
+        """urllib handlers whose connections report their socket to this deadline."""
+        deadline = self
+
+        class Http(http.client.HTTPConnection):
+            def connect(self) -> None:
+                super().connect()
+                deadline.watch(self.sock)
+
+        class Https(http.client.HTTPSConnection):
+            def connect(self) -> None:
+                super().connect()
+                deadline.watch(self.sock)
+
+        class HttpHandler(urllib.request.HTTPHandler):
+            def http_open(self, req: Any) -> Any:
+                return self.do_open(Http, req)
+
+        class HttpsHandler(urllib.request.HTTPSHandler):
+            def https_open(self, req: Any) -> Any:
+                return self.do_open(Https, req, context=getattr(self, "_context", None))
+
+        return [HttpHandler(), HttpsHandler()]
 
 
 class _Retryable(Exception):
@@ -135,10 +217,6 @@ class HttpClient:
         self.retry = retry or RetryPolicy()
         self.max_response_bytes = int(max_response_bytes)
         self._sleep = sleep
-        # direct connections only, no redirects: neither a proxy from the environment
-        # nor the host a redirect names may see the key (urllib forwards Authorization)
-        self._opener = urllib.request.build_opener(urllib.request.ProxyHandler({}),
-                                                   _NoRedirect())
 
     def _key(self) -> str:
         return os.environ.get(self.api_key_env, "") if self.api_key_env else ""
@@ -186,29 +264,21 @@ class HttpClient:
             headers["Authorization"] = f"Bearer {key}"
         req = urllib.request.Request(url, data=data, headers=headers,
                                      method="POST" if data is not None else "GET")
-        try:
-            with self._opener.open(req, timeout=timeout_s or self.timeout_s) as resp:
-                raw = resp.read(self.max_response_bytes + 1)
-        except urllib.error.HTTPError as exc:
-            status = int(exc.code)
-            body = _read_error_body(exc)
-            exc.close()
-            detail = self.scrub(f"HTTP {status}{': ' + body if body else ''}")
-            if status in RETRY_STATUS:
-                raise _Retryable(detail, retry_after_seconds(exc.headers.get("Retry-After"))
-                                 ) from None
-            raise EndpointError(f"{url}: {detail}", status=status) from None
-        except TimeoutError:
-            raise _Retryable(f"no response within {timeout_s or self.timeout_s:g} s") from None
-        except urllib.error.URLError as exc:
-            reason = exc.reason
-            if isinstance(reason, (TimeoutError, socket.timeout)):
-                raise _Retryable(f"no response within {timeout_s or self.timeout_s:g} s"
-                                 ) from None
-            text = getattr(reason, "strerror", None) or str(reason)
-            raise _Retryable(f"cannot connect ({text})") from None
-        except (ConnectionError, http.client.HTTPException) as exc:
-            raise _Retryable(f"connection lost ({type(exc).__name__})") from None
+        seconds = timeout_s or self.timeout_s
+        late = f"no response within {seconds:g} s"
+        with _Deadline(seconds) as deadline:
+            # direct connections only, no redirects: neither a proxy from the environment
+            # nor the host a redirect names may see the key (urllib forwards Authorization)
+            opener = urllib.request.build_opener(urllib.request.ProxyHandler({}), _NoRedirect(),
+                                                 *deadline.handlers())
+            try:
+                raw = self._exchange(opener, req, url, seconds)
+            except (_Retryable, EndpointError):
+                if deadline.expired:
+                    raise _Retryable(late) from None
+                raise
+        if deadline.expired:
+            raise _Retryable(late)
         if len(raw) > self.max_response_bytes:
             raise EndpointError(f"{url}: response larger than {self.max_response_bytes} bytes; "
                                 "lower max tokens or raise --endpoint-max-response-mib")
@@ -219,6 +289,34 @@ class HttpClient:
             raise EndpointError(self.scrub(f"{exc} (response began {head!r}); is "
                                            f"{self.base_url} an OpenAI-compatible server?")
                                 ) from None
+
+    def _exchange(self, opener: urllib.request.OpenerDirector, req: urllib.request.Request,
+                  url: str, seconds: float) -> bytes:
+        """The response body (at most one byte over the bound); failures as
+        _Retryable (worth another try) or EndpointError."""
+        try:
+            with opener.open(req, timeout=seconds) as resp:
+                return bytes(resp.read(self.max_response_bytes + 1))
+        except urllib.error.HTTPError as exc:
+            status = int(exc.code)
+            body = _read_error_body(exc)
+            exc.close()
+            detail = self.scrub(f"HTTP {status}{': ' + body if body else ''}")
+            if status in RETRY_STATUS:
+                raise _Retryable(detail, retry_after_seconds(exc.headers.get("Retry-After"))
+                                 ) from None
+            raise EndpointError(f"{url}: {detail}", status=status) from None
+        except TimeoutError:
+            raise _Retryable(f"no response within {seconds:g} s") from None
+        except urllib.error.URLError as exc:
+            reason = exc.reason
+            if isinstance(reason, (TimeoutError, socket.timeout)):
+                raise _Retryable(f"no response within {seconds:g} s"
+                                 ) from None
+            text = getattr(reason, "strerror", None) or str(reason)
+            raise _Retryable(f"cannot connect ({text})") from None
+        except (ConnectionError, http.client.HTTPException) as exc:
+            raise _Retryable(f"connection lost ({type(exc).__name__})") from None
 
 
 def _read_error_body(exc: urllib.error.HTTPError) -> str:
