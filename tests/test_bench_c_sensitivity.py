@@ -140,7 +140,8 @@ def test_metric_against_scipy_and_closed_forms() -> None:
 
 @pytest.mark.parametrize(("args", "message"), [
     (([0.1, 0.2], [0.0, 0.5], ["a", "a"]), "delta_acc must be -1, 0 or 1, got 0.5"),
-    (([0.1, np.nan], [0.0, 1.0], ["a", "a"]), "ras must be finite"),
+    (([0.1, np.nan], [0.0, 1.0], ["a", "a"]), r"ras must be RAS values in \[-2, 1\], got nan"),
+    (([0.1, 1.5], [0.0, 1.0], ["a", "a"]), "got 1.5"),
     (([0.1], [0.0, 1.0], ["a", "a"]), "one length")])
 def test_bad_input_named(args: tuple[Any, ...], message: str) -> None:
     with pytest.raises(ValueError, match=message):

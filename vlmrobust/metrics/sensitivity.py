@@ -118,9 +118,9 @@ def ras_sensitivity(ras: ArrayLike, delta_acc: ArrayLike, group: ArrayLike) -> S
     if not (r.shape == a.shape == g.shape) or r.ndim != 1:
         raise ValueError(f"ras, delta_acc and group must be 1-D of one length, got "
                          f"{r.shape}, {a.shape} and {g.shape}")
-    bad = ~((r >= -3.0) & (r <= 3.0))  # two RAS values differ by at most 3
+    bad = ~((r >= -2.0) & (r <= 1.0))  # a pair's RAS is an Eq. 10 value
     if bad.any():
-        raise ValueError(f"ras must be finite RAS values, got {float(r[bad][0])!r}")
+        raise ValueError(f"ras must be RAS values in [-2, 1], got {float(r[bad][0])!r}")
     bad = ~np.isin(a, (-1.0, 0.0, 1.0))
     if bad.any():
         raise ValueError(f"delta_acc must be -1, 0 or 1, got {float(a[bad][0])!r}")
