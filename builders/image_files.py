@@ -7,7 +7,7 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
-from vlmrobust.core.bounded import MIB, read_bytes_bounded
+from vlmrobust.core.bounded import MIB, image_decode_errors, read_bytes_bounded
 from vlmrobust.core.errors import SourceError, VlmrobustError
 
 #: The largest source image read (published images are a few hundred KB).
@@ -18,14 +18,14 @@ def checked_image(path: Path, what: str = "image", fix: str = "restore the file 
                   error: type[VlmrobustError] = SourceError) -> tuple[bytes, str | None]:
     """``(bytes, PIL format)`` of the image at ``path``, read with a size bound and
     decoded once; an unreadable one raises ``error`` naming the file and ``fix``."""
-    from PIL import Image, UnidentifiedImageError
+    from PIL import Image
 
     data = read_bytes_bounded(path, MAX_IMAGE_BYTES, what, error)
     try:
         with Image.open(io.BytesIO(data)) as im:
             fmt = im.format
             im.load()
-    except (UnidentifiedImageError, OSError, ValueError, Image.DecompressionBombError) as exc:
+    except image_decode_errors() as exc:
         first = (str(exc).splitlines() or [type(exc).__name__])[0][:200]
         raise error(f"{path}: not a readable image ({first}); fix: {fix}") from None
     return data, fmt

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from vlmrobust import __version__
-from vlmrobust.core.cpus import default_threads
+from vlmrobust.core.cpus import check_threads, default_threads
 from vlmrobust.core.errors import VlmrobustError
 from vlmrobust.core.kinds import LABEL_SPACE_KINDS, RETRIEVAL, dataset_kind, refuse_open
 from vlmrobust.core.output_guard import check_file_output
@@ -98,8 +98,8 @@ def predict_dataset(
     out = Path(out)
     if batch_size < 1:
         raise VlmrobustError(f"--batch-size must be >= 1, got {batch_size}")
-    if threads is not None and threads < 1:
-        raise VlmrobustError(f"--threads must be >= 1, got {threads}")
+    if threads is not None:
+        check_threads(threads)
     if name is not None and (not name.strip() or len(name) > 300):
         raise VlmrobustError("--name must be 1-300 characters, not blank")
     if out.suffix not in (".parquet", ".jsonl"):

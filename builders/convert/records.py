@@ -152,7 +152,9 @@ def image_list(value: Any, index: str) -> list[bytes]:
 
 def check_image(data: bytes, index: str, max_pixels: int) -> tuple[int, int]:
     """Decode fully (a truncated file fails here, not in a model); returns the size."""
-    from PIL import Image, UnidentifiedImageError
+    from PIL import Image
+
+    from vlmrobust.core.bounded import image_decode_errors
 
     try:
         with Image.open(io.BytesIO(data)) as im:
@@ -161,9 +163,12 @@ def check_image(data: bytes, index: str, max_pixels: int) -> tuple[int, int]:
                                       f"{max_pixels} pixels")
             im.load()
             return im.size
-    except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as exc:
+    except image_decode_errors() as exc:
         if isinstance(exc, RowError):
             raise
+        if isinstance(exc, Image.DecompressionBombError):  # PIL's own bound, met in open()
+            raise RowError(index, f"image exceeds {max_pixels} pixels "
+                                  "(a decompression bomb)") from None
         raise RowError(index, f"image cannot be decoded ({type(exc).__name__})") from None
 
 

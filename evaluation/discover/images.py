@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from vlmrobust.core.bounded import MIB, read_bytes_bounded
+from vlmrobust.core.bounded import MIB, image_decode_errors, read_bytes_bounded
 from vlmrobust.core.errors import VlmrobustError
 
 SUFFIXES = (".png", ".jpg", ".jpeg", ".webp")
@@ -26,14 +26,15 @@ class ImageRef:
 
     def load(self) -> tuple[Any, str]:
         """(PIL RGB image, sha256 of the file's bytes)."""
-        from PIL import Image, UnidentifiedImageError
+        from PIL import Image
 
         data = read_bytes_bounded(self.path, MAX_IMAGE_BYTES, "image")
         try:
             with Image.open(io.BytesIO(data)) as im:
                 rgb = im.convert("RGB")
-        except (UnidentifiedImageError, OSError, ValueError) as exc:
-            raise VlmrobustError(f"{self.path}: not a readable image ({exc}); remove it or "
+        except image_decode_errors() as exc:
+            first = (str(exc).splitlines() or [type(exc).__name__])[0][:200]
+            raise VlmrobustError(f"{self.path}: not a readable image ({first}); remove it or "
                                  "replace it with a PNG/JPEG") from None
         return rgb, hashlib.sha256(data).hexdigest()
 

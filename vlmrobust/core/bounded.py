@@ -199,6 +199,17 @@ def read_yaml_bounded(path: Path | str, max_bytes: int = MAX_META_BYTES, what: s
     return parse_yaml_bounded(read_bytes_bounded(path, max_bytes, what, error), str(path), error)
 
 
+def image_decode_errors() -> tuple[type[BaseException], ...]:
+    """What PIL raises for bytes that are not a readable image: damaged data, an
+    unknown format, and ``DecompressionBombError`` (a 60,000 x 60,000 PNG of
+    426 KB is refused from its header before any pixel is decoded; it is no
+    OSError, so a reader catching only those printed a traceback: issues
+    40.13, 41.7). Every image reader catches these and names the file."""
+    from PIL import Image, UnidentifiedImageError
+
+    return (UnidentifiedImageError, OSError, SyntaxError, ValueError, Image.DecompressionBombError)
+
+
 def inside_tree(path: Path | str, root: Path | str) -> bool:
     """Whether ``path``, symlinks followed, lies under ``root`` (a symlink loop or
     a dangling link is not inside anything). A tree such as submissions/ is

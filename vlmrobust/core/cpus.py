@@ -185,3 +185,15 @@ def default_threads(root: Path = _CGROUP, other: float | None = None,
     host = max(n, host_cpus if host_cpus is not None else (os.cpu_count() or n))
     busy = min(float(host), max(0.0, other))
     return max(1, min(n, math.floor(n * (1.0 - busy / host) + 0.5)))
+
+
+def check_threads(threads: int, flag: str = "--threads") -> int:
+    """``threads`` if it is 1 .. :func:`available_cpus`, else one refusal line:
+    ``predict --threads 100000`` made torch start 100,000 threads and crash with
+    SIGSEGV (issue 40.12), and more threads than CPUs only slows a run down."""
+    from vlmrobust.core.errors import VlmrobustError
+
+    cpus = available_cpus()
+    if not 1 <= threads <= cpus:
+        raise VlmrobustError(f"{flag} {threads}: give 1 to {cpus} (the CPUs this process may use)")
+    return threads

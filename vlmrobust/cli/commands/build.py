@@ -7,7 +7,7 @@ from pathlib import Path
 
 from vlmrobust.benchmarks import load_spec_yaml, resolve_spec
 from vlmrobust.builders.families import BuildOptions, get_builder
-from vlmrobust.core.errors import VlmrobustError
+from vlmrobust.core.errors import VlmrobustError, printable
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -42,8 +42,9 @@ def set_torch_threads(threads: int) -> None:
     """torch's intra-op threads, if torch is installed (the light install has none)."""
     import importlib.util
 
-    if threads < 1:
-        raise VlmrobustError(f"--threads must be >= 1, got {threads}")
+    from vlmrobust.core.cpus import check_threads
+
+    check_threads(threads)
     if importlib.util.find_spec("torch") is not None:
         import torch
 
@@ -79,9 +80,10 @@ def run(args: argparse.Namespace) -> int:
         raise VlmrobustError(f"--source-root {options.source_root} is not a directory")
     builder = get_builder(str(raw["family"]))
     manifest = builder(raw, path, options)
-    print(
+    # the spec's name and version are the user's text: escaped (issue 41.5)
+    print(printable(
         f"built {manifest['spec']['name']} v{manifest['spec']['version']}: "
         f"{manifest['num_rows']} rows in {len(manifest['configs'])} configs -> {args.out} "
         f"(fingerprint {manifest['fingerprint'][:16]}; {threads} torch thread(s))"
-    )
+    ))
     return 0

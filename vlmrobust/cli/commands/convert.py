@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from vlmrobust.core.errors import VlmrobustError
+from vlmrobust.core.errors import VlmrobustError, printable
 
 FORMATS = ("vlmevalkit-tsv", "parquet")
 
@@ -44,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
         raise VlmrobustError(str(exc)) from None
     manifest = convert(opts)
     skipped = sum(manifest["converted_from"]["skipped"].values())
-    print(f"converted {manifest['spec']['name']}: {manifest['num_rows']} questions"
-          + (f" ({skipped} left out)" if skipped else "")
-          + f" -> {args.out} (fingerprint {manifest['fingerprint'][:16]})")
+    print(printable(f"converted {manifest['spec']['name']}: {manifest['num_rows']} questions"
+                    + (f" ({skipped} left out)" if skipped else "")
+                    + f" -> {args.out} (fingerprint {manifest['fingerprint'][:16]})"))
     return 0

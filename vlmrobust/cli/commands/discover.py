@@ -31,6 +31,35 @@ class DiscoverDefaults:
 
 
 D = DiscoverDefaults()
+# numpy's and torch's generators take seeds in [0, 2**63); item seeds are derived below that
+MAX_SEED = 2**63 - 1
+
+
+def check_numbers(args: argparse.Namespace) -> None:
+    """Refuse an out-of-range number flag in one line (issue 40.13, 41.6): a
+    negative seed or token count, a NaN temperature and ``--limit -1`` (which
+    sliced off the last image) reached numpy, torch or a slice as-is."""
+    import math
+
+    from vlmrobust.core.errors import VlmrobustError
+
+    def flag(name: str) -> str:
+        return "--" + name.replace("_", "-")
+
+    seed = getattr(args, "seed", None)
+    if seed is not None and not 0 <= seed <= MAX_SEED:
+        raise VlmrobustError(f"--seed {seed}: give a seed from 0 to {MAX_SEED}")
+    for name in ("limit", "k", "max_new_tokens", "answer_max_new_tokens", "judge_max_new_tokens",
+                 "samples_per_image", "batch_size"):
+        value = getattr(args, name, None)
+        if value is not None and value < 1:
+            raise VlmrobustError(f"{flag(name)} {value}: give a positive integer")
+    temperature = getattr(args, "temperature", None)
+    if temperature is not None and not (math.isfinite(temperature) and temperature > 0):
+        raise VlmrobustError(f"--temperature {temperature}: give a finite number > 0")
+    top_p = getattr(args, "top_p", None)
+    if top_p is not None and not (math.isfinite(top_p) and 0 < top_p <= 1):
+        raise VlmrobustError(f"--top-p {top_p}: give a number in (0, 1]")
 
 
 def _role_args(p: argparse.ArgumentParser) -> None:
@@ -113,15 +142,17 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run_planted(args: argparse.Namespace) -> int:
+    from vlmrobust.core.errors import printable
     from vlmrobust.evaluation.discover.images import write_planted_images
 
+    check_numbers(args)
     paths = write_planted_images(args.out, args.n, args.seed)
-    print(f"wrote {len(paths)} planted images to {args.out}")
+    print(printable(f"wrote {len(paths)} planted images to {args.out}"))
     if args.questioner_out is not None:
         from vlmrobust.evaluation.discover.tiny import make_tiny_questioner
 
         make_tiny_questioner(args.questioner_out, seed=args.seed)
-        print(f"wrote the tiny questioner to {args.questioner_out}")
+        print(printable(f"wrote the tiny questioner to {args.questioner_out}"))
     return 0
 
 
@@ -149,10 +180,12 @@ def make_roles(args: argparse.Namespace) -> tuple[Any, Any]:
 
 
 def run_sample(args: argparse.Namespace) -> int:
+    from vlmrobust.core.errors import printable
     from vlmrobust.evaluation.discover.images import list_images
     from vlmrobust.evaluation.discover.questioner import make_questioner
     from vlmrobust.evaluation.discover.sample import run_sample as sample
 
+    check_numbers(args)
     refs = list_images(args.images, args.limit)
     tagger = skill_tagger(args.skills)
     questioner = make_questioner(
@@ -173,8 +206,8 @@ def run_sample(args: argparse.Namespace) -> int:
                      seed=args.seed, samples_per_image=args.samples_per_image,
                      batch_size=args.batch_size, skill_tagger=tagger, step=step)
     n_valid = sum(r.valid for r in records)
-    print(f"wrote {args.out}: {len(records)} questions, {n_valid} valid, "
-          f"{sum(r.failure for r in records)} failures")
+    print(printable(f"wrote {args.out}: {len(records)} questions, {n_valid} valid, "
+                    f"{sum(r.failure for r in records)} failures"))
     return 0
 
 
@@ -182,6 +215,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
     from vlmrobust.core.atomic import write_text_atomic
     from vlmrobust.core.bounded import MIB, read_bytes_bounded
     from vlmrobust.core.discover_records import read_many
+    from vlmrobust.core.errors import printable
     from vlmrobust.evaluation.discover.evaluate import EvaluateConfig, evaluate_rows
 
     cfg = EvaluateConfig(prefix_words=args.prefix_words, ld_normalise=args.ld_normalise,
@@ -200,11 +234,12 @@ def run_evaluate(args: argparse.Namespace) -> int:
     result = evaluate_rows(records, cfg, embed, taxonomy)
     write_text_atomic(args.out, json.dumps(result, indent=2, sort_keys=True) + "\n")
     for row in result["rows"]:
-        print(f"{row['method']} | {row['questioner']} -> {row['answerer']} "
+        # names come from the records file: an ESC in one must not reach the terminal
+        print(printable(f"{row['method']} | {row['questioner']} -> {row['answerer']} "
               f"(judge {row['verifier']}): QVR {row['qvr']} FDR {row['fdr']} "
               f"SD {row['sd']} LD {row['ld']} #Skills {row['n_skills']} "
-              f"SC {row['skill_coverage']}")
-    print(f"wrote {args.out}")
+              f"SC {row['skill_coverage']}"))
+    print(printable(f"wrote {args.out}"))
     return 0
 
 
