@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from vlmrobust.builders.failure_discovery.choices import TOO_FEW
 from vlmrobust.cli.commands.demo_discover import (
     DemoDiscover,
     build_dataset,
@@ -63,14 +64,42 @@ def test_demo_discover_stage(tmp_path: Path) -> None:
     assert count_failures > 0, "the seeded demo run asked no counting question"
     manifest = build_dataset(folder, tmp_path / "fd")
     assert manifest["configs"]["open"] == 2 * 4 * 3 * 2
-    # every counting failure has a reference: the colour-blind answerer counts right
-    assert 0 < manifest["configs"]["mcq"] <= count_failures + sum(r.failure for r in by["color"])
+    # every failure has a reference (each answerer is right on the other's blind
+    # type): it is an mcq row unless these few images leave too few distractors
+    failures = count_failures + sum(r.failure for r in by["color"])
+    skipped = manifest["mcq_skipped"]
+    assert manifest["configs"].get("mcq", 0) + sum(skipped.values()) == failures
+    assert set(skipped) <= {TOO_FEW}
     # the card states the run the questioner came from (one run behind both files)
     card = (tmp_path / "fd" / "README.md").read_text()
     assert "no run record" not in card
     runs = manifest["source_runs"]
     assert len(runs) == 1 and runs[0]["sha256"] == hashlib.sha256(
         (folder / "run" / "discover_run.json").read_bytes()).hexdigest()
+
+
+def test_two_runs_build_the_same_fingerprint(tmp_path: Path) -> None:
+    """Issue 34 item 9: the same settings in two folders give the same
+    failure-discovery dataset. The questioner was named after its folder's
+    path (local:questioner@<hash of the path>), so every row differed; the run
+    record held the absolute checkpoint folder."""
+    settings = DemoDiscover(images=6, sampled_images=3, steps=1, images_per_step=2,
+                            group_size=2, samples_per_image=2)
+    built = []
+    for name in ("a", "elsewhere/b"):
+        folder = tmp_path / name / "discover"
+        run_discover(folder, settings)
+        built.append((folder, build_dataset(folder, tmp_path / name / "fd")))
+    (a, ma), (b, mb) = built
+    assert ma["fingerprint"] == mb["fingerprint"]
+    for rel in ("run/journal.jsonl", "records/blind-count.jsonl", "records/blind-color.jsonl"):
+        assert (a / rel).read_bytes() == (b / rel).read_bytes(), rel
+    ra, rb = (json.loads((f / "run" / "discover_run.json").read_text()) for f in (a, b))
+    for r in (ra, rb):  # when and how fast it ran: the only differences
+        del r["started"], r["train_seconds"]
+    assert ra == rb and ra["torch_threads"] == settings.threads
+    assert str(tmp_path) not in (b / "run" / "discover_run.json").read_text()
+    assert "seed 004 Eq. 1" in (tmp_path / "a" / "fd" / "README.md").read_text()
 
 
 def test_demo_settings_are_checked() -> None:

@@ -33,8 +33,11 @@ FIXED_CHOICES = (
     ("missing question slot", "invalid (V = 0), never answered or judged"),
     ("prefix L (δ_ifreq) and LD", "counts whitespace-separated words (lower-cased, "
      "punctuation stripped), not tokenizer tokens as seed 004's \"first-L-token prefix\""),
-    ("GRPO loss and reward scaling", "TRL's `loss_type` and `scale_rewards`; `discover "
-     "train` defaults to `dapo` and `group` (per-group std); each run's values above"),
+    ("GRPO objective", "seed 004's Eq. 1 by default: TRL `loss_type` `grpo` (each "
+     "completion's token terms divided by its own length), KL penalty β = 0.04 (the seed "
+     "gives no value: DeepSeekMath's, the GRPO paper it cites), advantages over the group's "
+     "std (`scale_rewards` `group`); other values are named options (`--loss-type`, "
+     "`--beta`, `--scale-rewards`); each run's objective line above"),
     ("max completion length", "in questioner tokens (`--max-completion-length`, default "
      "128); each run's value above"),
     ("taxonomy (`meta_skill`)", "not BERTopic: skills deduplicated with all-MiniLM-L6-v2 "
@@ -89,7 +92,8 @@ def _run_line(run: RunInfo, files: Sequence[str]) -> str:
         f"loss_type {code('loss_type')}, scale_rewards {code('scale_rewards')}, max "
         f"completion length {v('max_completion_length')} tokens, temperature "
         f"{v('temperature')}, seed {v('seed')}, dtype {code('dtype')}, LoRA {v('lora')}, "
-        f"vLLM {v('use_vllm')}. Prompts: questioner {prompt('questioner_prompt')}, answerer "
+        f"vLLM {v('use_vllm')}, torch CPU threads {v('torch_threads')}. Objective: "
+        f"{code('objective')}. Prompts: questioner {prompt('questioner_prompt')}, answerer "
         f"{prompt('answerer_prompt')}, verifier {prompt('verifier_prompt')}.")
 
 

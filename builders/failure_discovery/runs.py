@@ -75,6 +75,9 @@ FIELDS: tuple[tuple[str, tuple[tuple[str, ...], ...], str], ...] = (
     ("lora", (("settings", "train", "lora"),), _BOOL),
     ("use_vllm", (("settings", "train", "use_vllm"),), _BOOL),
     ("status", (("status",),), _STR),
+    # seed 004 Eq. 1 or how the run departs from it (train.objective)
+    ("objective", (("objective",),), _STR),
+    ("torch_threads", (("torch_threads",),), _INT),
     ("steps_done", (("steps_done",),), _INT),
 )
 # the prompts a run used: kept whole in the manifest, named by hash in the card

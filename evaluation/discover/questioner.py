@@ -33,6 +33,21 @@ class TextGenerator(Protocol):
         ...
 
 
+def local_questioner_id(folder: Path) -> str:
+    """``local:<folder name>@<12 hex>``: the hash of the model the folder holds
+    (its top-level files, by content; not the path, so the same weights in two
+    folders share an id, and a rerun's records match). A ``discover train``
+    folder's run record and journal are not the model: left out, since the
+    record holds timestamps and the journal names this very id."""
+    from vlmrobust.core.fingerprint import tree_fingerprint
+    from vlmrobust.core.public_names import public_name
+    from vlmrobust.evaluation.discover.train import JOURNAL, RUN_RECORD
+
+    files = [p for p in folder.iterdir() if p.is_file() and p.name not in (RUN_RECORD, JOURNAL)]
+    return public_name(f"local:{folder}", tree_fingerprint(files, folder),
+                       lambda part: part == str(folder))[0]
+
+
 def is_vision_folder(folder: Path) -> bool:
     from transformers import AutoConfig
 
@@ -149,7 +164,6 @@ def make_questioner(spec: str, k: int, strategy: str, *, temperature: float = 1.
                     top_p: float = 1.0, max_new_tokens: int = 128, device: str | None = None,
                     **backend_opts: Any) -> Questioner:
     """``spec``: a local model folder (sampled) or ``vlm:ID`` / ``endpoint:NAME``."""
-    from vlmrobust.core.public_names import public_name
     from vlmrobust.evaluation.discover.roles import load_backend
 
     if spec.startswith(("vlm:", "endpoint:")):
@@ -160,7 +174,6 @@ def make_questioner(spec: str, k: int, strategy: str, *, temperature: float = 1.
         if not folder.is_dir():
             raise VlmrobustError(f"--questioner {spec}: not a model folder; give a folder, "
                                  "vlm:HUB_ID or endpoint:NAME")
-        gen = LocalGenerator(folder, public_name(f"local:{folder}", None,
-                                                   lambda p: p == str(folder))[0], max_new_tokens,
-                             temperature, top_p, device)
+        gen = LocalGenerator(folder, local_questioner_id(folder), max_new_tokens, temperature,
+                             top_p, device)
     return Questioner(gen, k, strategy)

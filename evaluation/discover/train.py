@@ -15,7 +15,8 @@ Output folder ``--out``:
 
 Running the same command again resumes from the last checkpoint (banks
 restored, journal cut back to it); a different configuration is refused.
-Choices where seed 004 is silent are :class:`TrainConfig`'s defaults, stated
+The objective is seed 004's Eq. 1 by default (:class:`TrainConfig`, :func:`objective`);
+choices where seed 004 is silent are :class:`TrainConfig`'s defaults, stated
 in docs/discover.md.
 """
 
@@ -36,22 +37,41 @@ from vlmrobust.evaluation.discover.roles import Answerer, Verifier
 from vlmrobust.metrics.discovery_reward import DiscoveryReward, RewardConfig
 
 RUN_RECORD = "discover_run.json"
+JOURNAL = "journal.jsonl"
+# TRL 1.x's loss aggregations (GRPOConfig.loss_type); "grpo" is Eq. 1's
+LOSS_TYPES = ("grpo", "dr_grpo", "dapo", "bnpo", "cispo", "sapo")
+# The seed gives no β. 0.04 is the KL coefficient of DeepSeekMath (Shao et al.
+# 2024, §4.2), the GRPO paper seed 004 cites for Eq. 1 ([23]), and TRL's
+# default until it switched to 0 (no reference model).
+SEED_BETA = 0.04
 
 
 @dataclass(frozen=True)
 class TrainConfig:
-    """GRPO settings; seed 004 names none of these (docs/discover.md)."""
+    """GRPO settings. The objective defaults to seed 004's Eq. 1 (§3.2.2):
+
+        J(π) = E[ 1/G Σ_g 1/|y_g| Σ_t ( min(r_t Â_g, clip(r_t, 1−ε, 1+ε) Â_g)
+                                         − β KL[π‖π_ref] ) ],
+        Â_g = (R_g − mean(R_1:G)) / std(R_1:G)
+
+    that is TRL's ``loss_type="grpo"`` (each completion's token terms divided
+    by its own length, then the mean over completions), ``beta`` > 0 (a KL
+    penalty to the starting model; the seed gives no value: :data:`SEED_BETA`)
+    and ``scale_rewards="group"``. Other values are named options, and
+    :func:`objective` states in the run record which one a run used. The rest
+    are choices where seed 004 is silent (docs/discover.md).
+    """
 
     steps: int = 200
     images_per_step: int = 4
     group_size: int = 8
     learning_rate: float = 1e-5
     lr_scheduler: str = "linear"
-    beta: float = 0.0
+    beta: float = SEED_BETA
     epsilon: float = 0.2
     temperature: float = 1.0
     max_completion_length: int = 128
-    loss_type: str = "dapo"
+    loss_type: str = "grpo"
     scale_rewards: str = "group"
     lora: bool = False
     lora_r: int = 16
@@ -59,6 +79,7 @@ class TrainConfig:
     save_steps: int = 50
     dtype: str = "float32"
     use_vllm: bool = False
+    threads: int | None = None  # torch CPU threads; None: torch's own choice (recorded)
     seed: int = 0
     reward: RewardConfig = field(default_factory=RewardConfig)
 
@@ -70,15 +91,39 @@ class TrainConfig:
             raise VlmrobustError("--lr, --epsilon, --temperature must be > 0 and --beta >= 0")
         if self.save_steps < 1 or self.lora_r < 1 or self.lora_alpha < 1:
             raise VlmrobustError("--save-steps, --lora-r and --lora-alpha must be >= 1")
+        if self.threads is not None and self.threads < 1:
+            raise VlmrobustError(f"--threads {self.threads}: give a count >= 1")
         if self.dtype not in ("float32", "bfloat16"):
             raise VlmrobustError("--dtype: float32 or bfloat16")
         if self.lr_scheduler not in ("linear", "constant", "cosine"):
             raise VlmrobustError("--lr-scheduler: linear, constant or cosine")
         if self.scale_rewards not in ("group", "batch", "none"):
             raise VlmrobustError("--scale-rewards: group, batch or none")
+        if self.loss_type not in LOSS_TYPES:
+            raise VlmrobustError(f"--loss-type {self.loss_type!r}: one of {', '.join(LOSS_TYPES)}")
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def objective(config: TrainConfig) -> str:
+    """One line: whether ``config`` trains seed 004's Eq. 1, and how it departs.
+
+    >>> objective(TrainConfig())
+    'seed 004 Eq. 1: loss_type grpo, KL penalty β 0.04, advantage / group std'
+    >>> objective(TrainConfig(beta=0.0, loss_type="dapo"))
+    'not seed 004 Eq. 1: loss_type dapo (Eq. 1: grpo); β 0, no KL penalty'
+    """
+    off = []
+    if config.loss_type != "grpo":
+        off.append(f"loss_type {config.loss_type} (Eq. 1: grpo)")
+    if config.beta == 0:
+        off.append("β 0, no KL penalty")
+    if config.scale_rewards != "group":
+        off.append(f"scale_rewards {config.scale_rewards} (Eq. 1: the group's std)")
+    if off:
+        return "not seed 004 Eq. 1: " + "; ".join(off)
+    return f"seed 004 Eq. 1: loss_type grpo, KL penalty β {config.beta:g}, advantage / group std"
 
 
 def _versions() -> dict[str, str]:
@@ -120,6 +165,23 @@ def _single_process() -> None:
                              "launch it without torchrun / accelerate --num_processes")
 
 
+def _grpo_scalars(grpo: dict[str, Any], out: Path) -> dict[str, Any]:
+    """The GRPOConfig's scalars, a path inside the run folder written relative
+    to it: the record is copied beside records files and read by the
+    failure-discovery card, where this machine's layout has no place.
+
+    >>> _grpo_scalars({"output_dir": "/r/run/checkpoints", "beta": 0.04, "x": [1]}, Path("/r/run"))
+    {'output_dir': 'checkpoints', 'beta': 0.04}
+    """
+    kept = {}
+    for key, value in grpo.items():
+        if key == "output_dir":  # the only path among them (TRL 1.16)
+            value = Path(value).relative_to(out).as_posix()
+        if isinstance(value, (int, float, str, bool, type(None))):
+            kept[key] = value
+    return kept
+
+
 def _latest_checkpoint(folder: Path) -> Path | None:
     found = [p for p in folder.glob("checkpoint-*") if p.name.split("-")[-1].isdigit()]
     return max(found, key=lambda p: int(p.name.split("-")[-1])) if found else None
@@ -153,12 +215,24 @@ def _dataset(refs: Any, prompt: str, vision: bool, steps: int, per_step: int, se
 def run_train(questioner: str, images: Path, answerer: Answerer, verifier: Verifier,
               out: Path, config: TrainConfig, embed: Any, limit: int | None = None,
               device: str | None = None, log: Any = print) -> dict[str, Any]:
-    """Train (or resume) and return the run record."""
+    """Train (or resume) and return the run record. ``config.threads`` sets
+    torch's CPU threads for the run (restored after): a run is bit-for-bit
+    repeatable for one thread count, and another count sums floats in another
+    order, which sampling turns into other questions from the first step on."""
+    from vlmrobust.models.runtime import torch_threads
+
+    with torch_threads(config.threads) as threads:
+        return _train(questioner, images, answerer, verifier, out, config, embed, limit,
+                      device, log, threads)
+
+
+def _train(questioner: str, images: Path, answerer: Answerer, verifier: Verifier, out: Path,
+           config: TrainConfig, embed: Any, limit: int | None, device: str | None, log: Any,
+           threads: int) -> dict[str, Any]:
     from transformers import TrainerCallback
     from trl import GRPOConfig, GRPOTrainer
 
-    from vlmrobust.core.public_names import public_name
-    from vlmrobust.evaluation.discover.questioner import is_vision_folder
+    from vlmrobust.evaluation.discover.questioner import is_vision_folder, local_questioner_id
     from vlmrobust.evaluation.discover.train_reward import (
         RewardFunction,
         load_banks,
@@ -174,7 +248,7 @@ def run_train(questioner: str, images: Path, answerer: Answerer, verifier: Verif
     vision = is_vision_folder(qdir)
     k = config.reward.k
     prompt = questioner_prompt(k)
-    qname = public_name(f"local:{qdir}", None, lambda p: p == str(qdir))[0]
+    qname = local_questioner_id(qdir)
     settings = {"train": config.as_dict(), "questioner": qname, "answerer": answerer.name,
                 "verifier": verifier.name, "images": [r.name for r in refs], "prompt": prompt,
                 "verifier_prompt": getattr(verifier, "template", None),
@@ -201,11 +275,11 @@ def run_train(questioner: str, images: Path, answerer: Answerer, verifier: Verif
     if resume is not None:
         reward = load_banks(resume, reward)
         step = int(resume.name.split("-")[-1])
-        kept = truncate_journal(out / "journal.jsonl", step)
+        kept = truncate_journal(out / JOURNAL, step)
         log(f"resuming from {resume.name} ({kept} journal records kept)")
     else:
-        (out / "journal.jsonl").unlink(missing_ok=True)
-    fn = RewardFunction(refs, reward, answerer, verifier, embed, out / "journal.jsonl",
+        (out / JOURNAL).unlink(missing_ok=True)
+    fn = RewardFunction(refs, reward, answerer, verifier, embed, out / JOURNAL,
                         questioner=qname, seed=config.seed)
     if resume is not None:
         fn.history = [h for h in old_history if h["step"] < step]
@@ -231,8 +305,8 @@ def run_train(questioner: str, images: Path, answerer: Answerer, verifier: Verif
         peft_config = LoraConfig(r=config.lora_r, lora_alpha=config.lora_alpha,
                                  target_modules="all-linear", task_type="CAUSAL_LM")
     record: dict[str, Any] = {"schema": "vlmrobust.discover.run/1", "settings": settings,
-                              "grpo": {k_: v for k_, v in args.to_dict().items()
-                                       if isinstance(v, (int, float, str, bool, type(None)))},
+                              "objective": objective(config), "torch_threads": threads,
+                              "grpo": _grpo_scalars(args.to_dict(), out),
                               "versions": _versions(), "status": "running", "steps_done": 0,
                               "history": [], "started": time.strftime("%Y-%m-%dT%H:%M:%SZ",
                                                                        time.gmtime())}

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import io
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from vlmrobust.core.errors import VlmrobustError
@@ -23,6 +25,22 @@ def resolve_device(device: str | None) -> Any:
     if dev.type == "cuda" and not torch.cuda.is_available():
         raise VlmrobustError(f"--device {device!r}: CUDA is not available here; use --device cpu")
     return dev
+
+
+@contextmanager
+def torch_threads(n: int | None) -> Iterator[int]:
+    """torch's CPU intra-op threads set to ``n`` inside (None: left as they
+    are), restored after; yields the count in force. Float sums are split
+    across threads, so a sampled run repeats bit for bit only at one count."""
+    import torch
+
+    before = torch.get_num_threads()
+    if n is not None:
+        torch.set_num_threads(n)
+    try:
+        yield torch.get_num_threads()
+    finally:
+        torch.set_num_threads(before)
 
 
 def preferred_dtype(device: Any) -> Any:

@@ -44,11 +44,16 @@ class DemoDiscover:
     second_blind: str = "color"
     samples_per_image: int = 2
     seed: int = 0
+    # torch CPU threads, pinned: another count sums floats in another order and
+    # samples other questions (docs/discover.md, "Determinism")
+    threads: int = 2
 
     def __post_init__(self) -> None:
         if min(self.images, self.sampled_images, self.steps, self.images_per_step,
                self.samples_per_image) < 1:
             raise ValueError("images, steps, images_per_step, samples_per_image must be >= 1")
+        if self.threads < 1:
+            raise ValueError("threads must be >= 1")
         if self.group_size < 2 or not self.learning_rate > 0:
             raise ValueError("group_size must be >= 2 and learning_rate > 0")
         if self.second_blind == self.blind:
@@ -61,7 +66,15 @@ def complete(folder: Path) -> bool:
 
 
 def run_discover(folder: Path, settings: DemoDiscover = DemoDiscover()) -> list[dict[str, Any]]:
-    """Run the stage into ``folder``; returns the metrics rows (one per answerer)."""
+    """Run the stage into ``folder``; returns the metrics rows (one per answerer).
+    Training and sampling run on ``settings.threads`` torch threads."""
+    from vlmrobust.models.runtime import torch_threads
+
+    with torch_threads(settings.threads):
+        return _run(folder, settings)
+
+
+def _run(folder: Path, s: DemoDiscover) -> list[dict[str, Any]]:
     from vlmrobust.core.atomic import write_bytes_atomic, write_text_atomic
     from vlmrobust.evaluation.discover.evaluate import EvaluateConfig, evaluate_rows
     from vlmrobust.evaluation.discover.images import list_images, write_planted_images
@@ -74,7 +87,6 @@ def run_discover(folder: Path, settings: DemoDiscover = DemoDiscover()) -> list[
     from vlmrobust.metrics.discovery_reward import RewardConfig
     from vlmrobust.models.minilm import TextEmbedder, load_minilm
 
-    s = settings
     images = folder / "images"
     write_planted_images(images, s.images, s.seed)
     questioner = folder / "questioner"
@@ -86,7 +98,8 @@ def run_discover(folder: Path, settings: DemoDiscover = DemoDiscover()) -> list[
     config = TrainConfig(steps=s.steps, images_per_step=s.images_per_step,
                          group_size=s.group_size, learning_rate=s.learning_rate,
                          lr_scheduler="constant", max_completion_length=30,
-                         save_steps=max(s.steps, 1), seed=s.seed, reward=RewardConfig())
+                         save_steps=max(s.steps, 1), seed=s.seed, threads=s.threads,
+                         reward=RewardConfig())
     run = folder / "run"
     record = run_train(str(questioner), images, answerer, verifier, run, config, embed,
                        device="cpu", log=lambda *a: None)

@@ -11,7 +11,7 @@ from typing import Any
 
 def register_train(cmd: Any) -> None:
     from vlmrobust.cli.commands.discover import _role_args
-    from vlmrobust.evaluation.discover.train import TrainConfig
+    from vlmrobust.evaluation.discover.train import LOSS_TYPES, TrainConfig
     from vlmrobust.metrics.discovery_reward import RewardConfig
 
     t, r = TrainConfig(), RewardConfig()
@@ -26,18 +26,25 @@ def register_train(cmd: Any) -> None:
     p.add_argument("--lr", type=float, default=t.learning_rate)
     p.add_argument("--lr-scheduler", choices=("linear", "constant", "cosine"),
                    default=t.lr_scheduler)
-    p.add_argument("--beta", type=float, default=t.beta, help="KL coefficient")
+    p.add_argument("--beta", type=float, default=t.beta,
+                   help="KL coefficient of Eq. 1 (seed 004 gives none; default DeepSeekMath's "
+                   "0.04; 0 drops the KL term and the reference model)")
     p.add_argument("--epsilon", type=float, default=t.epsilon, help="PPO clip")
     p.add_argument("--temperature", type=float, default=t.temperature)
     p.add_argument("--max-completion-length", type=int, default=t.max_completion_length)
-    p.add_argument("--loss-type", default=t.loss_type, help="TRL loss_type")
-    p.add_argument("--scale-rewards", default=t.scale_rewards, choices=("group", "batch", "none"))
+    p.add_argument("--loss-type", default=t.loss_type, choices=LOSS_TYPES,
+                   help="TRL loss_type (grpo: Eq. 1, each completion normalised by its length)")
+    p.add_argument("--scale-rewards", default=t.scale_rewards, choices=("group", "batch", "none"),
+                   help="advantage scaling (group: Eq. 1, the group's std)")
     p.add_argument("--lora", action="store_true", help="train LoRA adapters (peft), merged at the end")
     p.add_argument("--lora-r", type=int, default=t.lora_r)
     p.add_argument("--lora-alpha", type=int, default=t.lora_alpha)
     p.add_argument("--save-steps", type=int, default=t.save_steps)
     p.add_argument("--dtype", choices=("float32", "bfloat16"), default=t.dtype,
                    help="weights and training precision (bfloat16 on GPUs)")
+    p.add_argument("--threads", type=int, default=t.threads,
+                   help="torch CPU threads (default: torch's choice); a run repeats bit for "
+                   "bit only with the same count (recorded as torch_threads)")
     p.add_argument("--use-vllm", action="store_true",
                    help="generate with a colocated vLLM engine (TRL; needs a GPU and vllm)")
     p.add_argument("--lambda-scale", type=float, default=r.lambda_scale)
@@ -78,7 +85,7 @@ def run_train(args: argparse.Namespace) -> int:
         temperature=args.temperature, max_completion_length=args.max_completion_length,
         loss_type=args.loss_type, scale_rewards=args.scale_rewards, lora=args.lora,
         lora_r=args.lora_r, lora_alpha=args.lora_alpha, save_steps=args.save_steps,
-        dtype=args.dtype, use_vllm=args.use_vllm,
+        dtype=args.dtype, use_vllm=args.use_vllm, threads=args.threads,
         seed=args.seed, reward=reward)
     answerer, verifier = make_roles(args)
     embed = TextEmbedder(load_minilm(args.device))
