@@ -63,10 +63,9 @@ RELEASES = "releases.json"
 # Files whose presence marks a folder as a site we built (and may replace).
 SITE_MARKERS = ("index.html", "leaderboard.json")
 # The list of files the site wrote, so that a later build knows which others
-# (CNAME, .nojekyll, ...) belong to someone else and must be kept.
+# (CNAME, .nojekyll, ...) belong to someone else and must be kept. It is the
+# site's marker: without it no old file is ours (issue 41.4), whatever its name.
 OWNED = ".vlmrobust-files.json"
-# Before OWNED existed: what a render produces; anything else is kept.
-_RENDERED_SUFFIXES = (".html", ".json", ".csv", ".svg", ".css", ".js")
 
 
 class PublishError(VlmrobustError):
@@ -234,19 +233,18 @@ def _owned_files(target: Path) -> set[str] | None:
 
 def _rendered_by_us(target: Path) -> Callable[[str], bool]:
     """Whether a path of the previous site is one of its rendered files (dropped
-    from the new version); everything else (CNAME, .nojekyll, a host's config,
-    links, FIFOs) is someone else's and is carried over."""
-    owned = _owned_files(target)
+    from the new version): one its file list names. Everything else (CNAME,
+    .nojekyll, a host's config, a user's my-app.js, links, FIFOs) is someone
+    else's and is carried over; so is every file of a site whose list is missing
+    or unreadable, since a name or suffix proves nothing (a rendered file of the
+    same path is replaced all the same: the new files win)."""
+    owned = _owned_files(target) or set()
 
     def ours(rel: str) -> bool:
         p = target / rel
         if p.is_symlink() or not p.is_file():
             return False
-        if rel == OWNED:
-            return True
-        if owned is not None:
-            return rel in owned
-        return not p.name.startswith(".") and p.suffix in _RENDERED_SUFFIXES
+        return rel == OWNED or rel in owned
     return ours
 
 

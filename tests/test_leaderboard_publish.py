@@ -170,7 +170,9 @@ def test_sigkill_midway_leaves_previous_site(tmp_path: Path) -> None:
             assert time.monotonic() < deadline, "publish never reached the kill point"
             time.sleep(0.05)
         building = list(tmp_path.glob(".site.building-*"))
-        assert len(building) == 1 and len(list(building[0].rglob("*.*"))) == 5
+        # 5 pages written, besides the scratch folder's marker (vlmrobust.core.swap)
+        written = [p for p in building[0].rglob("*.*") if p.name != ".vlmrobust-swap"]
+        assert len(building) == 1 and len(written) == 5
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.wait()
@@ -189,7 +191,9 @@ def test_kill_between_the_swap_renames_is_recovered(tmp_path: Path,
     publish_site(load_submissions(subs), site, now=NOW)
     before = _snapshot(site)
     # What atomic_directory leaves if killed after moving the old site aside.
-    os.replace(site, tmp_path / f".site.old-{_dead_pid()}")
+    pid = _dead_pid()
+    (site / ".vlmrobust-swap").write_text(f"{pid}\n")  # swap_in marks it before the rename
+    os.replace(site, tmp_path / f".site.old-{pid}")
     monkeypatch.setattr(publish, "_write_one", lambda *a: (_ for _ in ()).throw(
         OSError("injected")))
     with pytest.raises(OSError, match="injected"):

@@ -81,7 +81,10 @@ def test_kill_between_the_swap_renames_is_recovered(tmp_path: Path) -> None:
     subs = tmp_path / "subs"
     add_submission(subs, "m", ds, perfect_predictions(ds, tmp_path / "a.parquet"))
     before = _snapshot(subs / "m")
-    os.replace(subs / "m", subs / f".m.old-{_dead_pid()}")  # what a kill after the first rename leaves
+    # what a kill after the first rename leaves (swap_in marks it before the rename)
+    pid = _dead_pid()
+    (subs / "m" / ".vlmrobust-swap").write_text(f"{pid}\n")
+    os.replace(subs / "m", subs / f".m.old-{pid}")
     scores = add_submission(subs, "m", bc, perfect_predictions(bc, tmp_path / "b.parquet"))
     assert sorted(scores["datasets"]) == ["bench-c", "imagenet-mcq"]
     after = _snapshot(subs / "m")

@@ -13,7 +13,7 @@ from typing import Any
 
 from vlmrobust.core.errors import VlmrobustError
 from vlmrobust.core.output_guard import kind_of, lstat_or_none, refuse_non_folder
-from vlmrobust.core.swap import recover, scratch_prefix, swap_in
+from vlmrobust.core.swap import mark, recover, scratch_prefix, swap_in
 
 
 def _umask() -> int:
@@ -47,6 +47,7 @@ def atomic_directory(target: Path) -> Iterator[Path]:
     recover(target)
     refuse_non_folder(target)
     tmp = Path(tempfile.mkdtemp(prefix=scratch_prefix(target), dir=target.parent))
+    mark(tmp)  # what makes it ours if this process is killed (vlmrobust.core.swap)
     tmp.chmod(0o777 & ~_umask())
     try:
         yield tmp

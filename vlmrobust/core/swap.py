@@ -9,10 +9,14 @@ its target, then swapped in:
   ``.<name>.old-<pid>`` then scratch -> target: a kill between them leaves
   the target missing.
 
-Either way the leftovers are named after the process that made them, and
-:func:`recover` undoes them once that process is gone: the old folder goes
-back in place if the target is missing, then every dead process's scratch and
-old folder is removed. It runs before every swap of the same target and when a
+Either way the leftovers are named after the process that made them and carry
+its marker inside (:data:`MARKER`, holding the pid), and :func:`recover` undoes
+them once that process is gone: the old folder goes back in place if the
+target is missing, then every dead process's scratch and old folder is
+removed. A folder is ours by the marker inside it, never by its name: a hidden
+folder that merely looks like ``.X.building-<dead pid>-*`` or ``.X.old-<dead
+pid>`` is someone else's and is left alone (issue 41.4); only an empty one
+(a kill right after ``mkdtemp``) is removed by name, which loses nothing. It runs before every swap of the same target and when a
 reader opens a folder (``recover_children``), and, through a record kept
 under the state folder for the duration of each swap, at the start of every
 ``vlmrobust`` command (:func:`recover_pending`): whichever command runs next
@@ -74,6 +78,37 @@ def pid_alive(pid: int) -> bool:
     return True
 
 
+# Written into a scratch folder when it is made and into the target just before a
+# swap, removed from the target once the swap is done: what makes a leftover ours.
+MARKER = ".vlmrobust-swap"
+
+
+def mark(folder: Path) -> None:
+    """Put this process's marker inside ``folder`` (best effort: a folder that
+    cannot be written only keeps its leftovers, never loses data)."""
+    with contextlib.suppress(OSError):
+        (Path(folder) / MARKER).write_text(f"{os.getpid()}\n", encoding="ascii")
+
+
+def _unmark(folder: Path) -> None:
+    with contextlib.suppress(FileNotFoundError, NotADirectoryError):
+        (Path(folder) / MARKER).unlink()
+
+
+def _marked_by(folder: Path, pid: int) -> bool:
+    """Whether ``folder`` carries process ``pid``'s marker, or is empty."""
+    try:
+        with os.scandir(folder) as it:
+            if next(it, None) is None:
+                return True
+        marker = Path(folder) / MARKER
+        if marker.is_symlink() or not marker.is_file():
+            return False
+        return marker.read_bytes()[:32].strip() == str(pid).encode("ascii")
+    except OSError:
+        return False
+
+
 def scratch_prefix(target: Path) -> str:
     return f".{target.name}.building-{os.getpid()}-"
 
@@ -100,7 +135,8 @@ def _leftovers(target: Path) -> tuple[list[Path], list[Path]]:
             pid_text, into = e.name[len(marker_new):].split("-", 1)[0], scratch
         else:
             continue
-        if pid_text.isdigit() and not pid_alive(int(pid_text)):
+        if (pid_text.isdigit() and not pid_alive(int(pid_text))
+                and _marked_by(Path(e.path), int(pid_text))):
             into.append(Path(e.path))
     return olds, scratch
 
@@ -128,7 +164,22 @@ def recover(target: Path) -> bool:
             restored = True
     for p in (*olds, *scratch):
         _remove(p)
+    _drop_dead_marker(target)
     return restored
+
+
+def _drop_dead_marker(target: Path) -> None:
+    """A marker a killed swap left inside the target itself (put back, or swapped
+    in before it was removed) goes; a live process's stays."""
+    marker = target / MARKER
+    try:
+        if marker.is_symlink() or not marker.is_file():
+            return
+        pid_text = marker.read_bytes()[:32].strip().decode("ascii")
+    except (OSError, UnicodeDecodeError):
+        return
+    if pid_text.isdigit() and not pid_alive(int(pid_text)):
+        _unmark(target)
 
 
 def recover_children(folder: Path) -> None:
@@ -213,8 +264,11 @@ def swap_in(new: Path, target: Path) -> None:
     with _recorded(target):
         if not os.path.lexists(target):
             os.rename(new, target)
+            _unmark(target)
             return
+        mark(target)  # the previous content, about to become a leftover
         if exchange(new, target):
+            _unmark(target)
             _remove(new)  # now the previous content
             return
         old = old_path(target)
@@ -224,7 +278,9 @@ def swap_in(new: Path, target: Path) -> None:
         except BaseException:
             with contextlib.suppress(OSError):
                 os.rename(old, target)
+            _unmark(target)
             raise
+        _unmark(target)
         _remove(old)
 
 
