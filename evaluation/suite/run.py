@@ -155,12 +155,13 @@ def _read_options(plan: Plan, e: PlanEntry, opts: EvalOptions) -> ReadOptions | 
 def _predict(plan: Plan, e: PlanEntry, opts: EvalOptions) -> tuple[Path, float | None]:
     from vlmrobust.evaluation.predict import predict_dataset
 
+    assert e.path is not None  # a runnable entry was found on disk
     pred = opts.predictions / e.name / "predictions.parquet"
     timing = pred.parent / TIMING_NAME
     if not pred.is_file():
         t0 = time.perf_counter()
         predict_dataset(
-            plan.model, e.path if e.path is not None else e.dataset.where(), pred,
+            plan.model, e.path, pred,
             config=",".join(e.configs), batch_size=opts.batch_size, device=opts.device,
             limit=opts.limit, progress=opts.progress, prompt=e.reader.prompt,
             threads=opts.threads, trust_remote_code=opts.trust_remote_code, mode=e.reader.mode,
