@@ -227,6 +227,11 @@ def test_loads_with_datasets(built: tuple[Path, dict]) -> None:
     for needle in ("Label cleaning", "wordnet", "Wu-Palmer", "IndexFlatIP", "CC0",
                    "Counts per class", "imagenet-r-wordnet"):
         assert needle in card
+    # issue 33/34 Done-when: the card says what differs from seed 000 and why,
+    # quoting the rule it departs from, and flags a non-seed size
+    dev = card.split("## Deviations from the seed", 1)[1].split("\n## ", 1)[0]
+    assert "remaining 999 classes" in dev and "Wu-Palmer" in dev and "DINOv3" in dev
+    assert "questions per variant: 23 (**the seed uses 5,000**)" in dev  # the fixture's 23
 
 
 def test_embedding_cache_resumes_without_reembedding(tmp_path: Path, spec: McqSpec,

