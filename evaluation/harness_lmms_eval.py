@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -79,6 +79,16 @@ def _owned(folder: Path) -> bool:
     if RECORD not in names:
         return False
     return all(n in (RECORD, UTILS, CACHE, "__pycache__") or n.endswith(".yaml") for n in names)
+
+
+def _export_carry(previous: Path) -> Callable[[str], bool]:
+    """At swap time, drop what an earlier export wrote; anything else that
+    appeared in the folder while this one ran is carried over."""
+    def written(rel: str) -> bool:
+        top = rel.split("/", 1)[0]
+        return top in (RECORD, UTILS, CACHE, "__pycache__") or ("/" not in rel
+                                                                and rel.endswith(".yaml"))
+    return written
 
 
 def export_lmms_eval(dataset: str | Path, out: str | Path, config: str | None = None,
@@ -141,7 +151,7 @@ def export_lmms_eval(dataset: str | Path, out: str | Path, config: str | None = 
         "prompt_id": prompt_id,
         "tasks": {s.name: {"config": s.config, "output_type": s.output_type} for s in specs},
     }
-    with atomic_directory(out) as tmp:
+    with atomic_directory(out, carry=_export_carry) as tmp:
         for s in specs:
             write_text_atomic(tmp / f"{s.name}.yaml", task_yaml(s, __version__))
         write_text_atomic(tmp / UTILS, utils_py(

@@ -224,12 +224,15 @@ def score(dataset_dir: Path | str, predictions: Path | str, out: Path | str, con
     atomically (the rows first); on any problem raise SubmissionError and write
     nothing. Neither output may be an input (the predictions, their sidecar,
     the dataset) or a directory."""
+    from vlmrobust.core.imagenet_x import PROTOTYPES_FILE
     from vlmrobust.evaluation.outputs import check_output, write_text_output
     from vlmrobust.evaluation.predictions_meta import sidecar_path
     from vlmrobust.evaluation.row_results import row_results, rows_jsonl, rows_path
 
+    # beside --imagenet-x, its prototypical_paths.csv is read too (core/imagenet_x.py)
     inputs = [Path(predictions), sidecar_path(predictions),
-              None if imagenet_x is None else Path(imagenet_x)]
+              *(() if imagenet_x is None else (Path(imagenet_x),
+                                               Path(imagenet_x).parent / PROTOTYPES_FILE))]
     check_output(Path(out), files=inputs, dirs=[Path(dataset_dir)])
     check_output(rows_path(out), files=inputs, dirs=[Path(dataset_dir)])
     from vlmrobust.evaluation.retrieval_validate import is_retrieval

@@ -40,7 +40,7 @@ from vlmrobust.core.output_guard import (
     open_lock_file,
     resolve,
 )
-from vlmrobust.core.swap import carry_over, recover
+from vlmrobust.core.swap import carry_over, keep_all, recover
 from vlmrobust.core.writer import WRITE_CHECKSUMS
 from vlmrobust.evaluation.model_meta import (
     META_NAME,
@@ -197,7 +197,7 @@ def add_submission(submissions_dir: Path | str, model_id: str, dataset_dir: Path
                                       p_meta, meta, str(root / META_NAME))
         scores["model_id"] = model_id
         scores["datasets"].update(new["datasets"])
-        with atomic_directory(root) as tmp:
+        with atomic_directory(root, carry=keep_all) as tmp:
             (tmp / dataset_name).mkdir()
             (tmp / dataset_name / PREDICTIONS_NAME).write_bytes(stored)
             (tmp / dataset_name / ROWS_NAME).write_text(rows_text, encoding="utf-8")

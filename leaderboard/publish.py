@@ -250,7 +250,8 @@ def _rendered_by_us(target: Path) -> Callable[[str], bool]:
 
 def _write_site(target: Path, files: Mapping[str, bytes], n_models: int,
                 progress: bool) -> None:
-    with atomic_directory(target) as tmp:
+    # what appears in the site while it is rendered is carried over at swap time too
+    with atomic_directory(target, carry=_rendered_by_us) as tmp:
         # mkdtemp creates 0700; a web server must be able to read the swapped-in site.
         umask = os.umask(0)
         os.umask(umask)

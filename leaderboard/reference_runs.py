@@ -161,7 +161,12 @@ def record_reference_runs(record: Path | str, submissions: Path | str,
     ``record`` (created when absent; an entry of the same model and dataset is
     replaced), written atomically. A maintainer calls this only for runs they
     made themselves. Returns the new record."""
-    record = Path(record)
+    from vlmrobust.core.output_guard import check_file_output
+
+    record, model_ids = Path(record), list(model_ids)
+    # never inside a dataset or a submission folder it reads
+    check_file_output(record, "--record", input_dirs=[Path(submissions) / m for m in model_ids
+                                                      if is_model_id(m)])
     old = (load_reference_runs(record) if record.exists() or record.is_symlink()
            else ReferenceRuns(RECORD_VERSION))
     new: dict[tuple[str, str], ReferenceRun] = {(r.model_id, r.dataset): r for r in old.runs}

@@ -125,7 +125,8 @@ def test_cli_errors_are_one_line(tmp_path, capsys) -> None:
     err = capsys.readouterr().err
     assert err.startswith("error: ") and "bad.jsonl line 1" in err and err.count("\n") == 1
     assert not (tmp_path / "m.json").exists()
-    assert main(["discover", "sample", "--questioner", str(tmp_path), "--images",
+    (tmp_path / "q").mkdir()  # apart from --out: an output never lies inside an input
+    assert main(["discover", "sample", "--questioner", str(tmp_path / "q"), "--images",
                  str(tmp_path / "none"), "--answerer", "rule:blind=count", "--verifier",
                  "rule:planted", "--out", str(tmp_path / "r.jsonl")]) == 1
     assert "not a folder of images" in capsys.readouterr().err

@@ -1,5 +1,5 @@
 """Issue #28 items 1-5, continued from test_safe_writes.py: the site
-commands (leaderboard build --out, publish --site), demo --out --fresh, the
+commands (leaderboard build --out, publish --site; demo --fresh: test_demo_fresh.py), the
 other outputs and the predictions API never delete, replace or write inside
 anything vlmrobust did not create."""
 
@@ -78,29 +78,6 @@ def test_writer_extra_files_land_in_the_same_swap(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match=r"notes\.txt"):
         write(tmp_path / "ds", {"notes.txt": b"x"})
     assert (tmp_path / "ds" / "manifest.json").is_file() and not leftovers(tmp_path)
-
-
-# -- demo --out --fresh ---------------------------------------------------------------------
-
-
-def test_demo_fresh_removes_only_what_the_demo_wrote(tmp_path: Path,
-                                                     capsys: pytest.CaptureFixture[str]) -> None:
-    from vlmrobust.cli.commands.demo import DEMO_ENTRIES, _remove_own
-
-    out = hostile_folder(tmp_path / "demo")
-    theirs = snapshot(out)
-    for name in DEMO_ENTRIES:
-        if name.endswith(".yaml"):
-            (out / name).write_text("x: 1\n")
-        else:
-            (out / name / "inner").mkdir(parents=True)
-    _remove_own(out)
-    assert snapshot(out) == theirs
-    # something else in the place of one of its entries: refused before any work
-    os.mkfifo(out / "site")
-    fails(["demo", "--out", str(out), "--fresh"], capsys, "site is a FIFO")
-    assert snapshot(out)["pipe"] == theirs["pipe"] and lstat_kind(out / "site") == "p"
-    fails(["demo", "--out", str(out / "pipe")], capsys, "not a folder")
 
 
 def test_site_apart_from_its_submissions_and_datasets(world: dict[str, Path], tmp_path: Path,

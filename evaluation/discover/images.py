@@ -56,19 +56,22 @@ def list_images(folder: Path, limit: int | None = None) -> list[ImageRef]:
     return refs[:limit] if limit is not None else refs
 
 
+PLANTED = "discover planted"
+
+
 def write_planted_images(out: Path, n: int, seed: int = 0) -> list[Path]:
-    """n planted scenes (:mod:`.planted`) as PNG files ``planted-0000.png`` ..."""
-    from vlmrobust.core.atomic import write_bytes_atomic
+    """n planted scenes (:mod:`.planted`) as PNG files ``planted-0000.png`` ...,
+    written whole into ``out`` (absent, empty or an earlier planted folder:
+    vlmrobust.core.owned)."""
+    from vlmrobust.core.owned import check_owned_folder, owned_directory
     from vlmrobust.evaluation.discover.planted import draw, scene_for
 
     if not 1 <= n <= 100_000:
         raise VlmrobustError(f"--n {n}: give 1 to 100000 images")
-    out.mkdir(parents=True, exist_ok=True)
-    paths = []
-    for i in range(n):
-        buf = io.BytesIO()
-        draw(scene_for(i, seed)).save(buf, format="PNG", optimize=False, compress_level=6)
-        path = out / f"planted-{i:04d}.png"
-        write_bytes_atomic(path, buf.getvalue())
-        paths.append(path)
-    return paths
+    check_owned_folder(out, "--out", PLANTED)
+    names = [f"planted-{i:04d}.png" for i in range(n)]
+    with owned_directory(out, PLANTED) as tmp:
+        for i, name in enumerate(names):
+            draw(scene_for(i, seed)).save(tmp / name, format="PNG", optimize=False,
+                                          compress_level=6)
+    return [out / name for name in names]

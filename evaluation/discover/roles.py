@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol
 
 from vlmrobust.core.errors import VlmrobustError
@@ -170,6 +171,19 @@ class PlantedVerifier:
             r = self.rule.judge(im, q, a)
             out.append(Verdict(r.valid, r.correct, r.valid_reason, r.correct_reason))
         return out
+
+
+def model_folders(*specs: str | None) -> list[Path]:
+    """The local folders among role specs (``vlm:DIR``, or a bare folder as
+    ``--questioner`` takes): inputs an output must never touch."""
+    out = []
+    for spec in specs:
+        if spec is None or spec.startswith("endpoint:"):
+            continue
+        path = Path(spec[4:] if spec.startswith("vlm:") else spec)
+        if path.is_dir():
+            out.append(path)
+    return out
 
 
 def load_backend(name: str, endpoint_url: str | None = None, api_key_env: str | None = None,

@@ -30,9 +30,9 @@ from typing import Any
 
 import numpy as np
 
-from vlmrobust.core.atomic import atomic_directory
 from vlmrobust.core.discover_records import read_records, write_records
 from vlmrobust.core.errors import VlmrobustError
+from vlmrobust.core.owned import owned_directory
 from vlmrobust.core.public_names import public_name
 from vlmrobust.models.backends.base import GenerationConfig, Prompt
 
@@ -41,6 +41,7 @@ SKILL_PROMPT = ("Which visual skills does answering this question about the imag
                 "counting, color recognition).\nQuestion: {question}\nSkills:")
 NAME_PROMPT = ("These visual skills form one group: {skills}.\nGive the group a short name "
                "of 2 to 4 words.\nName:")
+TAXONOMY = "discover taxonomy"
 MAX_SKILLS = 5
 MAX_SKILL_CHARS = 60
 
@@ -115,8 +116,12 @@ def build_taxonomy(records_path: Path, out: Path, tagger: str, config: TaxonomyC
                    namer_url: str | None = None, api_key_env: str | None = None,
                    device: str | None = None, embed: Any = None,
                    images: Path | None = None) -> dict[str, Any]:
+    from vlmrobust.core.owned import check_owned_folder
     from vlmrobust.evaluation.discover.planted import tag_skills
+    from vlmrobust.evaluation.discover.roles import model_folders
 
+    check_owned_folder(out, "--out", TAXONOMY,
+                       inputs=[records_path, images, *model_folders(tagger, namer)])
     records = read_records(records_path)
     todo = [i for i, r in enumerate(records)
             if r.valid and (r.failure or not config.failures_only)]
@@ -163,7 +168,7 @@ def build_taxonomy(records_path: Path, out: Path, tagger: str, config: TaxonomyC
         "namer": public_name(namer, None)[0] if namer else "most frequent skill",
         "clusterer": "average-linkage agglomerative, cosine, MiniLM embeddings (scipy)",
         "config": asdict(config)}
-    with atomic_directory(out) as tmp:
+    with owned_directory(out, TAXONOMY) as tmp:
         write_records(tmp / "records.jsonl", tagged)
         (tmp / "taxonomy.json").write_text(json.dumps(taxonomy, indent=1, sort_keys=True) + "\n",
                                            encoding="utf-8")

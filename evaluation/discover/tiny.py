@@ -22,6 +22,7 @@ import numpy as np
 from vlmrobust.evaluation.discover.planted import TEMPLATES
 from vlmrobust.evaluation.discover.prompts import questioner_prompt
 
+TINY = "discover planted --questioner-out"
 SPECIAL = ["<pad>", "<s>", "</s>", "<unk>"]
 FILLER = ["the", "a", "is", "of", "and", "what", "why", "image", "picture", "colour", "it"]
 
@@ -84,6 +85,9 @@ def make_tiny_questioner(out: Path, k: int = 2, seed: int = 0, prior_steps: int 
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
 
+    from vlmrobust.core.owned import check_owned_folder
+
+    check_owned_folder(out, "--questioner-out", TINY)
     tok = make_tokenizer(k)
     cfg = LlamaConfig(vocab_size=len(tok), hidden_size=hidden, intermediate_size=2 * hidden,
                       num_hidden_layers=layers, num_attention_heads=4, num_key_value_heads=2,
@@ -112,7 +116,9 @@ def make_tiny_questioner(out: Path, k: int = 2, seed: int = 0, prior_steps: int 
         opt.step()
     model.eval()
     model.generation_config.pad_token_id = tok.pad_token_id
-    out.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(out)
-    tok.save_pretrained(out)
+    from vlmrobust.core.owned import owned_directory
+
+    with owned_directory(out, TINY) as tmp:
+        model.save_pretrained(tmp)
+        tok.save_pretrained(tmp)
     return out

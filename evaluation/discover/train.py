@@ -44,6 +44,7 @@ LOSS_TYPES = ("grpo", "dr_grpo", "dapo", "bnpo", "cispo", "sapo")
 # 2024, §4.2), the GRPO paper seed 004 cites for Eq. 1 ([23]), and TRL's
 # default until it switched to 0 (no reference model).
 SEED_BETA = 0.04
+RUN_SCHEMA = "vlmrobust.discover.run/1"
 
 
 @dataclass(frozen=True)
@@ -212,6 +213,37 @@ def _dataset(refs: Any, prompt: str, vision: bool, steps: int, per_step: int, se
     return Dataset.from_list(rows)
 
 
+def check_run_folder(out: Path, questioner: Path, images: Path) -> None:
+    """``--out`` is absent, empty or an earlier run (its :data:`RUN_RECORD`: resumed);
+    never the questioner being trained, the images, a folder that holds or lies
+    inside either, nor a built dataset."""
+    from vlmrobust.core.output_guard import (
+        check_apart,
+        check_not_input,
+        is_dataset_dir,
+        refuse_non_folder,
+        resolve,
+    )
+
+    resolve(out.parent, "--out")
+    refuse_non_folder(out, "--out")
+    if resolve(out, "--out") == resolve(questioner, "--questioner"):
+        raise VlmrobustError(f"--out {out} is the --questioner folder: training would write "
+                             "its checkpoints into the model it trains; give a new --out")
+    check_apart(out, "--out", [questioner, images])
+    check_not_input(out, "--out")
+    if not out.is_dir() or not any(out.iterdir()):
+        return
+    record = out / RUN_RECORD
+    if is_dataset_dir(out) or record.is_symlink() or not record.is_file():
+        first = sorted(p.name for p in out.iterdir())[0]
+        raise VlmrobustError(f"--out {out} holds {first!r} and no {RUN_RECORD}: it is not a run "
+                             "folder of `vlmrobust discover train`; give a new or empty folder")
+    if read_json_bounded(record, 64 * MIB, "run record").get("schema") != RUN_SCHEMA:
+        raise VlmrobustError(f"{record}: not a record of `vlmrobust discover train`; give a new "
+                             "or empty --out")
+
+
 def run_train(questioner: str, images: Path, answerer: Answerer, verifier: Verifier,
               out: Path, config: TrainConfig, embed: Any, limit: int | None = None,
               device: str | None = None, log: Any = print) -> dict[str, Any]:
@@ -244,6 +276,8 @@ def _train(questioner: str, images: Path, answerer: Answerer, verifier: Verifier
     qdir = Path(questioner)
     if not qdir.is_dir():
         raise VlmrobustError(f"--questioner {questioner}: give a model folder to train")
+    out = Path(out)
+    check_run_folder(out, qdir, Path(images))
     refs = list_images(images, limit)
     vision = is_vision_folder(qdir)
     k = config.reward.k
@@ -304,7 +338,7 @@ def _train(questioner: str, images: Path, answerer: Answerer, verifier: Verifier
 
         peft_config = LoraConfig(r=config.lora_r, lora_alpha=config.lora_alpha,
                                  target_modules="all-linear", task_type="CAUSAL_LM")
-    record: dict[str, Any] = {"schema": "vlmrobust.discover.run/1", "settings": settings,
+    record: dict[str, Any] = {"schema": RUN_SCHEMA, "settings": settings,
                               "objective": objective(config), "torch_threads": threads,
                               "grpo": _grpo_scalars(args.to_dict(), out),
                               "versions": _versions(), "status": "running", "steps_done": 0,

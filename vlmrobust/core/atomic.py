@@ -13,7 +13,7 @@ from typing import Any
 
 from vlmrobust.core.errors import VlmrobustError
 from vlmrobust.core.output_guard import kind_of, lstat_or_none, refuse_non_folder
-from vlmrobust.core.swap import mark, recover, scratch_prefix, swap_in
+from vlmrobust.core.swap import Carry, mark, recorded, recover, scratch_prefix, swap_in
 
 
 def _umask() -> int:
@@ -35,27 +35,32 @@ def write_text_atomic(path: Path, text: str) -> None:
 
 
 @contextlib.contextmanager
-def atomic_directory(target: Path) -> Iterator[Path]:
+def atomic_directory(target: Path, carry: Carry | None = None) -> Iterator[Path]:
     """Yield a fresh temporary directory beside ``target``; on success it replaces
     ``target`` (the previous content is removed only after the new one is complete).
     On any exception, or if the process is killed, ``target`` is left as it was
-    (vlmrobust.core.swap: a kill inside the swap itself is undone by the next
-    command). ``target`` must be absent or a real folder: a file, a symbolic link,
-    a FIFO or a device node is never replaced."""
+    (vlmrobust.core.swap: the marked scratch folder of a killed run, recorded from
+    its making, and a kill inside the swap itself are undone by the next command
+    of any kind). ``target`` must be absent or a real folder: a file, a symbolic
+    link, a FIFO or a device node is never replaced. ``carry(previous folder)``
+    names the previous entries the new folder replaces; everything else found
+    there at swap time (a file a user added while the command ran) is carried
+    over (None: the previous folder was checked to be all ours, replaced whole)."""
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
     recover(target)
     refuse_non_folder(target)
-    tmp = Path(tempfile.mkdtemp(prefix=scratch_prefix(target), dir=target.parent))
-    mark(tmp)  # what makes it ours if this process is killed (vlmrobust.core.swap)
-    tmp.chmod(0o777 & ~_umask())
-    try:
-        yield tmp
-        refuse_non_folder(target)
-        swap_in(tmp, target)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+    with recorded(target):
+        tmp = Path(tempfile.mkdtemp(prefix=scratch_prefix(target), dir=target.parent))
+        mark(tmp)  # what makes it ours if this process is killed (vlmrobust.core.swap)
+        try:
+            tmp.chmod(0o777 & ~_umask())
+            yield tmp
+            refuse_non_folder(target)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        swap_in(tmp, target, carry)
 
 
 @contextlib.contextmanager

@@ -167,6 +167,16 @@ def check_file_output(out: Path | str, flag: str = "--out", inputs: Iterable[Pat
     return out
 
 
+def check_earlier_output(out: Path | str, flag: str, ours: Callable[[Path], bool],
+                         what: str) -> None:
+    """Refuse an existing file ``out`` that ``ours`` does not recognise as this
+    command's earlier output (a user's file, another command's output)."""
+    out = Path(out)
+    if out.is_file() and not out.is_symlink() and not ours(out):
+        raise VlmrobustError(f"{flag} {out} exists and is not {what}; vlmrobust replaces only "
+                             "its own earlier output: give a new file name")
+
+
 def foreign_entries(folder: Path, owned: Callable[[str, os.DirEntry[str]], bool]) -> list[str]:
     """Relative paths under ``folder`` that ``owned(relpath, entry)`` does not
     claim: what a replacement would lose. Links are never followed."""
@@ -194,6 +204,14 @@ def _dataset_owned(rel: str, e: os.DirEntry[str]) -> bool:
     if top == "label_spaces":
         return e.is_file() and e.name.endswith(".json")
     return top == "data" and (e.is_dir() or (e.is_file() and e.name.endswith(".parquet")))
+
+
+def dataset_carry(previous: Path) -> Callable[[str], bool]:
+    """At a build's swap: drop the previous dataset's own entries; what no build
+    wrote (a file that appeared while this one ran) and the folders leading to it
+    are carried over."""
+    keep = foreign_entries(previous, _dataset_owned)
+    return lambda rel: not any(f == rel or f.startswith(rel + "/") for f in keep)
 
 
 def check_dataset_output(out: Path | str, flag: str = "--out",

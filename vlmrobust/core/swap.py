@@ -9,6 +9,10 @@ its target, then swapped in:
   ``.<name>.old-<pid>`` then scratch -> target: a kill between them leaves
   the target missing.
 
+A swap may carry over what the previous target holds and the new folder lacks
+(``carry``), checked after the rename: a file a user put into the target while
+the command ran is never lost.
+
 Either way the leftovers are named after the process that made them and carry
 its marker inside (:data:`MARKER`, holding the pid), and :func:`recover` undoes
 them once that process is gone: the old folder goes back in place if the
@@ -214,22 +218,35 @@ def _record_path(target: Path) -> Path:
     return state_dir() / "swaps" / f"{os.getpid()}-{key}.json"
 
 
+_ACTIVE: set[Path] = set()
+
+
 @contextlib.contextmanager
-def _recorded(target: Path) -> Iterator[None]:
-    """A record of the swap under the state folder while it runs, so that the
-    next command of any kind finds it if this process is killed. A state folder
-    that cannot be written only loses that: readers still recover in place."""
+def recorded(target: Path) -> Iterator[None]:
+    """A record of the work on ``target`` under the state folder while it runs
+    (from the making of its scratch folder, :func:`vlmrobust.core.atomic.atomic_directory`,
+    to the end of the swap), so that the next command of any kind finds it if
+    this process is killed, also long before the swap. A state folder that
+    cannot be written only loses that: readers still recover in place. A nested
+    use keeps the outer record."""
     record: Path | None = _record_path(target)
     assert record is not None
+    if record in _ACTIVE:
+        yield
+        return
     try:
         record.parent.mkdir(parents=True, exist_ok=True)
-        record.write_text(json.dumps({"target": os.path.abspath(target)}) + "\n", encoding="utf-8")
+        part = record.with_name(record.name + ".part")  # a kill never leaves half a record
+        part.write_text(json.dumps({"target": os.path.abspath(target)}) + "\n", encoding="utf-8")
+        os.replace(part, record)
+        _ACTIVE.add(record)
     except OSError:
         record = None
     try:
         yield
     finally:
         if record is not None:
+            _ACTIVE.discard(record)
             with contextlib.suppress(OSError):
                 record.unlink()
 
@@ -256,32 +273,49 @@ def recover_pending() -> None:
                 record.unlink()
 
 
-def swap_in(new: Path, target: Path) -> None:
+Carry = Callable[[Path], Callable[[str], bool]]
+
+
+def keep_all(previous: Path) -> Callable[[str], bool]:
+    """A ``carry`` that drops nothing: every previous entry the new folder lacks stays."""
+    return lambda rel: False
+
+
+def swap_in(new: Path, target: Path, carry: Carry | None = None) -> None:
     """Make the finished folder ``new`` (a scratch folder beside ``target``) the
-    target; the previous target, if any, is removed after. See the module text
-    for what a kill at any point leaves and how it is undone."""
+    target; the previous target, if any, is removed after. With ``carry``, what
+    the previous target holds that ``new`` lacks and ``carry(previous folder)``
+    does not drop is carried over first (:func:`carry_over`): checked after the
+    rename, so nothing that appeared in the target while the command ran is lost.
+    See the module text for what a kill at any point leaves and how it is undone."""
     new, target = Path(new), Path(target)
-    with _recorded(target):
+    with recorded(target):
         if not os.path.lexists(target):
             os.rename(new, target)
             _unmark(target)
             return
         mark(target)  # the previous content, about to become a leftover
         if exchange(new, target):
-            _unmark(target)
-            _remove(new)  # now the previous content
-            return
-        old = old_path(target)
-        os.rename(target, old)
-        try:
-            os.rename(new, target)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.rename(old, target)
-            _unmark(target)
-            raise
+            previous = new
+        else:
+            previous = old_path(target)
+            os.rename(target, previous)
+            try:
+                os.rename(new, target)
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    os.rename(previous, target)
+                _unmark(target)
+                raise
         _unmark(target)
-        _remove(old)
+        if carry is not None:
+            drop = carry(previous)
+            try:
+                carry_over(previous, target, lambda rel: rel == MARKER or drop(rel))
+            except BaseException:
+                _unmark(previous)  # unmarked: kept, with whatever was not carried yet
+                raise
+        _remove(previous)
 
 
 def _link_one(src: Path, dst: Path, st: os.stat_result) -> None:

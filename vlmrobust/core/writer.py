@@ -36,7 +36,7 @@ from vlmrobust.core.kinds import (
     check_kind,
 )
 from vlmrobust.core.label_space import LabelSpace, label_space_file, manifest_records
-from vlmrobust.core.output_guard import DATASET_ENTRIES, check_dataset_output
+from vlmrobust.core.output_guard import DATASET_ENTRIES, check_dataset_output, dataset_carry
 
 SPLIT = "test"
 MANIFEST = "manifest.json"
@@ -344,7 +344,7 @@ def write_dataset(
             hasher.update_blob(label_space_file(name), spaces[name].to_json_bytes())
     counts: dict[str, int] = {}
     check_dataset_output(Path(out))  # before any row is written
-    with atomic_directory(Path(out)) as tmp:
+    with atomic_directory(Path(out), carry=dataset_carry) as tmp:
         for name, rows in configs.items():
             if not name or "/" in name or name.startswith("."):
                 raise ValueError(f"invalid config name {name!r}")

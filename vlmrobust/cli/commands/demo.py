@@ -21,14 +21,12 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import shutil
-import stat
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from vlmrobust.core.errors import VlmrobustError
-from vlmrobust.core.output_guard import kind_of, lstat_or_none, refuse_non_folder, resolve
+from vlmrobust.core.output_guard import refuse_non_folder, resolve
 
 
 @dataclass(frozen=True)
@@ -88,34 +86,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="ImageNet-MCQ questions per sample variant (seeded subset; "
                    "default: all sample images)")
     p.add_argument("--fresh", action="store_true", help="rebuild every stage from scratch "
-                   "(removes the datasets/, predictions/, submissions/, site/, discover/ and "
-                   "reference-runs.yaml the demo wrote in --out, nothing else)")
+                   "(removes what earlier demos wrote in --out, listed in its "
+                   ".vlmrobust-demo.json, and refuses when datasets/, predictions/, "
+                   "eval/, submissions/, site/, discover/ or reference-runs.yaml hold anything "
+                   "else)")
     p.set_defaults(func=run)
-
-
-# What a demo writes in its --out folder; --fresh removes these and nothing else.
-DEMO_ENTRIES = ("datasets", "predictions", "eval", "submissions", "reference-runs.yaml", "site",
-                "discover")
-
-
-def _remove_own(out: Path) -> None:
-    """--fresh: remove the demo's own entries of ``out`` (never the folder itself,
-    never a link, a FIFO or a device node in their place, never anything else)."""
-    for name in DEMO_ENTRIES:
-        p = out / name
-        st = lstat_or_none(p, "--out")
-        if st is None:
-            continue
-        want_dir = name != "reference-runs.yaml"
-        if not (stat.S_ISDIR(st.st_mode) if want_dir else stat.S_ISREG(st.st_mode)):
-            raise VlmrobustError(f"--out {out}: {name} is {kind_of(st.st_mode)}, not what a demo "
-                                 "wrote; move it away before --fresh")
-    for name in DEMO_ENTRIES:
-        p = out / name
-        if p.is_dir() and not p.is_symlink():
-            shutil.rmtree(p)
-        elif p.is_file() and not p.is_symlink():
-            p.unlink()
 
 
 def _stage(title: str) -> float:
@@ -135,9 +110,12 @@ def run(args: argparse.Namespace) -> int:
         raise VlmrobustError(str(exc)) from None
     out: Path = resolve(args.out, "--out")
     refuse_non_folder(out, "--out")
+    from vlmrobust.cli.commands.demo_ledger import Ledger, remove_own
+
     if args.fresh:
-        _remove_own(out)
+        remove_own(out)
     out.mkdir(parents=True, exist_ok=True)
+    ledger = Ledger(out)  # what this run writes, for a later --fresh
     started = time.perf_counter()
 
     from vlmrobust.benchmarks import load_spec_yaml, resolve_spec
@@ -163,6 +141,7 @@ def run(args: argparse.Namespace) -> int:
         m = read_manifest(target)
         print(f"    {m['num_rows']} rows, configs: {', '.join(m['configs'])}")
         built[family] = target
+        ledger.save()
         _done(t0)
 
     from vlmrobust.cli.commands import demo_discover
@@ -176,6 +155,7 @@ def run(args: argparse.Namespace) -> int:
         print("    skipped: GRPO needs TRL; fix: pip install 'vlmrobust[discover]'")
     else:
         demo_discover.run_discover(discover)
+    ledger.save()
     if demo_discover.complete(discover):
         for line in demo_discover.summary(discover):
             print(f"    {line}")
@@ -190,6 +170,7 @@ def run(args: argparse.Namespace) -> int:
         m = read_manifest(target)
         print(f"    {m['num_rows']} rows, configs: {', '.join(m['configs'])}")
         built["failure-discovery"] = target
+        ledger.save()
         _done(t0)
 
     from vlmrobust.evaluation.suite.plan import make_plan
@@ -212,6 +193,7 @@ def run(args: argparse.Namespace) -> int:
         assert results is not None  # one process: rank 0
         for line in results_table(results):
             print(f"    {line}")
+        ledger.save()
         _done(t0)
 
     from vlmrobust.leaderboard.publish import build_site
@@ -226,6 +208,7 @@ def run(args: argparse.Namespace) -> int:
     site = out / "site"
     t0 = _stage(f"render the leaderboard -> {site}")
     build_site(submissions, site, datasets=list(built.values()), reference_runs=record)
+    ledger.save()
     _done(t0)
 
     print(f"\nDemo finished in {time.perf_counter() - started:.0f} s.")

@@ -143,9 +143,15 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run_planted(args: argparse.Namespace) -> int:
     from vlmrobust.core.errors import printable
-    from vlmrobust.evaluation.discover.images import write_planted_images
+    from vlmrobust.core.owned import check_owned_folder
+    from vlmrobust.evaluation.discover.images import PLANTED, write_planted_images
 
     check_numbers(args)
+    if args.questioner_out is not None:  # both checked before either is written
+        from vlmrobust.evaluation.discover.tiny import TINY
+
+        check_owned_folder(args.questioner_out, "--questioner-out", TINY, inputs=[args.out])
+        check_owned_folder(args.out, "--out", PLANTED, inputs=[args.questioner_out])
     paths = write_planted_images(args.out, args.n, args.seed)
     print(printable(f"wrote {len(paths)} planted images to {args.out}"))
     if args.questioner_out is not None:
@@ -181,11 +187,16 @@ def make_roles(args: argparse.Namespace) -> tuple[Any, Any]:
 
 def run_sample(args: argparse.Namespace) -> int:
     from vlmrobust.core.errors import printable
+    from vlmrobust.core.output_guard import check_earlier_output, check_file_output
     from vlmrobust.evaluation.discover.images import list_images
     from vlmrobust.evaluation.discover.questioner import make_questioner
+    from vlmrobust.evaluation.discover.roles import model_folders
     from vlmrobust.evaluation.discover.sample import run_sample as sample
 
     check_numbers(args)
+    check_file_output(args.out, "--out", input_dirs=[args.images, *model_folders(
+        args.questioner, args.answerer, args.verifier)])
+    check_earlier_output(args.out, "--out", _is_records, "a records file")
     refs = list_images(args.images, args.limit)
     tagger = skill_tagger(args.skills)
     questioner = make_questioner(
@@ -216,8 +227,11 @@ def run_evaluate(args: argparse.Namespace) -> int:
     from vlmrobust.core.bounded import MIB, read_bytes_bounded
     from vlmrobust.core.discover_records import read_many
     from vlmrobust.core.errors import printable
+    from vlmrobust.core.output_guard import check_earlier_output, check_file_output
     from vlmrobust.evaluation.discover.evaluate import EvaluateConfig, evaluate_rows
 
+    check_file_output(args.out, "--out", inputs=[*args.records, args.taxonomy])
+    check_earlier_output(args.out, "--out", _is_metrics, "a metrics file of discover evaluate")
     cfg = EvaluateConfig(prefix_words=args.prefix_words, ld_normalise=args.ld_normalise,
                          min_skill_questions=args.min_skill_questions)
     records = read_many(args.records)
@@ -245,3 +259,26 @@ def run_evaluate(args: argparse.Namespace) -> int:
 
 def args_device(args: argparse.Namespace) -> str | None:
     return getattr(args, "device", None)
+
+
+def _is_records(path: Path) -> bool:
+    """Whether ``path`` starts with a discovery record (an earlier sample)."""
+    from vlmrobust.core.discover_records import iter_records
+    from vlmrobust.core.errors import VlmrobustError
+
+    try:
+        return next(iter(iter_records(path)), None) is not None
+    except VlmrobustError:
+        return False
+
+
+def _is_metrics(path: Path) -> bool:
+    """Whether ``path`` holds an earlier `discover evaluate` result."""
+    from vlmrobust.core.bounded import MIB, read_json_bounded
+    from vlmrobust.core.errors import VlmrobustError
+
+    try:
+        data = read_json_bounded(path, 64 * MIB, "metrics file")
+    except VlmrobustError:
+        return False
+    return isinstance(data, dict) and {"rows", "spread", "config"} <= set(data)

@@ -65,7 +65,7 @@ def run_train(args: argparse.Namespace) -> int:
 
     from vlmrobust.cli.commands.discover import make_roles
     from vlmrobust.core.errors import VlmrobustError
-    from vlmrobust.evaluation.discover.train import TrainConfig
+    from vlmrobust.evaluation.discover.train import TrainConfig, check_run_folder
     from vlmrobust.evaluation.discover.train import run_train as train
     from vlmrobust.metrics.discovery_reward import RewardConfig
     from vlmrobust.models.minilm import TextEmbedder, load_minilm
@@ -87,6 +87,7 @@ def run_train(args: argparse.Namespace) -> int:
         lora_r=args.lora_r, lora_alpha=args.lora_alpha, save_steps=args.save_steps,
         dtype=args.dtype, use_vllm=args.use_vllm, threads=args.threads,
         seed=args.seed, reward=reward)
+    check_run_folder(args.out, Path(args.questioner), args.images)  # before any model loads
     answerer, verifier = make_roles(args)
     embed = TextEmbedder(load_minilm(args.device))
     record = train(args.questioner, args.images, answerer, verifier, args.out, config, embed,
