@@ -222,6 +222,7 @@ def _load(spec: AdapterSpec, device: str | None, prompt: str | None = None,
                            vision_encoder=getattr(vision, "model_type", None))
     if pretrained == RANDOM_INIT:
         pretrained = None
+    _require_weights(spec.name, arch, pretrained)
     try:
         model, _, preprocess = open_clip.create_model_and_transforms(
             arch, pretrained=pretrained, device=dev
@@ -238,6 +239,25 @@ def _load(spec: AdapterSpec, device: str | None, prompt: str | None = None,
     # model groups the architecture and pretrained tag state (recorded by predict)
     adapter.model_groups = clip_groups(arch, pretrained)
     return adapter
+
+
+def _require_weights(name: str, arch: str, pretrained: str | None) -> None:
+    """Offline with the weights' hub repository not cached: one line now, not
+    open_clip's retries (issue 40 item 5)."""
+    from vlmrobust.models.hub_access import require_hub_repo
+
+    if arch.startswith("hf-hub:"):
+        repo = "/".join(arch[len("hf-hub:"):].split("/")[:2])
+    elif pretrained is not None and not Path(pretrained).is_file():
+        import open_clip
+
+        # 'org/name/' or 'org/name/file': open_clip's pretrained table
+        repo = "/".join(str(open_clip.get_pretrained_cfg(arch, pretrained).get("hf_hub", ""))
+                        .split("/")[:2])
+    else:
+        return
+    if repo.count("/") == 1:
+        require_hub_repo(name, repo)
 
 
 ADAPTER_FAMILIES.add("clip", AdapterFamily("clip", _parse, _load,

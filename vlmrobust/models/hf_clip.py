@@ -68,6 +68,9 @@ def wrap(model: Any) -> Any:
 
 def load_hf_clip(target: str, device: Any) -> tuple[Any, Any, Any]:
     """(open_clip-like model, preprocess, tokenizer) of a transformers CLIP."""
+    from vlmrobust.models.hub_access import require_target
+
+    require_target(f"clip:hf:{target}", target)
     from transformers import AutoImageProcessor, AutoModel, AutoTokenizer
 
     try:

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from vlmrobust.core.errors import VlmrobustError
+from vlmrobust.models.hub_access import require_target
 from vlmrobust.models.runtime import resolve_device, to_pil
 
 
@@ -84,6 +85,7 @@ class TimmImageEncoder:
 
 
 def _load_hf(name: str, target: str, device: Any) -> HFImageEncoder:
+    require_target(name, target)
     from transformers import AutoImageProcessor, AutoModel
 
     try:

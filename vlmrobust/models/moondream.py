@@ -24,6 +24,7 @@ import numpy as np
 from vlmrobust.core.errors import VlmrobustError
 from vlmrobust.core.matcher import match_option
 from vlmrobust.models.base import ADAPTER_FAMILIES, AdapterFamily, AdapterSpec, pad_rows
+from vlmrobust.models.hub_access import require_target
 from vlmrobust.models.prompts import resolve_vlm_prompt
 from vlmrobust.models.runtime import preferred_dtype, resolve_device, to_pil
 from vlmrobust.models.vlm import LETTERS, format_question
@@ -97,6 +98,7 @@ def _load(spec: AdapterSpec, device: str | None, prompt: str | None = None,
         raise VlmrobustError(
             f"{spec.name}: the model's code ships with the checkpoint; if you trust it, pass "
             "--trust-remote-code (or set trust_remote_code: true in the spec)")
+    require_target(spec.name, spec.target)
     from transformers import AutoModelForCausalLM
 
     dev = resolve_device(device)

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from vlmrobust.core.errors import VlmrobustError
+from vlmrobust.models.hub_access import require_target
 from vlmrobust.models.runtime import preferred_dtype, resolve_device
 
 DEVICE_MAPS = ("auto", "balanced", "balanced_low_0", "sequential")
@@ -45,6 +46,7 @@ class HfLoadOptions:
 
 def load_model(name: str, target: str, opts: HfLoadOptions) -> tuple[Any, Any, Any]:
     """(model, processor, input device) for ``target`` (hub id or folder)."""
+    require_target(name, target)  # offline and not cached: one line, no retries
     from transformers import AutoModelForImageTextToText, AutoProcessor
 
     if opts.device_map is not None:
