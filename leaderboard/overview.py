@@ -12,11 +12,12 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from vlmrobust.benchmarks.families import LABELS as DATASET_LABELS
 from vlmrobust.leaderboard.aggregate import headline_er
-from vlmrobust.leaderboard.board import BENCH_C, IMAGENET, IMAGEWIKIQA, Leaderboard, Row
+from vlmrobust.leaderboard.board import BENCH_C, IMAGENET, Leaderboard, Row
+from vlmrobust.leaderboard.completeness import Completeness, default_completeness
 from vlmrobust.leaderboard.submission import Submission
 
-DATASET_LABELS = {IMAGENET: "ImageNet-MCQ", BENCH_C: "Bench-C", IMAGEWIKIQA: "ImageWikiQA"}
 # (key, label, upper bound in parameters, exclusive); None = unknown size.
 SIZE_BUCKETS = (("s", "< 100M", 100e6), ("m", "100M – 1B", 1e9), ("l", "1B – 10B", 10e9),
                 ("xl", "≥ 10B", math.inf))
@@ -91,11 +92,14 @@ def accuracy_by_strategy(s: Submission) -> dict[tuple[str, str], float | None]:
     return {(c.strategy or "", c.variant): c.accuracy for c in d.configs if c.variant}
 
 
-def missing(lb: Leaderboard, s: Submission, strats: Sequence[str]) -> list[str]:
-    """What keeps a submission from being complete: a benchmark without scores,
+def missing(lb: Leaderboard, s: Submission, strats: Sequence[str],
+            complete: Completeness | None = None) -> list[str]:
+    """What keeps a submission from being complete: a family its model's kind
+    answers in the completeness suite (:mod:`.completeness`) without scores,
     ImageNet-MCQ variant × strategy pairs other models have, predictions without
     logits (accuracy only) or Bench-C without per-cell scores."""
-    out = [f"no {label}" for key, label in DATASET_LABELS.items() if key not in s.datasets]
+    expected = (complete or default_completeness()).of(s.meta.family)
+    out = [f"no {DATASET_LABELS.get(k, k)}" for k in expected if k not in s.datasets]
     accs = accuracy_by_strategy(s)
     if IMAGENET in s.datasets:
         for st in strats:

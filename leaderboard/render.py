@@ -22,6 +22,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 
 from vlmrobust.benchmarks.citations import CITATIONS, VLMROBUST
+from vlmrobust.benchmarks.families import FAMILIES, seed_citation
 from vlmrobust.leaderboard import overview, svg
 from vlmrobust.leaderboard.bench_c_view import benchc_maps, mean_maps, per_corruption
 from vlmrobust.leaderboard.board import (
@@ -33,6 +34,7 @@ from vlmrobust.leaderboard.board import (
     family_key,
 )
 from vlmrobust.leaderboard.classification_view import classification_page
+from vlmrobust.leaderboard.completeness import default_completeness
 from vlmrobust.leaderboard.downloads import pairwise_csv, table_records, to_csv, to_json
 from vlmrobust.leaderboard.fit_plots import fit_marker, fit_plot, shift_charts
 from vlmrobust.leaderboard.formatting import (
@@ -253,8 +255,10 @@ def render_site(lb: Leaderboard, *, releases: Sequence[Mapping[str, Any]] = (),
     page("classification.html", "classification.html.j2", **cls_context)
     page("failure-modes.html", "failure_modes.html.j2", datasets=lb.failure_modes)
     page("releases.html", "releases.html.j2", releases=list(reversed(list(releases))))
-    page("submit.html", "submit.html.j2")
-    page("about.html", "about.html.j2", citations=(VLMROBUST, *CITATIONS))
+    complete = default_completeness()
+    page("submit.html", "submit.html.j2", complete=complete, families=FAMILIES)
+    page("about.html", "about.html.j2", citations=(VLMROBUST, *CITATIONS), families=[
+        (f, [(n, *seed_citation(n)) for n in f.seeds]) for f in FAMILIES], complete=complete)
     missing_by_id = {o["r"].model_id: o["missing"] for o in rows}
     binary: dict[str, bytes] = {}
     for s in lb.submissions:
