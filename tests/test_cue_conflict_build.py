@@ -63,6 +63,11 @@ def test_both_layouts_build_from_hand_made_fixtures(tmp_path: Path) -> None:
     card = (out / "README.md").read_text(encoding="utf-8")
     assert "| `cue-conflict` | 32 (the published set has 1,280" in card
     assert "24 with shape ≠ texture" in card
+    deviations = card.split("## Deviations from the seed", 1)[1].split("\n## ", 1)[0]
+    assert "proportion of correct predictions" in deviations  # the seed's rule, quoted
+    assert "shape / (shape + texture) decisions" in deviations
+    assert "800 Stylized-ImageNet images" in deviations and "this build has none" not in deviations
+    assert "`cue-conflict`, `stylized-imagenet` differ from the published count" in deviations
     from vlmrobust.builders.card_meta import validate_card
 
     header = validate_card(card)  # the hub would accept the card's metadata
@@ -193,6 +198,8 @@ def test_embedded_sample_is_a_named_stand_in_read_by_the_real_reader(tmp_path: P
         assert CATEGORIES[r["label"]] == r["shape_category"]
     card = (out / "README.md").read_text(encoding="utf-8")
     assert "a stand-in, not Geirhos's stimuli" in card and "rendition-noto-" in card
+    deviations = card.split("## Deviations from the seed", 1)[1].split("\n## ", 1)[0]
+    assert "**Embedded sample**" in deviations and "this build has none" in deviations
     assert sorted(p.name for p in tmp_path.iterdir()) == ["sample"]  # scratch removed
     again = build(load_spec_yaml(SPEC), SPEC, BuildOptions(out=tmp_path / "again", sample=True,
                                                             progress=False))

@@ -106,6 +106,48 @@ def render_card(found: Mapping[str, Sequence[Stimulus]], absent: Sequence[str],
         "texture decisions). Shape and texture accuracy are reported beside it with "
         "model-vs-human's denominators (all stimuli of the config).",
         "",
+        *_deviations(found, limit=limit, sample=bool(sample_sources)),
+        "",
         card_meta.common_sections("cue-conflict", licences=LICENCES),
     ]
     return "\n".join(parts)
+
+
+def _deviations(found: Mapping[str, Sequence[Stimulus]], *, limit: int | None,
+                sample: bool) -> list[str]:
+    """Seed 001 (§I, §IV-B) against this build: the seed names the stimuli and
+    defines shape bias in words; every rule it leaves open is named here."""
+    short = [v for v, st in found.items() if len(st) != PUBLISHED_COUNTS[v]]
+    return [
+        "## Deviations from the seed",
+        "",
+        "Seed 001 (§I): \"we include cueconflict stimuli and Stylized-ImageNet [28] to measure "
+        "the model bias towards the shape or texture\"; (§IV-B): \"Shape bias, in this context, "
+        "refers to the proportion of correct predictions that are based on the object's shape "
+        "rather than texture or other features.\"",
+        "",
+        "- Shape bias: the seed gives no formula; this build uses Geirhos et al.'s, as "
+        "model-vs-human computes it: shape / (shape + texture) decisions over the stimuli whose "
+        "shape and texture categories differ. Stimuli with equal categories are left out and a "
+        "decision naming neither category counts for neither.",
+        "- The 16-class decision: the seed does not say how a 1,000-class model answers in 16 "
+        "categories; this build takes model-vs-human's mean softmax probability over each "
+        "category's ImageNet classes (their `HumanCategories` lists, kept as published: they "
+        "leave out classes their authors judged ambiguous), CLIP zero-shot over the 16 names "
+        "and VLMs over the 16 names as options.",
+        f"- `{STYLIZED}`: the seed reports Stylized-ImageNet accuracy (Table II) without naming "
+        "the test set; this config is model-vs-human's 800 Stylized-ImageNet images (50 per "
+        "category) scored 16-way, so its accuracy does not compare with a 1,000-way one. It "
+        "is optional: not built when its folder is absent"
+        + ("; this build has none." if STYLIZED not in found else "."),
+        "- Not in the seed, reported beside shape bias in scores.json: a seeded percentile "
+        "bootstrap 95% interval (1,000 resamples of the conflict stimuli), shape bias per "
+        "shape category, and shape / texture accuracy with model-vs-human's denominators.",
+        *([f"- Counts: {', '.join(f'`{v}`' for v in short)} "
+           + ("differs" if len(short) == 1 else "differ") + " from the published count ("
+           + (f"`--limit {limit}`" if limit is not None else "what the source folder held")
+           + "; see the table above)."] if short and not sample else []),
+        *(["- **Embedded sample**: emoji silhouettes filled with photo textures stand in for "
+           "Geirhos's style-transferred stimuli (see above); its numbers test the pipeline, "
+           "not a model."] if sample else []),
+    ]
