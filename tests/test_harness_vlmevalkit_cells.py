@@ -147,7 +147,7 @@ def test_a_fifo_results_json_beside_the_samples_is_named_a_fifo(
 def test_a_result_over_the_bound_is_refused_before_parsing(
         exported: tuple[Path, Path], tmp_path: Path, suffix: str,
         monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    import vlmrobust.evaluation.harness_vlmevalkit as hv
+    import vlmrobust.evaluation.harness_result_rows as hv
 
     ds, tsv = exported
     result = _write_result(_result_rows(tsv, lambda r: r["answer"]), tmp_path / f"M_vr-mcq{suffix}")
