@@ -84,11 +84,11 @@ def test_vlmevalkit_xlsx_that_unpacks_beyond_the_bound(
     n = sum(json.loads((ds / "manifest.json").read_text())["configs"].values())
     bound = XLSX_EXPANSION * (BYTES_BASE + BYTES_PER_ROW * n)
     result = tmp_path / "M_vr-mcq.xlsx"
-    with zipfile.ZipFile(result, "w", compression=zipfile.ZIP_DEFLATED) as z:
-        with z.open("xl/sharedStrings.xml", "w") as part:
-            block = b"<si><t>x</t></si>" * 4096
-            for _ in range(bound // len(block) + 1):
-                part.write(block)
+    block = b"<si><t>x</t></si>" * 4096
+    with zipfile.ZipFile(result, "w", compression=zipfile.ZIP_DEFLATED) as z, \
+            z.open("xl/sharedStrings.xml", "w") as part:
+        for _ in range(bound // len(block) + 1):
+            part.write(block)
     assert result.stat().st_size < bound // 100
     preds = tmp_path / "preds.parquet"
     rc, err = run_cli(["import", "vlmevalkit", str(result), "--dataset", str(ds), "--out",
