@@ -32,7 +32,7 @@ import hashlib
 import json
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -40,6 +40,7 @@ from typing import Any
 from vlmrobust.core.errors import VlmrobustError
 from vlmrobust.core.fingerprint import file_sha256
 from vlmrobust.evaluation.lmms_eval_task import GENERATE_UNTIL, MULTIPLE_CHOICE
+from vlmrobust.evaluation.predictions_jsonl import MAX_TEXT_CHARS
 
 MAX_SAMPLES_BYTES = 1 << 30
 MAX_LINE_BYTES = 4 << 20
@@ -56,7 +57,7 @@ class SamplesFile:
 
 def locate(path: Path, results: Path | None = None) -> SamplesFile:
     """The task a samples file answers and the results JSON beside it."""
-    from vlmrobust.evaluation.harness_vlmevalkit import refuse_not_a_file
+    from vlmrobust.evaluation.harness_result_rows import refuse_not_a_file
 
     refuse_not_a_file(path, "give lmms-eval's <date>_samples_<task>.jsonl from its --output_path")
     stem = path.name.removesuffix(".jsonl")
@@ -93,10 +94,17 @@ def task_metadata(results: Mapping[str, Any], where: Path, task: str) -> dict[st
 
 
 def read_samples(path: Path, max_rows: int) -> list[dict[str, Any]]:
-    """The sample lines, size-bounded: at most ``max_rows`` lines of 4 MiB."""
+    """The sample lines of ``path`` as a list (:func:`iter_samples`)."""
+    return list(iter_samples(path, max_rows))
+
+
+def iter_samples(path: Path, max_rows: int) -> Iterator[dict[str, Any]]:
+    """The sample lines one at a time, size-bounded: at most ``max_rows`` lines
+    of 4 MiB. Streamed (issue 41.1): the import keeps per row only its values,
+    so a 160 MB samples file no longer peaks at 1.7 GB."""
     from vlmrobust.core.bounded import open_bounded
 
-    rows: list[dict[str, Any]] = []
+    rows = 0
     with open_bounded(path, MAX_SAMPLES_BYTES, "lmms-eval samples file") as f:
         n = 0
         while True:
@@ -114,12 +122,12 @@ def read_samples(path: Path, max_rows: int) -> list[dict[str, Any]]:
                 raise VlmrobustError(f"{path} line {n}: not JSON ({str(exc)[:120]})") from None
             if not isinstance(obj, dict):
                 raise VlmrobustError(f"{path} line {n}: expected a JSON object")
-            obj["_line"] = n
-            rows.append(obj)
-            if len(rows) > max_rows:
+            rows += 1
+            if rows > max_rows:
                 raise VlmrobustError(f"{path}: more than {max_rows} samples, more than the "
                                      "config has rows; not a log of this dataset")
-    return rows
+            obj["_line"] = n
+            yield obj
 
 
 # lmms-eval 0.7's evaluator logs a (loss, is_greedy) response as the text of the
@@ -137,7 +145,7 @@ def _loss(value: Any, where: str) -> float:
         v = value[0]
     try:
         loss = float(v) if not isinstance(v, bool) and isinstance(v, (int, float, str)) else None
-    except ValueError:
+    except (ValueError, OverflowError):  # OverflowError: an int of 400 digits (issue 40.14)
         loss = None
     if loss is None or not math.isfinite(loss):
         raise VlmrobustError(f"{where}: a log-likelihood response is {str(value)[:60]!r}, not "
@@ -218,7 +226,7 @@ def import_lmms_eval(samples: Sequence[str | Path], dataset: str | Path, out: st
         n = len(cols["id"])
         seen: set[int] = set()
         per_row: dict[int, tuple[list[float] | None, str | None]] = {}
-        for s in read_samples(sf.path, n):
+        for s in iter_samples(sf.path, n):
             where = f"{sf.path} line {s['_line']}"
             doc = s.get("doc_id")
             if isinstance(doc, bool) or not isinstance(doc, int) or not 0 <= doc < n:
@@ -247,6 +255,9 @@ def import_lmms_eval(samples: Sequence[str | Path], dataset: str | Path, out: st
                 per_row[doc] = ([-v for v in losses], None)
             else:
                 said = _text(resps, where)
+                if len(said) > MAX_TEXT_CHARS:  # validate's bound on a text value
+                    raise VlmrobustError(f"{where}: row {rid!r}'s response is over "
+                                         f"{MAX_TEXT_CHARS} characters; not a model's answer")
                 _check_letter(s, said, int(row["answer"]), where, rid)
                 per_row[doc] = (None, said)
         if otype == GENERATE_UNTIL and n and all(not t for _, t in per_row.values()):

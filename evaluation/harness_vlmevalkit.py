@@ -18,9 +18,6 @@ from __future__ import annotations
 import base64
 import csv
 import hashlib
-import io
-import json
-import stat
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -28,12 +25,7 @@ from typing import Any
 from vlmrobust.core.errors import VlmrobustError
 from vlmrobust.core.fingerprint import file_sha256
 from vlmrobust.core.kinds import refuse_open
-
-LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-OUR_COLUMNS = ("vlmrobust_id", "vlmrobust_config", "vlmrobust_fingerprint", "vlmrobust_tsv")
-# a result file holds no images: 256 MiB is far above any real one
-MAX_RESULT_BYTES = 256 << 20
-MAX_FIELD = 4 << 20
+from vlmrobust.evaluation.harness_result_rows import LETTERS, OUR_COLUMNS, located_result_rows
 
 
 def export_vlmevalkit(dataset: str | Path, out: str | Path, config: str | None = None,
@@ -155,88 +147,6 @@ def read_result_rows(path: str | Path) -> list[dict[str, Any]]:
     return [r for _, r in located_result_rows(path)]
 
 
-def located_result_rows(path: str | Path) -> list[tuple[str, dict[str, Any]]]:
-    """The rows of a result file, each with where it stands in the file (``line N``
-    of a .jsonl or .tsv, ``sheet row N`` of an .xlsx, 1-based as an editor shows)."""
-    path = Path(path)
-    refuse_not_a_file(path, "give VLMEvalKit's <model>_<dataset>.xlsx")
-    if path.suffix not in {".tsv", ".jsonl"}:
-        return _xlsx_rows(path)
-    from vlmrobust.core.bounded import read_bytes_bounded
-
-    # opened without blocking, fstat-checked and bounded: a file swapped for a FIFO
-    # or grown after the check above still cannot hang or flood the reader
-    data = read_bytes_bounded(path, MAX_RESULT_BYTES,
-                              "VLMEvalKit result file (which holds no images)")
-    if path.suffix == ".tsv":
-        csv.field_size_limit(MAX_FIELD)
-        try:
-            reader = csv.DictReader(io.StringIO(data.decode("utf-8"), newline=""),
-                                    delimiter="\t")
-            # line_num after a row is its last physical line; a quoted cell may span lines
-            return [(f"line {reader.line_num}", dict(r)) for r in reader]
-        except csv.Error as exc:
-            raise VlmrobustError(f"{path}: not a well-formed TSV ({exc})") from None
-        except UnicodeDecodeError as exc:
-            raise VlmrobustError(f"{path}: not UTF-8 text (byte {exc.start}); save the "
-                                 "result file as UTF-8") from None
-    rows = []
-    for n, line in enumerate(data.split(b"\n"), start=1):
-        if line.strip():
-            try:
-                obj = json.loads(line.decode("utf-8"))
-            except json.JSONDecodeError as exc:
-                raise VlmrobustError(f"{path} line {n}: not JSON ({exc.msg})") from None
-            except (ValueError, RecursionError) as exc:  # not UTF-8, a 5,000-digit int,
-                # nesting past the recursion limit
-                raise VlmrobustError(f"{path} line {n}: not JSON ({type(exc).__name__}: "
-                                     f"{str(exc)[:80]})") from None
-            if not isinstance(obj, dict):
-                raise VlmrobustError(f"{path} line {n}: expected a JSON object")
-            rows.append((f"line {n}", obj))
-    return rows
-
-
-def refuse_not_a_file(path: Path, fix: str) -> None:
-    """Refuse a path that is absent or not a regular file (a FIFO, a device, a
-    folder), by what it is; stat only, so a FIFO is never opened and never blocks."""
-    from vlmrobust.core.output_guard import kind_of
-
-    try:
-        mode = path.stat().st_mode
-    except (OSError, ValueError):  # absent, a dangling link, a NUL in the name
-        raise VlmrobustError(f"{path}: no such file ({fix})") from None
-    if not stat.S_ISREG(mode):
-        raise VlmrobustError(f"{path}: {kind_of(mode)}, not a regular file ({fix})")
-
-
-def _xlsx_rows(path: Path) -> list[tuple[str, dict[str, Any]]]:
-    if path.suffix != ".xlsx":
-        raise VlmrobustError(f"{path}: VLMEvalKit results are .xlsx, .tsv or .jsonl")
-    size = path.stat().st_size
-    if size > MAX_RESULT_BYTES:
-        raise VlmrobustError(f"{path}: {size} bytes, over the {MAX_RESULT_BYTES} byte bound "
-                             "for a result file (which holds no images)")
-    try:
-        import openpyxl
-    except ModuleNotFoundError:
-        raise VlmrobustError(f"{path}: reading .xlsx needs openpyxl (pip install "
-                             "'vlmrobust[harness]'), or export the sheet as .tsv") from None
-    try:
-        book = openpyxl.load_workbook(path, read_only=True, data_only=True)
-    except Exception as exc:  # openpyxl raises many kinds on a damaged file
-        raise VlmrobustError(f"{path}: not a readable .xlsx ({type(exc).__name__})") from None
-    try:
-        sheet = book.worksheets[0]
-        first = sheet.min_row or 1
-        it = sheet.iter_rows(values_only=True)
-        header = [str(h) if h is not None else "" for h in next(it, ())]
-        return [(f"sheet row {first + i}", dict(zip(header, r, strict=False)))
-                for i, r in enumerate(it, start=1) if any(v is not None for v in r)]
-    finally:
-        book.close()
-
-
 def prediction_text(value: Any, where: str, rid: Any) -> str:
     """A result row's ``prediction`` cell as the answer text: text as it is, a
     number as the sheet shows it; a null, a list, a mapping or another non-text
@@ -276,10 +186,17 @@ def import_vlmevalkit(result: str | Path, dataset: str | Path, out: str | Path,
     """Turn a VLMEvalKit result file into a predictions file for ``dataset``.
     Rows of another dataset build, unknown ids and missing rows are refused
     (as ``validate`` refuses them); nothing is written then."""
+    from vlmrobust.evaluation.dataset_index import BYTES_BASE, BYTES_PER_ROW
     from vlmrobust.evaluation.predictions_api import write_predictions
+    from vlmrobust.evaluation.rows import DatasetReader
 
     result = Path(result)
-    located = located_result_rows(result)
+    reader = DatasetReader(dataset)
+    # one row per dataset row: the bounds validate sets for this dataset's predictions
+    n_rows = sum(v for v in (reader.manifest.get("configs") or {}).values()
+                 if isinstance(v, int) and not isinstance(v, bool))
+    located = located_result_rows(result, max_rows=max(n_rows, 1),
+                                  max_bytes=BYTES_BASE + BYTES_PER_ROW * max(n_rows, 1))
     rows = [r for _, r in located]
     if not rows:
         raise VlmrobustError(f"{result}: no rows")
@@ -288,9 +205,7 @@ def import_vlmevalkit(result: str | Path, dataset: str | Path, out: str | Path,
         raise VlmrobustError(
             f"{result}: no {', '.join(missing)} column; import results of a TSV written by "
             "'vlmrobust export vlmevalkit' (VLMEvalKit keeps its columns)")
-    from vlmrobust.evaluation.rows import DatasetReader
-
-    fingerprint = DatasetReader(dataset).info.fingerprint
+    fingerprint = reader.info.fingerprint
     ids, texts, configs = [], [], []
     for n, (loc, r) in enumerate(located, start=1):
         if str(r.get("vlmrobust_fingerprint")) != fingerprint:
