@@ -114,6 +114,36 @@ def meta_problems(meta: Mapping[str, Any], manifest: Mapping[str, Any],
     return problems
 
 
+def other_dataset(meta: Mapping[str, Any], manifest: Mapping[str, Any],
+                  dataset_dir: Path | str, *, any_build: bool = False) -> str | None:
+    """One line saying ``meta`` answers another dataset than ``manifest``'s: its
+    name differs (or, with ``any_build``, its fingerprint); None when it does not.
+    Checked before the rows, whose caps and ids would only report symptoms."""
+    ds = meta["dataset"]
+    want_name = str(manifest.get("spec", {}).get("name", ""))
+    want_fp = str(manifest.get("fingerprint"))
+    if ds["name"] == want_name and (not any_build or ds["fingerprint"] == want_fp):
+        return None
+    return (f"these predictions are for dataset {ds['name']!r} (fingerprint "
+            f"{str(ds['fingerprint'])[:16]}…), not {want_name!r} (fingerprint {want_fp[:16]}…) "
+            f"in {dataset_dir}; pass the --dataset they were predicted on, or predict again on "
+            "this one")
+
+
+def refuse_other_dataset(predictions: Path | str, manifest: Mapping[str, Any],
+                         dataset_dir: Path | str) -> None:
+    """Raise SubmissionError when the metadata of ``predictions`` (read alone)
+    names another dataset or build; unreadable metadata raises nothing (the
+    caller's own error stands)."""
+    try:
+        meta = read_prediction_meta(predictions)
+    except SubmissionError:
+        return
+    line = other_dataset(meta, manifest, dataset_dir, any_build=True)
+    if line is not None:
+        raise SubmissionError(f"{predictions}: {line}")
+
+
 def meta_bytes(meta: Mapping[str, Any]) -> bytes:
     """Canonical JSON for the parquet key-value entry."""
     data = json.dumps(dict(meta), ensure_ascii=False, sort_keys=False, allow_nan=False,

@@ -17,7 +17,12 @@ from numpy.typing import NDArray
 from vlmrobust.core.errors import SubmissionError, VlmrobustError
 from vlmrobust.core.kinds import RETRIEVAL, dataset_kind
 from vlmrobust.evaluation.dataset_index import manifest_configs, max_prediction_rows
-from vlmrobust.evaluation.predictions_meta import load_meta, meta_problems, sidecar_path
+from vlmrobust.evaluation.predictions_meta import (
+    load_meta,
+    meta_problems,
+    refuse_other_dataset,
+    sidecar_path,
+)
 from vlmrobust.evaluation.predictions_read import MAX_EXAMPLES, Problem
 from vlmrobust.evaluation.retrieval_predictions import BYTES_PER_ROW, EmbeddingFile, read_embeddings
 
@@ -178,7 +183,11 @@ def validate_retrieval(dataset_dir: Path | str, predictions: Path | str,
     known = manifest_configs(manifest, dataset_dir)
     verify_shards(dataset_dir, manifest)
     max_rows = max_prediction_rows(manifest, dataset_dir)
-    ef = read_embeddings(predictions, max_rows, BYTES_BASE + BYTES_PER_ROW * max_rows)
+    try:
+        ef = read_embeddings(predictions, max_rows, BYTES_BASE + BYTES_PER_ROW * max_rows)
+    except SubmissionError:
+        refuse_other_dataset(predictions, manifest, dataset_dir)  # the cause, not a cap
+        raise
     extra: list[Problem] = []
     meta: dict[str, Any] | None
     try:

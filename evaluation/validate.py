@@ -41,7 +41,13 @@ from vlmrobust.evaluation.dataset_index import (
     question_keys,
 )
 from vlmrobust.evaluation.guidance import guidance_problems
-from vlmrobust.evaluation.predictions_meta import load_meta, meta_problems, sidecar_path
+from vlmrobust.evaluation.predictions_meta import (
+    load_meta,
+    meta_problems,
+    other_dataset,
+    refuse_other_dataset,
+    sidecar_path,
+)
 from vlmrobust.evaluation.predictions_read import (
     MAX_ABS_LOGIT,
     MAX_EXAMPLES,
@@ -332,15 +338,22 @@ def validate(dataset_dir: Path | str, predictions: Path | str, config: str | Non
     if indexes is None or not any(k[0] == resolved for k in indexes):
         verify_shards(dataset_dir, manifest)
     max_rows = max_prediction_rows(manifest, dataset_dir)
-    pf = read_predictions(predictions, max_rows=max_rows,
-                          max_bytes=BYTES_BASE + BYTES_PER_ROW * max_rows,
-                          max_logits=max_options(dataset_dir, manifest, known))
+    try:
+        pf = read_predictions(predictions, max_rows=max_rows,
+                              max_bytes=BYTES_BASE + BYTES_PER_ROW * max_rows,
+                              max_logits=max_options(dataset_dir, manifest, known))
+    except SubmissionError:
+        # another dataset's file trips this one's row or size caps: name the cause
+        refuse_other_dataset(predictions, manifest, dataset_dir)
+        raise
     meta: dict[str, Any] | None
     try:
         meta = load_meta(predictions, pf.embedded_meta, pf.sha256)
     except SubmissionError as exc:
         # reported beside the rows' problems, so that one run shows everything to fix
         meta, extra = None, [Problem("metadata", str(exc))]
+    if meta is not None and (line := other_dataset(meta, manifest, dataset_dir)) is not None:
+        raise SubmissionError(f"{predictions}: {line}")  # every row would be a symptom
     chosen = [config] if config is not None else _meta_configs(meta, known)
     key = (str(dataset_dir.resolve()), None if chosen is None else tuple(chosen))
     index = indexes.get(key) if indexes is not None else None
