@@ -184,8 +184,10 @@ def test_stop_strings_are_sent_and_applied(tmp_path: Path) -> None:
     with FakeServer() as fake:
         b = backend(fake.url, None)
         (text,) = b.generate(prompts(1), GenerationConfig(max_new_tokens=9, stop=(" ",)))
-        assert fake.received[0]["stop"] == [" "]
-        assert fake.received[0]["max_tokens"] == 9 and fake.received[0]["temperature"] == 0
+        # the first request asks once whether the server takes stop strings
+        assert len(fake.received) == 2 and fake.received[0]["max_tokens"] == 1
+        assert fake.received[1]["stop"] == [" "]
+        assert fake.received[1]["max_tokens"] == 9 and fake.received[1]["temperature"] == 0
     assert text == "echo"  # the fake ignores stop; the backend cuts at the first one
 
 

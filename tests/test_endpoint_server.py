@@ -174,3 +174,37 @@ def test_predict_generate_through_the_server_equals_in_process(
     assert main(["validate", "--dataset", str(dataset), "--predictions", str(served_out)]) == 0
     assert main(["score", "--dataset", str(dataset), "--predictions", str(served_out),
                  "--out", str(tmp_path / "scores.json")]) == 0
+
+
+def test_stop_string_falls_back_at_once_and_no_local_path_is_published(
+        served: tuple[Path, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """transformers serve answers a VLM's stop string with HTTP 500: one probe,
+    then --stop applied here with a one-line note (it took 6 retries, 42 s, and
+    failed). Served from a local folder, the model's path is in no file that
+    predict + submit write (it was in every prompt_text and server.served_model)."""
+    import time
+
+    from tests.predict_fixtures import write_mcq
+    from vlmrobust.cli.main import main
+
+    model_dir, url = served
+    dataset = write_mcq(tmp_path / "ds", {"default": 3}, with_class_ids=False)
+    out, subs = tmp_path / "run" / "p.parquet", tmp_path / "subs"
+    start = time.monotonic()
+    assert main(["predict", "--model", f"endpoint:{model_dir}", "--endpoint-url", url,
+                 "--no-endpoint-cache", "--dataset", str(dataset), "--mode", "generate",
+                 "--max-new-tokens", "8", "--stop", "e", "--no-progress",
+                 "--out", str(out)]) == 0
+    took = time.monotonic() - start
+    notes = [line for line in capsys.readouterr().err.splitlines() if "stop strings" in line]
+    assert len(notes) == 1 and "applying --stop here" in notes[0]
+    assert took < 30, took  # no retry storm on the refusal
+    assert main(["submit", "--submissions", str(subs), "--model-id", "served",
+                 "--dataset", str(dataset), "--predictions", str(out)]) == 0
+    written = [p for p in [*out.parent.rglob("*"), *subs.rglob("*")] if p.is_file()]
+    assert len(written) >= 3
+    for path in written:
+        data = path.read_bytes()
+        for local in {str(model_dir), str(model_dir.resolve())}:
+            assert local.encode() not in data, path
+    assert f"{model_dir.name}@".encode() in out.read_bytes()  # the public name instead

@@ -88,6 +88,14 @@ def add_backend_args(p: argparse.ArgumentParser) -> None:
                    help="response cache (default ~/.cache/vlmrobust/endpoint)")
     e.add_argument("--no-endpoint-cache", action="store_true",
                    help="send every request, keep no responses")
+    e.add_argument("--endpoint-api", default=None, choices=("openai", "openai-reasoning"),
+                   help="request rules: openai (temperature 0, max_tokens; default, and "
+                   "switches by itself when the server asks for max_completion_tokens) or "
+                   "openai-reasoning (o-series, GPT-5: max_completion_tokens, which also "
+                   "bounds the reasoning tokens, and no temperature)")
+    e.add_argument("--endpoint-reasoning-effort", default=None,
+                   choices=("minimal", "low", "medium", "high"),
+                   help="sent as reasoning_effort (reasoning models; default: the server's)")
     e.add_argument("--endpoint-local-stop", action="store_true",
                    help="apply --stop here only, not on the server (for servers that fail "
                    "on stop strings, e.g. transformers serve with a VLM); same greedy text")
@@ -123,7 +131,8 @@ def endpoint_options(args: argparse.Namespace) -> dict[str, Any] | None:
              "retries": args.endpoint_retries,
              "max_response_mib": args.endpoint_max_response_mib, "cache_dir": args.endpoint_cache,
              "use_cache": False if args.no_endpoint_cache else None,
-             "server_stop": False if args.endpoint_local_stop else None}
+             "server_stop": False if args.endpoint_local_stop else None,
+             "api": args.endpoint_api, "reasoning_effort": args.endpoint_reasoning_effort}
     opts = {k: v for k, v in given.items() if v is not None}
     return opts or None
 

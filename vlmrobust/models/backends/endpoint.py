@@ -29,6 +29,7 @@ server; vLLM's ``prompt_logprobs`` gives the same numbers through chat.
 from __future__ import annotations
 
 import math
+import sys
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -39,6 +40,7 @@ import numpy as np
 
 from vlmrobust.core.bounded import MIB
 from vlmrobust.core.errors import UnsupportedReaderError, VlmrobustError
+from vlmrobust.core.public_names import public_name
 from vlmrobust.models.backends import endpoint_protocol as proto
 from vlmrobust.models.backends.base import (
     CONTINUATION,
@@ -55,11 +57,14 @@ from vlmrobust.models.backends.endpoint_client import (
     RetryPolicy,
     check_base_url,
 )
+from vlmrobust.models.backends.endpoint_pool import in_order
+from vlmrobust.models.backends.endpoint_probe import OPTIONAL, feature_refusals, stop_refusal
 from vlmrobust.models.backends.endpoint_server import server_version
 
 T = TypeVar("T")
 R = TypeVar("R")
-OPTIONAL = (NEXT_TOKEN, CONTINUATION)
+APIS = ("openai", "openai-reasoning")
+EFFORTS = ("minimal", "low", "medium", "high")  # OpenAI's published reasoning_effort values
 MAX_TIMEOUT_S = 86400.0
 MAX_RESPONSE_MIB = 1024
 TOP_LOGPROBS = 20  # the most OpenAI's API returns; vLLM's default max_logprobs too
@@ -81,9 +86,19 @@ class EndpointOptions:
     # False: stop strings are applied here only (for servers whose stop handling
     # fails, e.g. transformers serve with a VLM processor); greedy text is the same
     server_stop: bool = True
+    # "openai": chat completions as OpenAI's GPT-4o takes them (temperature 0,
+    # max_tokens), switching to "openai-reasoning" when the server answers
+    # "Use 'max_completion_tokens'"; "openai-reasoning": the o-series / GPT-5 rules
+    api: str = "openai"
+    reasoning_effort: str | None = None
 
     def __post_init__(self) -> None:
         check_base_url(self.url)
+        if self.api not in APIS:
+            raise VlmrobustError(f"--endpoint-api {self.api!r}: give one of {', '.join(APIS)}")
+        if self.reasoning_effort is not None and self.reasoning_effort not in EFFORTS:
+            raise VlmrobustError(f"--endpoint-reasoning-effort {self.reasoning_effort!r}: give "
+                                 f"one of {', '.join(EFFORTS)}")
         if not self.model or self.model != self.model.strip():
             raise VlmrobustError("endpoint:<served model name>: the served model name is empty")
         if not 1 <= self.concurrency <= 1024:
@@ -119,8 +134,16 @@ class EndpointBackend:
         self._lock = threading.Lock()
         self._version: tuple[str | None] | None = None
         self._limit: tuple[tuple[int, str] | None] | None = None
+        self._stop_ok: bool | None = None  # whether the server takes stop strings
+        self._reasoning = options.api == "openai-reasoning"
+        # generated rows of this process: with reasoning text, its characters, and
+        # the reasoning tokens the server counted (proto.reasoning_counts)
+        self.reasoning = [0, 0, 0]
+        # the served name as published: a local folder (transformers serve DIR)
+        # becomes its base name and a hash of the path (core.public_names)
+        self.public_model = public_name(options.model, None)[0]
         # optional primitive -> why the server lacks it (None: offered)
-        self._features = self._probe(set(probe)) if features is None else {
+        self._features = feature_refusals(self, set(probe)) if features is None else {
             p: None if p in features else "was declared without it" for p in OPTIONAL}
         self.capabilities = frozenset(
             [GENERATE] + [p for p, why in self._features.items() if why is None])
@@ -137,7 +160,8 @@ class EndpointBackend:
     def post(self, path: str, body: Mapping[str, Any], parse: Callable[[Any], R]) -> R:
         """One request through the cache: ``parse(response)``. A response is stored
         only once it parses; an entry that no longer parses is asked for again."""
-        key = request_key(path, body)
+        sent = self.prepare(body)
+        key = request_key(path, sent)
         hit = self.cache.get(key)
         if hit is not None:
             try:
@@ -146,7 +170,12 @@ class EndpointBackend:
                 pass
         with self._lock:
             self.sent += 1
-        resp = self.client.post_json(path, body)
+        try:
+            resp = self.client.post_json(path, sent)
+        except EndpointError as exc:
+            if self.asks_for_reasoning(exc, sent):
+                return self.post(path, body, parse)
+            raise
         if isinstance(resp, dict) and "error" in resp and "choices" not in resp:
             raise EndpointError(self.client.scrub(
                 f"{self.client.url(path)}: the server answered with an error "
@@ -155,81 +184,34 @@ class EndpointBackend:
         self.cache.put(key, resp)
         return result
 
+    def prepare(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        """The body as sent: for an OpenAI reasoning model
+        (:func:`endpoint_protocol.reasoning_body`) without temperature and with
+        ``max_completion_tokens``; ``reasoning_effort`` passed through where given."""
+        out = proto.reasoning_body(body) if self._reasoning else dict(body)
+        if self.options.reasoning_effort is not None:
+            out["reasoning_effort"] = self.options.reasoning_effort
+        return out
+
+    def asks_for_reasoning(self, exc: EndpointError, sent: Mapping[str, Any]) -> bool:
+        """Whether ``exc`` is a reasoning model's refusal of ``max_tokens`` in ``sent``
+        (OpenAI: "Use 'max_completion_tokens' instead"); if so, every request from
+        now on (those in flight included, once resent) follows the reasoning rules."""
+        if exc.status != 400 or "max_tokens" not in sent or "max_completion_tokens" not in str(exc):
+            return False
+        with self._lock:
+            if self._reasoning:
+                return True
+            self._reasoning = True
+        print(f"note: {self.name}: the server asks for max_completion_tokens (an OpenAI "
+              "reasoning model); sending it without temperature from now on, as "
+              "--endpoint-api openai-reasoning does", file=sys.stderr)
+        return True
+
     def _map(self, fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
-        """``fn`` over ``items``, ``concurrency`` at a time, results in order. On the
-        first failure no further request starts (those finished are cached) and the
-        failure of the earliest item is raised. Workers are daemon threads and the
-        wait polls, so Ctrl-C ends the run at once instead of after the requests in
-        flight time out."""
-        n = len(items)
-        if self.options.concurrency == 1 or n <= 1:
-            return [fn(x) for x in items]
-        results: list[Any] = [None] * n
-        errors: dict[int, BaseException] = {}
-        lock = threading.Lock()
-        pending = iter(range(n))
-        stop = threading.Event()
-
-        def work() -> None:
-            while not stop.is_set():
-                with lock:
-                    i = next(pending, None)
-                if i is None:
-                    return
-                try:
-                    results[i] = fn(items[i])
-                except BaseException as exc:  # handed to the caller's thread
-                    with lock:
-                        errors[i] = exc
-                    stop.set()
-
-        threads = [threading.Thread(target=work, daemon=True, name=f"endpoint-{k}")
-                   for k in range(min(self.options.concurrency, n))]
-        for t in threads:
-            t.start()
-        try:
-            for t in threads:
-                while t.is_alive():
-                    t.join(0.2)
-        except BaseException:
-            stop.set()
-            raise
-        if errors:
-            raise errors[min(errors)]
-        return results
+        return in_order(fn, items, self.options.concurrency)
 
     # ---- capabilities ----
-
-    def _probe(self, which: set[str]) -> dict[str, str | None]:
-        """Why each optional primitive in ``which`` is missing (None where the server
-        offers it): one one-token text-only request each, answered by the cache on a
-        re-run. A 400/404/422 answer means "not offered"; any other failure stops."""
-        ask = Prompt(text="Hi")
-        where = self.client.url(proto.CHAT)
-        asks = {
-            NEXT_TOKEN: ({"logprobs": True, "top_logprobs": 1},
-                         lambda r: proto.first_token_logprobs(r, where),
-                         "returns no logprobs for chat completions",
-                         "refuses logprobs/top_logprobs in chat completions"),
-            CONTINUATION: ({"prompt_logprobs": 0},
-                           lambda r: proto.prompt_token_logprobs(r, where),
-                           "returns no prompt_logprobs",
-                           "refuses prompt_logprobs (a vLLM extension)"),
-        }
-        found: dict[str, str | None] = {}
-        for primitive in OPTIONAL:
-            params, parse, absent, refused = asks[primitive]
-            if primitive not in which:
-                found[primitive] = "was not asked for (this run's mode does not use it)"
-                continue
-            try:
-                got = self.post(proto.CHAT, self._body(ask, max_tokens=1, **params), parse)
-                found[primitive] = None if got is not None else absent
-            except EndpointError as exc:
-                if exc.status not in (400, 404, 422):
-                    raise
-                found[primitive] = refused
-        return found
 
     def check_reader(self, needs: Iterable[str], what: str) -> None:
         """One line naming the server and the feature it lacks, if ``what`` (a
@@ -246,18 +228,40 @@ class EndpointBackend:
     # ---- primitives ----
 
     def render(self, prompt: Prompt) -> str:
-        return proto.render(self._body(prompt))
+        """The request as sent, under the served model's public name."""
+        return proto.render({**self._body(prompt), "model": self.public_model})
+
+    def _server_takes_stop(self, stop: list[str]) -> bool:
+        """Whether stop strings go to the server: asked once per run with one
+        one-token request and no retries (``transformers serve`` answers a VLM's
+        stop string with HTTP 500, which retries would repeat for 42 s; OpenAI's
+        o3/o4-mini refuse ``stop``). On a refusal the stops are applied here only,
+        as ``--endpoint-local-stop`` does, with a one-line note; the greedy text
+        is the same."""
+        if self._stop_ok is None:
+            why = stop_refusal(self, self._body(Prompt(text="Hi"), max_tokens=1, stop=stop))
+            self._stop_ok = why is None
+            if why is not None:
+                print(f"note: {self.name}: the server refuses stop strings ({why[:160]}); "
+                      "applying --stop here instead (pass --endpoint-local-stop to skip "
+                      "this check)", file=sys.stderr)
+        return self._stop_ok
 
     def generate(self, prompts: Sequence[Prompt], config: GenerationConfig) -> list[str]:
         stop = list(config.stop)
-        extra: dict[str, Any] = {"stop": stop} if stop and self.options.server_stop else {}
+        server_stop = bool(stop) and self.options.server_stop and self._server_takes_stop(stop)
+        extra: dict[str, Any] = {"stop": stop} if server_stop else {}
 
         where = self.client.url(proto.CHAT)
 
+        def read(resp: Any) -> tuple[str, tuple[int, int, int]]:
+            return proto.chat_text(resp, where), proto.reasoning_counts(resp, where)
+
         def one(p: Prompt) -> str:
-            text = self.post(proto.CHAT, self._body(p, max_tokens=config.max_new_tokens,
-                                                    **extra),
-                             lambda r: proto.chat_text(r, where))
+            text, counts = self.post(proto.CHAT, self._body(
+                p, max_tokens=config.max_new_tokens, **extra), read)
+            with self._lock:
+                self.reasoning = [a + b for a, b in zip(self.reasoning, counts, strict=True)]
             return proto.cut_at_stop(text, stop)
 
         return self._map(one, prompts)
@@ -343,7 +347,11 @@ class EndpointBackend:
     def server_record(self) -> dict[str, Any]:
         """What the predictions metadata records about the server (never the key)."""
         return {"backend": "endpoint", "server_url": self.client.base_url,
-                "served_model": self.options.model, "server_version": self.server_version(),
+                "served_model": self.public_model, "server_version": self.server_version(),
+                "api": "openai-reasoning" if self._reasoning else "openai",
+                "reasoning_effort": self.options.reasoning_effort,
+                **({"reasoning": dict(zip(("rows", "chars", "tokens"), self.reasoning,
+                                          strict=True))} if any(self.reasoning) else {}),
                 "chat_template": "applied by the server; prompt_text is the request as sent"}
 
 

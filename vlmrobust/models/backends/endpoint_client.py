@@ -198,10 +198,12 @@ class _Deadline:
 
 
 class _Retryable(Exception):
-    def __init__(self, reason: str, retry_after: float | None = None) -> None:
+    def __init__(self, reason: str, retry_after: float | None = None,
+                 status: int | None = None) -> None:
         super().__init__(reason)
         self.reason = reason
         self.retry_after = retry_after
+        self.status = status
 
 
 class HttpClient:
@@ -234,9 +236,13 @@ class HttpClient:
 
     def post_json_once(self, url: str, body: Mapping[str, Any],
                        timeout_s: float | None = None) -> Any:
-        """One POST to an absolute URL, no retries (for optional server routes)."""
-        return self._once(url, json.dumps(body, ensure_ascii=False).encode("utf-8"),
-                          timeout_s=timeout_s)
+        """One POST to an absolute URL, no retries (for optional server routes and
+        probes): every failure is one EndpointError, with the HTTP status if any."""
+        try:
+            return self._once(url, json.dumps(body, ensure_ascii=False).encode("utf-8"),
+                              timeout_s=timeout_s)
+        except _Retryable as exc:
+            raise EndpointError(self.scrub(f"{url}: {exc.reason}"), status=exc.status) from None
 
     def get_json(self, url: str, timeout_s: float | None = None) -> Any:
         """One GET of an absolute URL, no retries (for optional server information)."""
@@ -303,8 +309,8 @@ class HttpClient:
             exc.close()
             detail = self.scrub(f"HTTP {status}{': ' + body if body else ''}")
             if status in RETRY_STATUS:
-                raise _Retryable(detail, retry_after_seconds(exc.headers.get("Retry-After"))
-                                 ) from None
+                raise _Retryable(detail, retry_after_seconds(exc.headers.get("Retry-After")),
+                                 status) from None
             raise EndpointError(f"{url}: {detail}", status=status) from None
         except TimeoutError:
             raise _Retryable(f"no response within {seconds:g} s") from None

@@ -11,7 +11,7 @@ import io
 import json
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -54,6 +54,20 @@ def continuation_extras(has_prefix: bool) -> dict[str, Any]:
             if has_prefix else {})
 
 
+def reasoning_body(body: Mapping[str, Any]) -> dict[str, Any]:
+    """``body`` under OpenAI's rules for reasoning models (o-series, GPT-5): no
+    ``temperature`` (only the default is accepted) and ``max_completion_tokens``
+    for ``max_tokens`` (it bounds the reasoning tokens and the answer together).
+
+    >>> reasoning_body({"model": "o4-mini", "temperature": 0, "max_tokens": 8})
+    {'model': 'o4-mini', 'max_completion_tokens': 8}
+    """
+    out = {k: v for k, v in body.items() if k != "temperature"}
+    if "max_tokens" in out:
+        out["max_completion_tokens"] = out.pop("max_tokens")
+    return out
+
+
 def render(body: dict[str, Any]) -> str:
     """The request as sent, as canonical JSON, with each image data URL replaced by
     ``<image/png sha256=...>`` (the server applies its own chat template)."""
@@ -80,6 +94,29 @@ def chat_text(resp: Any, where: str) -> str:
     if not isinstance(content, str):
         raise EndpointError(f"{where}: choices[0].message.content is not text")
     return content
+
+
+def reasoning_counts(resp: Any, where: str) -> tuple[int, int, int]:
+    """(1 if the answer carries reasoning text else 0, its characters, the
+    reasoning tokens the server counted) of one chat completion: the text from
+    ``message.reasoning_content`` (vLLM, SGLang, DeepSeek) or ``message.reasoning``
+    (newer vLLM), the count from ``usage.completion_tokens_details.reasoning_tokens``
+    (OpenAI, which returns no reasoning text).
+
+    >>> reasoning_counts({"choices": [{"message": {"content": "B", "reasoning_content": "hm"}}],
+    ...                   "usage": {"completion_tokens_details": {"reasoning_tokens": 64}}}, "u")
+    (1, 2, 64)
+    """
+    msg = _choice(resp, where).get("message")
+    text = None
+    if isinstance(msg, dict):
+        text = msg.get("reasoning_content") or msg.get("reasoning")
+    usage = resp.get("usage") if isinstance(resp, dict) else None
+    details = usage.get("completion_tokens_details") if isinstance(usage, dict) else None
+    tokens = details.get("reasoning_tokens") if isinstance(details, dict) else None
+    n = tokens if isinstance(tokens, int) and not isinstance(tokens, bool) and tokens > 0 else 0
+    chars = len(text) if isinstance(text, str) else 0
+    return int(chars > 0), chars, n
 
 
 def cut_at_stop(text: str, stop: Sequence[str]) -> str:
