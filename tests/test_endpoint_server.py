@@ -94,8 +94,10 @@ def test_generate_equals_in_process_greedy_and_rerun_is_free(
     assert again.sent == probes
 
     meta = again.server_record()
-    assert meta["server_url"] == url and meta["served_model"] == str(model_dir)
+    # the local folder is published as its base name and a hash (issue 36 item 4)
+    assert meta["server_url"] == url and meta["served_model"].startswith(f"{model_dir.name}@")
     rendered = again.render(items[0])
+    assert str(model_dir) not in rendered and meta["served_model"] in rendered
     assert items[0].text in rendered and "<image/png sha256=" in rendered
     assert "base64" not in rendered
 
