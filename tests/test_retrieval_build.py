@@ -56,6 +56,10 @@ def test_both_layouts_build_and_load(tmp_path: Path) -> None:
     assert all(len(c) == 5 for c in fl["captions"])
     card = (out / "README.md").read_text()
     assert "image→text" in card and "`captions` (list of strings" in card
+    deviations = card.split("## Deviations from the seed", 1)[1].split("\n## ", 1)[0]
+    assert "Recall@K is the metric with K = 5" in deviations  # the seed's rule, quoted
+    assert "Recall@1 and @10 are reported beside it" in deviations
+    assert "averaged recall@5" in deviations and "Embedded sample" not in deviations
     from vlmrobust.builders.card_meta import validate_card
 
     validate_card(card)
@@ -78,7 +82,9 @@ def test_absent_source_is_left_out_and_limit_cuts(tmp_path: Path, capsys: Any) -
     m = _build(tmp_path / "src", tmp_path / "ds", limit=2)
     assert m["configs"] == {"mscoco-5k": 2} and m["absent_configs"] == ["flickr30k"]
     assert "flickr30k: no flickr30k folder" in capsys.readouterr().err
-    assert "cut to 2 images by --limit" in (tmp_path / "ds" / "README.md").read_text()
+    card = (tmp_path / "ds" / "README.md").read_text()
+    assert "cut to 2 images by --limit" in card
+    assert "- Counts: `mscoco-5k` differs from the published split" in card
 
 
 def _refused(root: Path, out: Path, match: str) -> str:

@@ -46,6 +46,8 @@ def test_sample_builds_and_loads(tmp_path: Path) -> None:
     assert first["image"]["bytes"] == Path(files[next(iter(caps))]).read_bytes()
     card = (out / "README.md").read_text()
     assert "stand-in" in card and "captions.yaml" in card
+    deviations = card.split("## Deviations from the seed", 1)[1].split("\n## ", 1)[0]
+    assert "K = 5" in deviations and "**Embedded sample**" in deviations
 
 
 @pytest.mark.parametrize("text, fix", [

@@ -16,6 +16,7 @@ from typing import Any
 
 from vlmrobust.builders import card_meta
 from vlmrobust.builders.families import BuildOptions
+from vlmrobust.builders.retrieval.card import deviations
 from vlmrobust.core.bounded import MAX_META_BYTES, read_yaml_bounded
 from vlmrobust.core.errors import SourceError
 
@@ -76,6 +77,8 @@ def _card(rows: Sequence[Mapping[str, Any]], licences: Sequence[tuple[str, str, 
         "`id` (`sample-<photo key>`), `image` (the sample's file, byte for byte), `captions` "
         "(the photo's captions in file order), `source` (`sample`), `source_file` (the "
         "photo's path in its origin package) and `source_id` (its row in the caption file).",
+        "",
+        *deviations(sample=True),
         "",
         card_meta.common_sections("retrieval", licences=licences),
     ])
