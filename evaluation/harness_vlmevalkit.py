@@ -225,6 +225,6 @@ def import_vlmevalkit(result: str | Path, dataset: str | Path, out: str | Path,
                "result_file": result.name, "result_sha256": file_sha256(result)}
     return write_predictions(dataset, ids, text=texts, model=name, family=family, out=out,
                              prompt_id=prompt, configs=sorted(set(configs)) or None,
-                             harness=harness)
+                             harness=harness, source=result)  # errors name the result file
 
 

@@ -25,7 +25,8 @@ def write_predictions(dataset_dir: str | Path, ids: Sequence[str], logits: Any =
                       text: Sequence[str | None] | None = None,
                       prompt_text: Sequence[str | None] | None = None,
                       harness: dict[str, str] | None = None,
-                      groups: Mapping[str, Any] | None = None, mode: str | None = None) -> Path:
+                      groups: Mapping[str, Any] | None = None, mode: str | None = None,
+                      source: str | Path | None = None) -> Path:
     """Validate ``ids`` + ``logits`` (one list of K floats per id, in the
     dataset's option order; or ``prediction``, option indices, for text-only
     models; or ``text``, each row's raw model output, from which the scorer
@@ -46,6 +47,8 @@ def write_predictions(dataset_dir: str | Path, ids: Sequence[str], logits: Any =
     ``{"training_data": "imagenet-1k"}`` for a classifier that belongs on the
     effective-robustness reference line.
     ``mode`` records how the answers were read (as ``predict --mode`` does).
+    ``source`` is the file the rows were read from (an imported harness result),
+    named in the errors instead of ``out``, which is not written then.
     """
     import pyarrow as pa
 
@@ -105,6 +108,7 @@ def write_predictions(dataset_dir: str | Path, ids: Sequence[str], logits: Any =
         meta["mode"] = mode
     check_schema(meta, "predictions-meta", "write_predictions metadata")
     check_text_fields(meta, "write_predictions metadata", SubmissionError)
-    validate_against(index, predictions_from_table(table, out), dataset_dir=dataset_dir, meta=meta)
+    validate_against(index, predictions_from_table(table, source if source is not None else out),
+                     dataset_dir=dataset_dir, meta=meta)
     write_predictions_file(out, table, meta)
     return out

@@ -183,6 +183,9 @@ def test_refuses_rows_validate_would_refuse(ds: Path, tmp_path: Path, damage: st
     expect = {"missing_row": "sample-photo-002", "unknown_id": "not-a-row",
               "no_id_column": "vlmrobust_id"}[damage]
     assert expect in err
+    assert str(preds) not in err  # the result file is named, not the unwritten output
+    if damage != "no_id_column":
+        assert err.startswith(f"error: {result} does not match"), err
     assert not preds.exists() and not Path(f"{preds}.meta.yaml").exists()
 
 
