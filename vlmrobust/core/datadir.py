@@ -53,7 +53,28 @@ def shard_paths(dataset_dir: Path, config: str) -> list[Path]:
                                  f"{Path(dataset_dir) / MANIFEST} is missing; rebuild or "
                                  "re-download the dataset")
         raise VlmrobustError(f"{dataset_dir}/data/{config}: no parquet shards; rebuild the dataset")
+    for p in paths:
+        _refuse_special(p)
     return paths
+
+
+def _refuse_special(path: Path) -> None:
+    """A shard that is a FIFO hung every reader, and a link to /dev/zero gave a
+    pyarrow traceback (issue 40.10): refuse any shard that is not a regular file
+    (links followed; stat only, so a FIFO is never opened)."""
+    import os
+    import stat
+
+    from vlmrobust.core.output_guard import kind_of
+
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as exc:  # a dangling link, a loop
+        raise VlmrobustError(f"{path}: data shard cannot be read ({exc.strerror or exc}); "
+                             "rebuild or re-download the dataset") from None
+    if not stat.S_ISREG(mode):
+        raise VlmrobustError(f"{path}: data shard is {kind_of(mode)}, not a regular file; "
+                             "rebuild or re-download the dataset")
 
 
 def verify_shards(dataset_dir: Path, manifest: dict[str, Any] | None = None) -> int:
