@@ -64,6 +64,27 @@ def _prefetched(batches: Iterator[Any]) -> Iterator[Any]:
             yield batch
 
 
+def refuse_non_finite(model: str, out: Sequence[tuple[int, str, Any, Mapping[str, Any]]]) -> None:
+    """Refuse a NaN or infinite logit (or CFG log-prob) from any backend before it
+    is journaled, naming the row, the model or server and the field (issue 41.3:
+    a server's NaN / -inf log-probs were written as logits, exit 0). A -inf that
+    means "not among the server's top log-probs" is the letter reader's to floor
+    (readers/letter.py); one that still arrives here is refused, not written."""
+    for _, rid, logits, extras in out:
+        fields = {"logits": logits, **{k: v for k, v in extras.items()
+                                       if k in LOGP_COLUMNS}}
+        for field, values in fields.items():
+            if values is None:
+                continue
+            arr = np.asarray(values, dtype=np.float64)
+            bad = np.flatnonzero(~np.isfinite(arr))
+            if bad.size:
+                raise VlmrobustError(
+                    f"{model} gave {arr[bad[0]]} for row {rid!r}, field {field}, option "
+                    f"{int(bad[0])}: a non-finite value is no score; check the server or "
+                    "model (nothing was written for this batch)")
+
+
 def run_batches(adapter: Adapter, reader: DatasetReader, todo: Sequence[PlannedRow],
                  batch_size: int, journal: Path, progress: bool, total: int,
                  after_batch: Callable[[int], None] | None, desc: str,
@@ -81,6 +102,7 @@ def run_batches(adapter: Adapter, reader: DatasetReader, todo: Sequence[PlannedR
                    for (p, _), (logits, extras) in zip(
                        batch, read_batch(adapter, batch) if spaces is None
                        else read_label_batch(adapter, batch, spaces), strict=True)]
+            refuse_non_finite(adapter.name, out)
             writer.append(out)
             bar.update(len(batch))
             if after_batch is not None:
