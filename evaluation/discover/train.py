@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import time
+import warnings
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -45,6 +46,7 @@ LOSS_TYPES = ("grpo", "dr_grpo", "dapo", "bnpo", "cispo", "sapo")
 # default until it switched to 0 (no reference model).
 SEED_BETA = 0.04
 RUN_SCHEMA = "vlmrobust.discover.run/1"
+CHECKPOINTING_DEPRECATION = r"`(is_)?gradient_checkpointing(_enable|_disable)?` is deprecated"
 
 
 @dataclass(frozen=True)
@@ -253,7 +255,11 @@ def run_train(questioner: str, images: Path, answerer: Answerer, verifier: Verif
     order, which sampling turns into other questions from the first step on."""
     from vlmrobust.models.runtime import torch_threads
 
-    with torch_threads(config.threads) as threads:
+    with torch_threads(config.threads) as threads, warnings.catch_warnings():
+        # TRL 1.x defaults GRPOConfig.gradient_checkpointing and calls transformers 5's
+        # deprecated *gradient_checkpointing* names itself: nothing a user can change
+        warnings.filterwarnings("ignore", message=CHECKPOINTING_DEPRECATION,
+                                category=FutureWarning)
         return _train(questioner, images, answerer, verifier, out, config, embed, limit,
                       device, log, threads)
 
