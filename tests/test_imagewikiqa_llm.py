@@ -333,6 +333,11 @@ def test_llm_build_reports_bad_classes_and_goes_on(
     assert counts.max() - counts.min() <= 1
     card = (out / "README.md").read_text()
     assert "2 classes produced no candidates" in card
+    deviations = card.split("## Deviations from the seed", 1)[1].split("\n## ", 1)[0]
+    assert "the chat model `fake` (the seed: GPT-4) at temperature 0, with the seed's own " \
+           "generation prompt" in deviations
+    assert "\"following Bujwid et al.\"" in deviations and "MiniLM text-similarity" not in deviations
+    assert "- Rows: 10 (**the seed has 2,000**" in deviations
 
 
 def test_llm_build_with_unreachable_endpoint_writes_nothing(tmp_path: Path) -> None:

@@ -118,6 +118,11 @@ def test_card_reports_filter_steps_and_blind_rate(
         rate = 100 * worst["correct"] / worst["n"]
         assert f"{rate:.1f}% ({worst['correct']}/{worst['n']}" in card
     assert "blind-answerable rate of the kept set" in card
+    deviations = card.split("## Deviations from the seed", 1)[1].split("\n## ", 1)[0]
+    assert "could not guess the answer without the class name" in deviations  # the seed, quoted
+    assert "**the offline generator**" in deviations and "MiniLM text-similarity" in deviations
+    assert "four human annotators (96.5%) is not repeated by this build" in deviations
+    assert "These are the seed's caps" in deviations and "**Embedded sample**" in deviations
 
 
 def test_card_carries_image_licences_and_warns_about_reference(

