@@ -4,6 +4,8 @@ and ``prompts`` commands list what researchers can name."""
 
 from __future__ import annotations
 
+import argparse
+
 import hashlib
 import json
 from pathlib import Path
@@ -99,6 +101,19 @@ def test_models_and_prompts_commands(capsys: pytest.CaptureFixture[str]) -> None
     for form in ("classifier:efficientnet-lite0", "classifier:timm:", "clip:ARCH:PRETRAINED",
                  "clip:DIR", "vlm:", "pipeline:CLASSIFIER+ANSWERER", "minilm"):
         assert form in out, form
+    # issue 40.5: every adapter family has a name form listed, here and in predict --help
+    import vlmrobust.models.registration  # noqa: F401  (fills the registries)
+    from vlmrobust.cli.commands.models import FORMS
+    from vlmrobust.cli.commands.predict import register
+    from vlmrobust.models.base import ADAPTER_FAMILIES
+
+    parser = argparse.ArgumentParser()
+    register(parser.add_subparsers())
+    model_help = next(a.help for a in parser._subparsers._group_actions[0].choices["predict"]._actions
+                      if "--model" in a.option_strings)
+    for family in ADAPTER_FAMILIES:
+        assert any(f.startswith(f"{family}:") for f, _ in FORMS), family
+        assert f"{family}:" in str(model_help), family
     assert main(["prompts"]) == 0
     out = capsys.readouterr().out
     from vlmrobust.models.prompts import PROMPTS

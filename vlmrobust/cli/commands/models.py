@@ -21,6 +21,11 @@ FORMS = (
      "llama.cpp, an API) at --endpoint-url, key from --api-key-env (backend endpoint)"),
     ("pipeline:CLASSIFIER+ANSWERER", "recognise with an ImageNet classifier, then answer "
      "with a text model (answerers below)"),
+    ("describe:CLASSIFIER+ANSWERER", "image and caption embeddings in the answerer's sentence "
+     "space from the classifier's top classes, e.g. describe:efficientnet-lite0+minilm "
+     "(retrieval without CLIP)"),
+    ("moondream:OWNER/NAME | moondream:DIR", "MoonDream2 through its own query() API, e.g. "
+     "moondream:vikhyatk/moondream2 (needs --trust-remote-code)"),
 )
 
 

@@ -17,8 +17,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--model", required=True,
                    help="classifier:efficientnet-lite0 | clip:ARCH:PRETRAINED_OR_PATH | "
-                   "vlm:HUB_ID_OR_DIR | endpoint:SERVED_NAME | pipeline:CLASSIFIER+ANSWERER "
-                   "(see `vlmrobust models`)")
+                   "vlm:HUB_ID_OR_DIR | endpoint:SERVED_NAME | pipeline:CLASSIFIER+ANSWERER | "
+                   "describe:CLASSIFIER+ANSWERER | moondream:HUB_ID_OR_DIR (see `vlmrobust models`)")
     p.add_argument("--dataset", required=True, help="dataset directory or hub id")
     p.add_argument("--config", default=None,
                    help="one config, or several separated by commas (default: all); e.g. "
