@@ -5,7 +5,6 @@ and ``prompts`` commands list what researchers can name."""
 from __future__ import annotations
 
 import argparse
-
 import hashlib
 import json
 from pathlib import Path
