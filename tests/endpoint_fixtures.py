@@ -69,6 +69,17 @@ def transformers_serve(model_dir: Path, log: Path, timeout_s: float = 300.0) -> 
             proc.wait()
 
 
+def served_llava(factory: Any) -> Iterator[tuple[Path, str]]:
+    """A tiny random LLaVA saved to a module temp folder and served by a real
+    `transformers serve`: (model folder, base URL). A module fixture yields from it."""
+    from tests.vlm_fixtures import make_llava
+
+    root = factory.mktemp("served")
+    model_dir = make_llava(root / "llava")
+    with transformers_serve(model_dir, root / "server.log") as url:
+        yield model_dir, url
+
+
 def fake_text(body: dict[str, Any]) -> str:
     """The fake's deterministic answer: a digest of the user turn's text."""
     user = body["messages"][0]["content"]

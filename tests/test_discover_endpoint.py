@@ -11,8 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.discover_fixtures import planted_folder, tiny_questioner
-from tests.endpoint_fixtures import transformers_serve
-from tests.vlm_fixtures import make_llava
+from tests.endpoint_fixtures import served_llava
 from vlmrobust.cli.main import main
 from vlmrobust.core.discover_records import read_records
 
@@ -22,10 +21,7 @@ pytest.importorskip("uvicorn")
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, str]]:
-    root = tmp_path_factory.mktemp("served")
-    model_dir = make_llava(root / "llava")
-    with transformers_serve(model_dir, root / "server.log") as url:
-        yield model_dir, url
+    yield from served_llava(tmp_path_factory)
 
 
 def test_endpoint_roles_equal_in_process(served, tmp_path, monkeypatch) -> None:

@@ -17,8 +17,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tests.endpoint_fixtures import transformers_serve
-from tests.vlm_fixtures import make_llava
+from tests.endpoint_fixtures import served_llava
 from vlmrobust.core.errors import VlmrobustError
 from vlmrobust.models.backends.base import GENERATE, GenerationConfig, Prompt
 from vlmrobust.models.backends.endpoint import ENDPOINT_FAMILY, EndpointBackend
@@ -32,10 +31,7 @@ SECRET = "sk-test-3f9c1e0b7d2a4c65"
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, str]]:
-    root = tmp_path_factory.mktemp("served")
-    model_dir = make_llava(root / "llava")
-    with transformers_serve(model_dir, root / "server.log") as url:
-        yield model_dir, url
+    yield from served_llava(tmp_path_factory)
 
 
 def images(n: int) -> list[Any]:

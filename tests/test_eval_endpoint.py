@@ -14,9 +14,8 @@ from pathlib import Path
 import pytest
 
 from tests.classification_fixtures import write_classification
-from tests.endpoint_fixtures import transformers_serve
+from tests.endpoint_fixtures import served_llava
 from tests.predict_fixtures import write_mcq
-from tests.vlm_fixtures import make_llava
 from vlmrobust.cli.main import main
 
 pytest.importorskip("fastapi")
@@ -25,10 +24,7 @@ pytest.importorskip("uvicorn")
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, str]]:
-    root = tmp_path_factory.mktemp("served")
-    model_dir = make_llava(root / "llava")
-    with transformers_serve(model_dir, root / "server.log") as url:
-        yield model_dir, url
+    yield from served_llava(tmp_path_factory)
 
 
 def test_endpoint_runs_what_the_server_answers_and_skips_the_rest(

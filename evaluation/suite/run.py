@@ -18,7 +18,6 @@ predictions' sha256 is not scored again.
 from __future__ import annotations
 
 import datetime as _dt
-import hashlib
 import json
 import os
 import re
@@ -31,6 +30,7 @@ from typing import Any
 from vlmrobust.core.atomic import write_text_atomic
 from vlmrobust.core.bounded import MAX_SCORES_BYTES, read_json_bounded
 from vlmrobust.core.errors import UnsupportedReaderError, VlmrobustError
+from vlmrobust.core.fingerprint import file_sha256
 from vlmrobust.evaluation.distributed import init_distributed
 from vlmrobust.evaluation.score_common import DEFAULT_SEED
 from vlmrobust.evaluation.suite.plan import Plan, PlanEntry
@@ -103,13 +103,6 @@ def default_model_id(model: str) -> str:
     out = re.sub(r"[^A-Za-z0-9._-]+", "-", target).strip("-.")
     return re.sub(r"\.\.+", ".", out)[:100] or "model"
 
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _check_kept(pred: Path, plan: Plan, e: PlanEntry, limit: int | None) -> dict[str, Any]:
@@ -192,7 +185,7 @@ def _score(plan: Plan, e: PlanEntry, pred: Path, opts: EvalOptions) -> dict[str,
     as ``submit``), or, on a --limit run, into scores/<dataset>.json (as
     ``score``, which marks it partial; ``submit`` refuses partial runs)."""
     assert e.path is not None
-    sha = _sha256(pred)
+    sha = file_sha256(pred)
     if opts.limit is None:
         from vlmrobust.evaluation.submissions import SCORES_NAME, add_submission
 

@@ -13,7 +13,6 @@ inside one are refused too (the guard of :mod:`vlmrobust.core.output_guard`).
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 from collections.abc import Callable, Iterable, Iterator
@@ -22,6 +21,7 @@ from pathlib import Path
 from vlmrobust.core.atomic import atomic_directory
 from vlmrobust.core.bounded import MIB, read_bytes_bounded
 from vlmrobust.core.errors import VlmrobustError
+from vlmrobust.core.fingerprint import file_sha256
 from vlmrobust.core.output_guard import (
     check_apart,
     check_not_input,
@@ -34,13 +34,6 @@ from vlmrobust.core.output_guard import (
 MARK = ".vlmrobust-owned.json"
 _MAX_MARK = 64 * MIB
 
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def listed_files(folder: Path, command: str) -> dict[str, str] | None:
@@ -73,7 +66,7 @@ def _owned(folder: Path, command: str) -> Callable[[str, os.DirEntry[str]], bool
             return e.is_file()
         if e.is_dir():
             return rel in dirs
-        return e.is_file() and rel in listed and _sha256(Path(e.path)) == listed[rel]
+        return e.is_file() and rel in listed and file_sha256(Path(e.path)) == listed[rel]
     return owned
 
 
@@ -123,6 +116,6 @@ def owned_directory(out: Path, command: str) -> Iterator[Path]:
                 p = Path(dirpath) / name
                 rel = p.relative_to(tmp).as_posix()
                 if not name.startswith(".vlmrobust-") and p.is_file() and not p.is_symlink():
-                    files[rel] = _sha256(p)
+                    files[rel] = file_sha256(p)
         (tmp / MARK).write_text(json.dumps({"by": command, "files": dict(sorted(files.items()))},
                                            indent=1) + "\n", encoding="utf-8")
