@@ -286,17 +286,19 @@ def test_light_wheel_every_subcommand(light_python: Path, tmp_path: Path) -> Non
     _ok(_cli(light_python, ["leaderboard", "build", "--submissions", str(example), "--out",
                             str(tmp_path / "example-site"), "--quiet"], cwd), "example board")
     ds = tmp_path / "ds"
+    # inputs and outputs apart: discover refuses an --out inside an input folder
+    (tmp_path / "q").mkdir()
     for cmd, args in {
         "build": ["build", "imagenet-mcq", "--sample", "--limit", "1", "--out", str(tmp_path / "b")],
         "predict": ["predict", "--model", "classifier:efficientnet-lite0", "--dataset", str(ds),
                     "--out", str(tmp_path / "p.parquet")],
         "demo": ["demo", "--out", str(tmp_path / "demo")],
-        "discover sample": ["discover", "sample", "--questioner", str(tmp_path), "--images",
+        "discover sample": ["discover", "sample", "--questioner", str(tmp_path / "q"), "--images",
                             str(tmp_path / "planted"), "--answerer", "rule:blind=count",
                             "--verifier", "rule:planted", "--out", str(tmp_path / "s.jsonl")],
-        "discover train": ["discover", "train", "--questioner", str(tmp_path), "--images",
+        "discover train": ["discover", "train", "--questioner", str(tmp_path / "q"), "--images",
                            str(tmp_path / "planted"), "--answerer", "rule:blind=count",
-                           "--verifier", "rule:planted", "--out", str(tmp_path / "run")],
+                           "--verifier", "rule:planted", "--out", str(tmp_path / "grpo-run")],
         "discover taxonomy": ["discover", "taxonomy", str(tmp_path / "r.jsonl"), "--out",
                               str(tmp_path / "tax"), "--tagger", "rule:planted"],
     }.items():
@@ -367,7 +369,7 @@ def test_full_wheel_every_subcommand(full_python: Path, tmp_path: Path) -> None:
     happy["discover train"] = [
         ["discover", "train", "--questioner", str(tmp_path / "q"), "--images",
          str(tmp_path / "pl"), "--answerer", "rule:blind=count", "--verifier", "rule:planted",
-         "--out", str(tmp_path / "run"), "--steps", "1", "--group-size", "2",
+         "--out", str(tmp_path / "grpo-run"), "--steps", "1", "--group-size", "2",
          "--images-per-step", "1", "--max-completion-length", "30", "--device", "cpu"]]
     happy["discover taxonomy"] = [
         ["discover", "taxonomy", str(tmp_path / "s.jsonl"), "--out", str(tmp_path / "tax"),
