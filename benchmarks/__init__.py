@@ -53,7 +53,7 @@ def _refuse_special(path: Path) -> None:
     FIFO, a device, a socket) by what it is; stat only, so a FIFO never blocks."""
     import stat
 
-    from vlmrobust.core.output_guard import kind_of
+    from vlmrobust.core.files.output_guard import kind_of
 
     try:
         mode = path.stat().st_mode
@@ -65,7 +65,7 @@ def _refuse_special(path: Path) -> None:
 
 
 def load_spec_yaml(path: Path) -> dict[str, Any]:
-    from vlmrobust.core.bounded import read_yaml_bounded
+    from vlmrobust.core.files.bounded import read_yaml_bounded
 
     # bounded and checked: a spec that is not UTF-8, nests past the recursion
     # limit or expands aliases without end is one line, never a traceback

@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from vlmrobust.builders.card_meta import validate_card
-from vlmrobust.core.bounded import read_bytes_bounded
 from vlmrobust.core.datadir import read_manifest
 from vlmrobust.core.errors import VlmrobustError
+from vlmrobust.core.files.bounded import read_bytes_bounded
 
 
 class HubApi(Protocol):  # the subset of huggingface_hub.HfApi used here

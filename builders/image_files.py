@@ -7,8 +7,8 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
-from vlmrobust.core.bounded import MIB, image_decode_errors, read_bytes_bounded
 from vlmrobust.core.errors import SourceError, VlmrobustError
+from vlmrobust.core.files.bounded import MIB, image_decode_errors, read_bytes_bounded
 
 #: The largest source image read (published images are a few hundred KB).
 MAX_IMAGE_BYTES = 64 * MIB

@@ -9,9 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from vlmrobust.builders.sources import SourceImage, _images_in, _subdirs
-from vlmrobust.core.bounded import MIB, read_json_bounded
 from vlmrobust.core.classes import load_objectnet_folders
 from vlmrobust.core.errors import SourceError
+from vlmrobust.core.files.bounded import MIB, read_json_bounded
 
 # the released mapping is ~10 KB
 MAX_MAPPING_BYTES = 4 * MIB

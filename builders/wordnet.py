@@ -25,8 +25,8 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from vlmrobust.core.atomic import write_text_atomic
 from vlmrobust.core.errors import VlmrobustError
+from vlmrobust.core.files.atomic import write_text_atomic
 
 DEBIAN_WORDNET_DIR = Path("/usr/share/wordnet")
 

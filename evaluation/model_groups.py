@@ -9,7 +9,7 @@ on the reference distribution" (seed 000).
   ``imagenet-1k``, ``imagenet-21k``, ``laion-2b``, ``wit-400m``, ``datacomp-1b``.
   A filtered subset is a set of its own: ``commonpool-l`` (DataComp's unfiltered
   pool) and ``commonpool-l-clip`` (its CLIP-score-filtered subset) are two groups,
-  the pair seed 001 Table IV compares (vlmrobust.models.clip_groups reads them
+  the pair seed 001 Table IV compares (vlmrobust.models.clip.groups reads them
   from open_clip's tags);
 - ``training_size``: number of training samples (images, or image-text pairs),
   an integer from 1 to 10^13;
@@ -24,7 +24,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from vlmrobust.core.text import short_repr
+from vlmrobust.core.text.display import short_repr
 
 GROUP_FIELDS = ("architecture", "training_data", "training_size", "fine_tuned_on", "loss")
 ARCHITECTURES = ("cnn", "vit", "hybrid", "other")

@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import Any
 
 from vlmrobust import __version__
-from vlmrobust.core.bounded import read_bytes_bounded
 from vlmrobust.core.errors import SubmissionError
-from vlmrobust.core.public_names import publishable_meta
-from vlmrobust.core.text import check_text_fields, short_repr
+from vlmrobust.core.files.bounded import read_bytes_bounded
+from vlmrobust.core.text.display import check_text_fields, short_repr
+from vlmrobust.core.text.public_names import publishable_meta
 from vlmrobust.evaluation.model_groups import GROUP_FIELDS, group_problems, training_size_of
 
 META_NAME = "meta.yaml"
@@ -33,7 +33,7 @@ _LINK_RE = re.compile(r"^https?://[^\s/?#]+[^\s]*$", re.IGNORECASE)
 # A parameter count beyond this is a typo or an attack (formatting it overflowed
 # a float: issue 28.14); the largest published models have ~2e12.
 MAX_PARAMS = 10 ** 15
-# Text shown on pages and charts: no control characters (vlmrobust.core.text).
+# Text shown on pages and charts: no control characters (vlmrobust.core.text.display).
 TEXT_FIELDS = ("name", "vision_encoder", "prompt_id", "date", "tool_version", "adapter", "bibtex")
 
 
@@ -174,7 +174,7 @@ def model_meta_from(model_id: str, prediction_meta: Mapping[str, Any] | None,
     """Model metadata from the predictions' metadata, overridden by non-None
     ``overrides`` (e.g. command-line flags or a --meta file). A local path in the
     predictions' model name or vision encoder is replaced by its folder name and
-    a hash (:mod:`vlmrobust.core.public_names`); only an explicit name is kept as given."""
+    a hash (:mod:`vlmrobust.core.text.public_names`); only an explicit name is kept as given."""
     pm = publishable_meta(prediction_meta or {})
     merged: dict[str, Any] = {
         "name": pm.get("name") or pm.get("model"),
@@ -215,7 +215,7 @@ def model_meta_from(model_id: str, prediction_meta: Mapping[str, Any] | None,
 def read_old_meta(path: Path) -> dict[str, Any] | None:
     if not (path.exists() or path.is_symlink()):
         return None
-    from vlmrobust.core.bounded import MAX_META_BYTES, parse_yaml_bounded
+    from vlmrobust.core.files.bounded import MAX_META_BYTES, parse_yaml_bounded
 
     data = parse_yaml_bounded(read_bytes_bounded(path, MAX_META_BYTES, "meta.yaml", SubmissionError),
                               str(path), SubmissionError)

@@ -1,4 +1,4 @@
-"""Where a command may write (the guard is vlmrobust.core.output_guard), and a
+"""Where a command may write (the guard is vlmrobust.core.files.output_guard), and a
 failed write (read-only folder, disk full) is one line."""
 
 from __future__ import annotations
@@ -7,16 +7,16 @@ import errno
 from collections.abc import Iterable
 from pathlib import Path
 
-from vlmrobust.core.atomic import write_text_atomic
 from vlmrobust.core.errors import VlmrobustError
-from vlmrobust.core.output_guard import check_file_output
+from vlmrobust.core.files.atomic import write_text_atomic
+from vlmrobust.core.files.output_guard import check_file_output
 
 
 def check_output(out: Path, files: Iterable[Path | None] = (), dirs: Iterable[Path | None] = (),
                  flag: str = "--out") -> None:
     """Refuse ``out`` when it is a directory, a link, a FIFO or a device node, one
     of ``files``, or inside one of ``dirs`` or a built dataset
-    (vlmrobust.core.output_guard)."""
+    (vlmrobust.core.files.output_guard)."""
     check_file_output(out, flag, files, dirs)
 
 

@@ -25,22 +25,22 @@ from typing import Any
 
 import yaml
 
-from vlmrobust.core.atomic import atomic_directory
-from vlmrobust.core.bounded import (
+from vlmrobust.core.errors import SubmissionError
+from vlmrobust.core.files.atomic import atomic_directory
+from vlmrobust.core.files.bounded import (
     MAX_SCORES_BYTES,
     parse_json_bounded,
     read_bytes_bounded,
     read_json_bounded,
 )
-from vlmrobust.core.errors import SubmissionError
-from vlmrobust.core.output_guard import (
+from vlmrobust.core.files.output_guard import (
     check_not_input,
     kind_of,
     lstat_or_none,
     open_lock_file,
     resolve,
 )
-from vlmrobust.core.swap import carry_over, keep_all, recover
+from vlmrobust.core.files.swap import carry_over, keep_all, recover
 from vlmrobust.core.writer import WRITE_CHECKSUMS
 from vlmrobust.evaluation.model_meta import (
     META_NAME,
@@ -48,12 +48,12 @@ from vlmrobust.evaluation.model_meta import (
     read_old_meta,
     validate_model_id,
 )
-from vlmrobust.evaluation.predictions_meta import PARQUET_META_KEY, attach_meta
-from vlmrobust.evaluation.predictions_read import DEFAULT_MAX_BYTES, TEXT_COLUMNS, PredictionsFile
-from vlmrobust.evaluation.row_results import ROWS_NAME, row_results, rows_jsonl
+from vlmrobust.evaluation.predictions.meta import PARQUET_META_KEY, attach_meta
+from vlmrobust.evaluation.predictions.read import DEFAULT_MAX_BYTES, TEXT_COLUMNS, PredictionsFile
 from vlmrobust.evaluation.schemas import check_schema
-from vlmrobust.evaluation.score import SCHEMA_VERSION, dumps_scores, score_report
-from vlmrobust.evaluation.validate import partial_note, validate
+from vlmrobust.evaluation.scoring.dataset import SCHEMA_VERSION, dumps_scores, score_report
+from vlmrobust.evaluation.scoring.row_results import ROWS_NAME, row_results, rows_jsonl
+from vlmrobust.evaluation.validate.check import partial_note, validate
 
 SCORES_NAME = "scores.json"
 PREDICTIONS_NAME = "predictions.parquet"
@@ -98,7 +98,7 @@ def predictions_parquet_bytes(pf: PredictionsFile, meta: Mapping[str, Any]) -> b
 @contextlib.contextmanager
 def submission_lock(submissions_dir: Path, model_id: str) -> Iterator[None]:
     """One writer per model folder (others wait); a swap cut short by a kill is
-    undone first (vlmrobust.core.swap.recover: the old folder is put back)."""
+    undone first (vlmrobust.core.files.swap.recover: the old folder is put back)."""
     import fcntl
 
     submissions_dir.mkdir(parents=True, exist_ok=True)
@@ -179,10 +179,10 @@ def add_submission(submissions_dir: Path | str, model_id: str, dataset_dir: Path
     submissions_dir = Path(submissions_dir)
     root = submissions_dir / model_id
     check_submission_target(submissions_dir, model_id, Path(dataset_dir), predictions)
-    from vlmrobust.evaluation.retrieval_validate import is_retrieval
+    from vlmrobust.evaluation.validate.retrieval import is_retrieval
 
     if is_retrieval(Path(dataset_dir)):  # kind retrieval: embeddings (retrieval_scores.py)
-        from vlmrobust.evaluation.retrieval_scores import prepare_submission
+        from vlmrobust.evaluation.scoring.retrieval import prepare_submission
 
         p_meta, dataset_name, stored, new, rows_text = prepare_submission(
             Path(dataset_dir), predictions, model_id)

@@ -29,7 +29,6 @@ from collections import Counter, defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-from vlmrobust.leaderboard.baselines import BaselineSpec
 from vlmrobust.leaderboard.board import (
     BENCH_C,
     IMAGENET,
@@ -42,13 +41,14 @@ from vlmrobust.leaderboard.board import (
     ShiftFit,
     variant_key,
 )
-from vlmrobust.leaderboard.bootstrap import interval, resampled_accuracy, seeded_rng
-from vlmrobust.leaderboard.classification import classification_board
-from vlmrobust.leaderboard.pairwise import adjacent_tests
-from vlmrobust.leaderboard.provenance import provenances
-from vlmrobust.leaderboard.reference_runs import ReferenceRuns
-from vlmrobust.leaderboard.shift_fits import Accuracies, imagenet_acc, strategy_fits
+from vlmrobust.leaderboard.fits.bootstrap import interval, resampled_accuracy, seeded_rng
+from vlmrobust.leaderboard.fits.pairwise import adjacent_tests
+from vlmrobust.leaderboard.fits.shifts import Accuracies, imagenet_acc, strategy_fits
+from vlmrobust.leaderboard.pages.classification_numbers import classification_board
 from vlmrobust.leaderboard.submission import Submission
+from vlmrobust.leaderboard.trust.baselines import BaselineSpec
+from vlmrobust.leaderboard.trust.provenance import provenances
+from vlmrobust.leaderboard.trust.reference_runs import ReferenceRuns
 
 
 def headline_er(lb: Leaderboard, model_id: str) -> dict[str, Any]:

@@ -9,15 +9,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from vlmrobust.leaderboard import fit
-from vlmrobust.leaderboard.baselines import BaselineSpec
-from vlmrobust.leaderboard.provenance import Provenance
-from vlmrobust.leaderboard.reference_runs import ReferenceRuns
+from vlmrobust.leaderboard.fits import lines as fit
+from vlmrobust.leaderboard.trust.baselines import BaselineSpec
+from vlmrobust.leaderboard.trust.provenance import Provenance
+from vlmrobust.leaderboard.trust.reference_runs import ReferenceRuns
 
 if TYPE_CHECKING:
-    from vlmrobust.leaderboard.classification import ClassificationBoard
-    from vlmrobust.leaderboard.failure_modes import FailureDataset
-    from vlmrobust.leaderboard.pairwise import PairTest
+    from vlmrobust.leaderboard.fits.pairwise import PairTest
+    from vlmrobust.leaderboard.pages.classification_numbers import ClassificationBoard
+    from vlmrobust.leaderboard.pages.failure_modes import FailureDataset
 from vlmrobust.leaderboard.submission import Submission
 
 IMAGENET = "imagenet-mcq"

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from vlmrobust.core.text import short_repr
+from vlmrobust.core.text.display import short_repr
 from vlmrobust.leaderboard.submission import LeaderboardInputError
 
 # Counts in scores.json (rows, questions, quadrants) are far below this.

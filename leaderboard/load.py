@@ -12,15 +12,15 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from vlmrobust.core.bounded import (
+from vlmrobust.core.errors import SubmissionError
+from vlmrobust.core.files.bounded import (
     MAX_META_BYTES,
     inside_tree,
     parse_yaml_bounded,
     read_bytes_bounded,
 )
-from vlmrobust.core.errors import SubmissionError
-from vlmrobust.core.swap import recover_children
-from vlmrobust.core.text import check_text_fields, short_repr
+from vlmrobust.core.files.swap import recover_children
+from vlmrobust.core.text.display import check_text_fields, short_repr
 from vlmrobust.evaluation.model_meta import (
     MAX_PARAMS,
     MODEL_ID_RE,
@@ -126,7 +126,7 @@ def load_submissions(root: Path) -> tuple[Submission, ...]:
 def submission_folders(root: Path) -> list[Path]:
     """The model folders of a submissions root, sorted (hidden and reserved names
     such as the schemas folder are not submissions). A model folder that a
-    killed submit left half-swapped is put back first (vlmrobust.core.swap), so
+    killed submit left half-swapped is put back first (vlmrobust.core.files.swap), so
     that no model drops off the board."""
     recover_children(root)
     return [p for p in sorted(root.iterdir())

@@ -7,12 +7,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from vlmrobust.core.bounded import MAX_SCORES_BYTES, parse_json_bounded, read_bytes_bounded
-from vlmrobust.leaderboard.bench_c_extras import load_extras
+from vlmrobust.core.files.bounded import MAX_SCORES_BYTES, parse_json_bounded, read_bytes_bounded
 from vlmrobust.leaderboard.fields import Where
-from vlmrobust.leaderboard.holistic_scores import load_shape_bias
-from vlmrobust.leaderboard.ood_scores import load_ood
-from vlmrobust.leaderboard.retrieval_view import load_retrieval
+from vlmrobust.leaderboard.pages.bench_c_stats import load_extras
+from vlmrobust.leaderboard.pages.holistic_scores import load_shape_bias
+from vlmrobust.leaderboard.pages.ood_scores import load_ood
+from vlmrobust.leaderboard.pages.retrieval import load_retrieval
 from vlmrobust.leaderboard.submission import (
     BENCH_C_METRICS,
     CALIBRATION_FIELDS,
@@ -30,7 +30,7 @@ from vlmrobust.leaderboard.submission import (
 )
 
 SCHEMA_VERSION = 1
-# kind classification: what a config's numbers are over (evaluation/score_classification.py)
+# kind classification: what a config's numbers are over (evaluation/scoring/classification.py)
 OVER = ("label-space", "k-options")
 
 

@@ -11,12 +11,12 @@ from typing import TYPE_CHECKING, Any
 
 from vlmrobust.core.errors import SubmissionError
 from vlmrobust.evaluation.model_meta import ModelMeta
-from vlmrobust.leaderboard.evidence import DatasetEvidence
+from vlmrobust.leaderboard.trust.evidence import DatasetEvidence
 
 if TYPE_CHECKING:
-    from vlmrobust.leaderboard.bench_c_extras import BenchCExtras
-    from vlmrobust.leaderboard.holistic_scores import ShapeBiasScore
-    from vlmrobust.leaderboard.ood_scores import OodScores
+    from vlmrobust.leaderboard.pages.bench_c_stats import BenchCExtras
+    from vlmrobust.leaderboard.pages.holistic_scores import ShapeBiasScore
+    from vlmrobust.leaderboard.pages.ood_scores import OodScores
 
 QUADRANTS = ("degraded", "overconfident", "hesitant", "stable")
 TRANSITIONS = ("RR", "RW", "WR", "WW")
@@ -53,7 +53,7 @@ def check_metrics(values: Mapping[str, float | None], where: str) -> None:
 
 @dataclass(frozen=True)
 class PerturbationSets:
-    """ImageNet-Vid-Robust's scores of a config (evaluation/score_classification.py):
+    """ImageNet-Vid-Robust's scores of a config (evaluation/scoring/classification.py):
     over ``anchors`` perturbation sets, the share right on the anchor frame
     (``benign``) and right on every frame of the set (``pmk``), each with its
     bootstrap interval over anchors."""
@@ -95,10 +95,10 @@ class ConfigScore:
     # kind classification, ImageNet-Vid-Robust: benign and pm-k accuracy over anchors
     perturbation: PerturbationSets | None = None
     # kind classification, text answers: accuracy per text rule id (seed 002: inclusion,
-    # inclusion+synonyms, strict, strict+synonyms; vlmrobust.core.class_matcher)
+    # inclusion+synonyms, strict, strict+synonyms; vlmrobust.core.text.class_matcher)
     text_rules: Mapping[str, float | None] = field(default_factory=dict)
     # kind retrieval: direction (image_to_text | text_to_image) -> "recall@K" -> value,
-    # "recall@K_ci" -> (lo, hi); empty for other kinds (leaderboard/retrieval_view.py)
+    # "recall@K_ci" -> (lo, hi); empty for other kinds (leaderboard/pages/retrieval.py)
     retrieval: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -160,10 +160,10 @@ class DatasetScores:
     reference_variant: str | None
     configs: tuple[ConfigScore, ...]
     bench_c: BenchCScores | None = None
-    # cue-conflict configs: config -> shape bias (vlmrobust.leaderboard.holistic_scores)
+    # cue-conflict configs: config -> shape bias (vlmrobust.leaderboard.pages.holistic_scores)
     shape_bias: Mapping[str, ShapeBiasScore] = field(default_factory=dict)
     kind: str = "mcq"
-    ood: OodScores | None = None  # ood datasets (vlmrobust.leaderboard.ood_scores)
+    ood: OodScores | None = None  # ood datasets (vlmrobust.leaderboard.pages.ood_scores)
 
     def __post_init__(self) -> None:
         names = [c.config for c in self.configs]
@@ -176,7 +176,7 @@ class Submission:
     meta: ModelMeta
     datasets: Mapping[str, DatasetScores]
     folder: Path
-    # Filled by re-scoring (vlmrobust.leaderboard.verify): per dataset, the stored
+    # Filled by re-scoring (vlmrobust.leaderboard.trust.verify): per dataset, the stored
     # predictions' sha256, the model their metadata names and their content digest.
     evidence: Mapping[str, DatasetEvidence] = field(default_factory=dict, compare=False)
 

@@ -17,7 +17,7 @@ import numpy as np
 import yaml
 from scipy.special import ndtr
 
-from vlmrobust.leaderboard.bench_c_view import CORRUPTIONS
+from vlmrobust.leaderboard.pages.bench_c import CORRUPTIONS
 from vlmrobust.leaderboard.submission import QUADRANTS, TRANSITIONS
 
 SAMPLE_VARIANTS = ("sample-photo", "sample-rendition")

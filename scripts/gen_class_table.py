@@ -149,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true", help="compare with the shipped files, write nothing")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(REPO))
-    from vlmrobust.core.atomic import write_bytes_atomic
+    from vlmrobust.core.files.atomic import write_bytes_atomic
 
     files = {
         "imagenet_classes.tsv": build_table().encode(),

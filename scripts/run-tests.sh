@@ -4,7 +4,7 @@
 # (tests/perf/ benchmarks run with `tox -e perf`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# lmms-eval's own environment (tests/test_harness_lmms_eval_run.py): built once into
+# lmms-eval's own environment (tests/evaluation/harness/test_lmms_eval_run.py): built once into
 # ~/.cache/vlmrobust/lmms-eval-env (about 7 GB; 2 to 10 minutes, mostly downloads), in
 # the background while setup and the suite run; the test waits for it. Reused after.
 lmms_log="${TMPDIR:-/tmp}/vlmrobust-lmms-eval-env.log"

@@ -78,6 +78,6 @@ def repo_root() -> Path:
 @pytest.fixture(scope="session")
 def vlmrobust_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The wheel of the checkout, built once per session from a copy of its sources."""
-    from tests.light_env import build_wheel
+    from tests.fixtures.light_env import build_wheel
 
     return build_wheel(REPO, tmp_path_factory.mktemp("wheel"))

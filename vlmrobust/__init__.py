@@ -18,5 +18,5 @@ def __getattr__(name: str) -> Any:
     if name == "write_predictions":
         import importlib
 
-        return importlib.import_module("vlmrobust.evaluation.predictions_api").write_predictions
+        return importlib.import_module("vlmrobust.evaluation.predictions.api").write_predictions
     raise AttributeError(f"module 'vlmrobust' has no attribute {name!r}")

@@ -47,7 +47,7 @@ from vlmrobust.builders.corruptions.registry import GROUPS as CORRUPTION_GROUPS
 from vlmrobust.builders.families import BuildOptions
 from vlmrobust.core.errors import SourceError, VlmrobustError
 from vlmrobust.core.writer import BuildInfo, mcq_features, write_dataset
-from vlmrobust.metrics.kappa import kappa as kappa_metric
+from vlmrobust.metrics.bench_c.kappa import kappa as kappa_metric
 
 FAMILY = "bench-c"
 AdapterLoader = Callable[[str], Any]

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from vlmrobust.core.atomic import write_text_atomic
+from vlmrobust.core.files.atomic import write_text_atomic
 
 CLEAN = ("none", 0)
 

@@ -152,7 +152,7 @@ def _seed_list(d: Path, root: Path, classes: set[str]) -> tuple[Path, set[str]] 
     file is in the caltech101/ folder or the source root."""
     import json
 
-    from vlmrobust.core.bounded import read_bytes_bounded
+    from vlmrobust.core.files.bounded import read_bytes_bounded
 
     path = next((p for p in (d.parent / CALTECH_SPLIT_FILE, root / CALTECH_SPLIT_FILE)
                  if p.is_file()), None)

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from vlmrobust.core.bounded import read_bytes_bounded
 from vlmrobust.core.errors import SourceError
+from vlmrobust.core.files.bounded import read_bytes_bounded
 from vlmrobust.core.label_space import LabelSpace
 
 IMAGE_SUFFIXES = frozenset({".jpg", ".jpeg", ".png", ".bmp", ".webp"})

@@ -23,7 +23,7 @@ def imagenet_entry(index: int, class_names: str = "openai") -> ClassEntry:
     and seed 002 evaluates with CLIP's class names. ``curated``: prompts write
     the clean names. The OpenAI names are the package table's ``clip_name``
     column (vlmrobust/core/data/README.md); they equal open_clip's
-    ``IMAGENET_CLASSNAMES`` (tests/test_class_names_openai.py checks).
+    ``IMAGENET_CLASSNAMES`` (tests/models/test_class_names_openai.py checks).
 
     The synonyms are the synset's WordNet lemmas only, as seed 002 scores its
     Table 8 (App. A.3: "we incorporated label synonyms", the ILSVRC labels of

@@ -136,7 +136,7 @@ def _bad_rows_message(path: Path, bad: list[RowError]) -> str:
 
 def convert(opts: ConvertOptions) -> dict[str, Any]:
     """Validate the whole source, then write the dataset directory; returns the manifest."""
-    from vlmrobust.core.output_guard import check_dataset_output
+    from vlmrobust.core.files.output_guard import check_dataset_output
     from vlmrobust.core.writer import BuildInfo, mcq_features, write_dataset
 
     # the source (a shard of an earlier dataset, say) must survive the swap of --out

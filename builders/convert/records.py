@@ -154,7 +154,7 @@ def check_image(data: bytes, index: str, max_pixels: int) -> tuple[int, int]:
     """Decode fully (a truncated file fails here, not in a model); returns the size."""
     from PIL import Image
 
-    from vlmrobust.core.bounded import image_decode_errors
+    from vlmrobust.core.files.bounded import image_decode_errors
 
     try:
         with Image.open(io.BytesIO(data)) as im:

@@ -7,7 +7,7 @@ unchanged), ``label`` (the shape category's index), ``variant``,
 ``source_file``, ``shape_category``, ``texture_category`` (None where the
 image has no texture cue of a category) and ``texture_label`` (its index, -1
 where none). Shape bias is scored from these columns
-(vlmrobust.evaluation.shape_bias_scores)."""
+(vlmrobust.evaluation.scoring.shape_bias)."""
 
 from __future__ import annotations
 

@@ -9,7 +9,7 @@ among the ILSVRC-2012 classes, with the classes its authors judged ambiguous
 left out: 8 dog breeds, and a single class for some categories (airplane is
 404 'airliner', knife 499 'cleaver', oven 766 'rotisserie'). Kept as published,
 because shape-bias numbers compare with model-vs-human's only under the same
-mapping; tests/test_cue_conflict_categories.py compares this table with their
+mapping; tests/builders/cue_conflict/test_cue_conflict_categories.py compares this table with their
 published lists.
 """
 

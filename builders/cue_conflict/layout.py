@@ -23,7 +23,7 @@ from pathlib import Path
 
 from vlmrobust.builders.cue_conflict.categories import CATEGORIES
 from vlmrobust.core.errors import VlmrobustError
-from vlmrobust.metrics.shape_bias import cue_conflict_classes
+from vlmrobust.metrics.holistic.shape_bias import cue_conflict_classes
 
 CUE_CONFLICT = "cue-conflict"
 STYLIZED = "stylized-imagenet"

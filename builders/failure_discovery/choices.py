@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from vlmrobust.core.discover_records import DiscoveryRecord
-from vlmrobust.metrics.discovery import prefix
+from vlmrobust.metrics.discovery.scores import prefix
 from vlmrobust.metrics.subsets import item_seed
 
 NO_REFERENCE = "no answer to the same question judged correct"

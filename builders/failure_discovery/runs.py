@@ -26,8 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from vlmrobust.core.bounded import MIB, read_bytes_bounded
 from vlmrobust.core.errors import SourceError
+from vlmrobust.core.files.bounded import MIB, read_bytes_bounded
 
 RUN_RECORD = "discover_run.json"
 RUN_SCHEMA = "vlmrobust.discover.run/1"
@@ -140,7 +140,7 @@ def _lookup(obj: Any, path: Sequence[str]) -> tuple[bool, Any]:
 def read_run(path: Path, root: Path) -> RunInfo:
     """The kept settings of one run record; one SourceError naming the file and
     field on anything malformed."""
-    from vlmrobust.core.bounded import parse_json_bounded
+    from vlmrobust.core.files.bounded import parse_json_bounded
 
     data = read_bytes_bounded(path, MAX_RUN_BYTES, "run record", SourceError)
     obj = parse_json_bounded(data, str(path), SourceError)

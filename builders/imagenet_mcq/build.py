@@ -94,8 +94,8 @@ def wordnet_similarity(space: tuple[int, ...]) -> LabelSpaceSimilarity:
 
 
 def load_embedder(spec: McqSpec, device: str | None) -> Embedder:
-    """Any image encoder (vlmrobust.models.image_encoders): hf:, timm: or an adapter."""
-    from vlmrobust.models.image_encoders import load_image_encoder
+    """Any image encoder (vlmrobust.models.encoders.image_encoders): hf:, timm: or an adapter."""
+    from vlmrobust.models.encoders.image_encoders import load_image_encoder
 
     encoder: Embedder = load_image_encoder(spec.visual.encoder, device=device)
     return encoder

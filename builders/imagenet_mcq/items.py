@@ -11,8 +11,8 @@ from pathlib import Path
 
 from vlmrobust.builders.image_files import MAX_IMAGE_BYTES
 from vlmrobust.builders.imagenet_mcq.seeding import derive_seed
-from vlmrobust.core.bounded import read_bytes_bounded
 from vlmrobust.core.errors import SourceError
+from vlmrobust.core.files.bounded import read_bytes_bounded
 
 KEEP_FORMATS = ("JPEG", "PNG")
 

@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from vlmrobust.core.atomic import write_bytes_atomic
 from vlmrobust.core.errors import VlmrobustError
+from vlmrobust.core.files.atomic import write_bytes_atomic
 
 
 def l2_normalise(x: np.ndarray) -> np.ndarray:

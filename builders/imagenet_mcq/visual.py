@@ -15,7 +15,7 @@ Prototypes (spec ``visual.prototypes``):
   embeddings of a user-given image set, ``visual.prototype_images`` = a folder of
   ``<wnid>/`` class folders such as a per-class subset of ImageNet train (up to
   ``visual.per_class`` images each, first in file-name order), embedded by any
-  image encoder (vlmrobust.models.image_encoders: transformers DINOv2 / DINOv3,
+  image encoder (vlmrobust.models.encoders.image_encoders: transformers DINOv2 / DINOv3,
   timm backbones, open_clip image towers, classifiers). Embeddings are cached.
 """
 

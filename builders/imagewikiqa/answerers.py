@@ -1,6 +1,6 @@
 """Answerers for the filter: given questions and (optionally) the class name,
 pick an option. The offline one is the MiniLM text-similarity guesser of
-``vlmrobust.models.minilm``; the LLM one (generate_llm.LLMAnswerer) asks the
+``vlmrobust.models.encoders.minilm``; the LLM one (generate_llm.LLMAnswerer) asks the
 same chat backend as the generator."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Protocol
 import numpy as np
 
 from vlmrobust.builders.imagewikiqa.question import Candidate
-from vlmrobust.models.minilm import (
+from vlmrobust.models.encoders.minilm import (
     BLANK,
     TextEmbedder,
     cloze_stem,
@@ -19,7 +19,7 @@ from vlmrobust.models.minilm import (
     load_minilm,
     with_subject,
 )
-from vlmrobust.models.minilm import MiniLMGuesser as _MiniLMTextGuesser
+from vlmrobust.models.encoders.minilm import MiniLMGuesser as _MiniLMTextGuesser
 
 __all__ = ["BLANK", "Answerer", "MiniLMGuesser", "TextEmbedder", "cloze_stem",
            "cosine_choice", "load_minilm", "with_subject"]

@@ -36,24 +36,24 @@ from vlmrobust.builders.imagewikiqa.images import (
     largest_text_share,
     pick_questions,
 )
-from vlmrobust.builders.imagewikiqa.knowledge import (
+from vlmrobust.builders.imagewikiqa.qtypes import is_naming
+from vlmrobust.builders.imagewikiqa.question import N_CHOICES, Candidate, normalise_text
+from vlmrobust.builders.imagewikiqa.rebalance import balanced_positions, place_answer
+from vlmrobust.builders.imagewikiqa.seeds import rng_for
+from vlmrobust.builders.imagewikiqa.sources.knowledge import (
     ClassKnowledge,
     knowledge_fingerprints,
     load_knowledge,
     split_sentences,
 )
-from vlmrobust.builders.imagewikiqa.qtypes import is_naming
-from vlmrobust.builders.imagewikiqa.question import N_CHOICES, Candidate, normalise_text
-from vlmrobust.builders.imagewikiqa.rebalance import balanced_positions, place_answer
-from vlmrobust.builders.imagewikiqa.seeds import rng_for
-from vlmrobust.builders.imagewikiqa.spec import ImageWikiQASpec, parse_spec
-from vlmrobust.builders.imagewikiqa.wikipedia import (
+from vlmrobust.builders.imagewikiqa.sources.wikipedia import (
     Article,
     WikipediaSource,
     articles_fingerprint,
 )
-from vlmrobust.core.atomic import write_text_atomic
+from vlmrobust.builders.imagewikiqa.spec import ImageWikiQASpec, parse_spec
 from vlmrobust.core.errors import SpecError, VlmrobustError
+from vlmrobust.core.files.atomic import write_text_atomic
 from vlmrobust.core.fingerprint import file_sha256
 from vlmrobust.core.writer import BuildInfo, mcq_features, write_dataset
 
@@ -133,7 +133,7 @@ def _progress(items: Sequence[Any], options: BuildOptions, desc: str) -> Any:
 
 
 def _llm_client(spec: ImageWikiQASpec) -> Any:
-    from vlmrobust.builders.imagewikiqa.llm_client import ChatClient
+    from vlmrobust.builders.imagewikiqa.generate.llm_client import ChatClient
 
     base_url, model = spec.llm.resolved_base_url(), spec.llm.resolved_model()
     if not base_url or not model:
@@ -181,7 +181,7 @@ def generate(spec: ImageWikiQASpec, classes: Sequence[ClassKnowledge],
     out: dict[str, list[Candidate]] = {}
     usable = [k for k in classes if k.wnid not in failures]
     if spec.generator == "offline":
-        from vlmrobust.builders.imagewikiqa.generate_offline import OfflineGenerator
+        from vlmrobust.builders.imagewikiqa.generate.offline import OfflineGenerator
 
         gen = OfflineGenerator(tuple(knowledge), seed=spec.seed)
         for k in _progress(usable, options, "imagewikiqa: questions"):
@@ -192,7 +192,7 @@ def generate(spec: ImageWikiQASpec, classes: Sequence[ClassKnowledge],
                                         wikipedia=tuple(split_sentences(articles[k.wnid])))
             out[k.wnid] = _stamp(gen.generate(k), found.get(k.wnid))
         return out, found
-    from vlmrobust.builders.imagewikiqa.generate_llm import LLMGenerator
+    from vlmrobust.builders.imagewikiqa.generate.llm import LLMGenerator
 
     client = _llm_client(spec)
     llm = LLMGenerator(client, questions_per_class=spec.questions_per_class, prompt=spec.prompt)
@@ -258,7 +258,7 @@ def _images_fingerprint(assignments: Sequence[Assignment]) -> str:
 
 def _answerer(spec: ImageWikiQASpec, embed: TextEmbedder, options: BuildOptions) -> Answerer:
     if spec.answerer == "llm":
-        from vlmrobust.builders.imagewikiqa.generate_llm import LLMAnswerer
+        from vlmrobust.builders.imagewikiqa.generate.llm import LLMAnswerer
 
         return LLMAnswerer(_llm_client(spec), cache_path=_cache_dir(options.out) / "answers.jsonl",
                            progress=options.progress)

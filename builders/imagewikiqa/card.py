@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from vlmrobust.builders.card_meta import common_sections
 from vlmrobust.builders.imagewikiqa.blind import CHANCE, BlindRate
 from vlmrobust.builders.imagewikiqa.filter import FilterResult, stage_counts
-from vlmrobust.builders.imagewikiqa.generate_llm import MAX_ARTICLE_CHARS
+from vlmrobust.builders.imagewikiqa.generate.llm import MAX_ARTICLE_CHARS
 from vlmrobust.builders.imagewikiqa.qtypes import NAMING_TYPES
 from vlmrobust.builders.imagewikiqa.spec import (
     RELEASE_TEXT_SHARE,

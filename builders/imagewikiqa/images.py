@@ -14,8 +14,8 @@ from pathlib import Path
 from vlmrobust.builders.image_files import MAX_IMAGE_BYTES
 from vlmrobust.builders.imagewikiqa.question import Candidate
 from vlmrobust.builders.imagewikiqa.seeds import rng_for
-from vlmrobust.core.bounded import read_bytes_bounded
 from vlmrobust.core.errors import SourceError
+from vlmrobust.core.files.bounded import read_bytes_bounded
 
 
 @dataclass(frozen=True)

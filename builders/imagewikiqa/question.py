@@ -6,7 +6,9 @@ import hashlib
 import re
 from dataclasses import dataclass
 
-from vlmrobust.models.minilm import BLANK as BLANK  # the gap of a cloze question; re-exported
+from vlmrobust.models.encoders.minilm import (
+    BLANK as BLANK,  # the gap of a cloze question; re-exported
+)
 
 N_CHOICES = 4
 SUBJECT = "this object"

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from vlmrobust.builders.imagewikiqa.question import BLANK
-from vlmrobust.builders.imagewikiqa.sentences import ObjectSentence
+from vlmrobust.builders.imagewikiqa.sources.sentences import ObjectSentence
 from vlmrobust.builders.imagewikiqa.vocab import SLOT_TYPES, SlotType
 
 STOP = frozenset(["a", "an", "the", "of", "to", "for", "and", "or", "in", "on", "with", "by", "as", "at", "from", "its", "it", "is", "are", "be"])

@@ -5,7 +5,7 @@ ImageNet val (ID, clean labels) + each OOD set in its published layout
 Configs: ``imagenet-val`` holds the ID rows once; every OOD set is its own
 config holding only its OOD rows, so the 50,000 ID images are stored and
 predicted once, not once per OOD set. Scoring pairs every OOD set with all
-scored ID rows (evaluation/ood_score.py). Every config indexes the same label
+scored ID rows (evaluation/scoring/ood.py). Every config indexes the same label
 space, ImageNet-1k (label_spaces/<config>.json).
 
 Rows: ``id`` (``<config>/<key>``), ``image`` (the published file's bytes,

@@ -8,7 +8,7 @@ has decoded them), ``captions`` (every caption of the image in the split
 file's order, white space normalised), ``source``, ``source_file`` (the image's
 file name in its release) and ``source_id``. The gallery of a config is all
 its images and all their captions; Recall@K is scored from per-row image and
-caption embeddings (vlmrobust.evaluation.retrieval_scores)."""
+caption embeddings (vlmrobust.evaluation.scoring.retrieval)."""
 
 from __future__ import annotations
 

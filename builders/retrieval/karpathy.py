@@ -34,8 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from vlmrobust.core.bounded import parse_json_bounded, read_bytes_bounded
 from vlmrobust.core.errors import SourceError
+from vlmrobust.core.files.bounded import parse_json_bounded, read_bytes_bounded
 
 
 @dataclass(frozen=True)

@@ -17,8 +17,8 @@ from typing import Any
 from vlmrobust.builders import card_meta
 from vlmrobust.builders.families import BuildOptions
 from vlmrobust.builders.retrieval.card import deviations
-from vlmrobust.core.bounded import MAX_META_BYTES, read_yaml_bounded
 from vlmrobust.core.errors import SourceError
+from vlmrobust.core.files.bounded import MAX_META_BYTES, read_yaml_bounded
 
 CAPTIONS_YAML = Path(__file__).resolve().parents[1] / "sample" / "data" / "captions.yaml"
 CONFIG = "sample-photo"

@@ -10,8 +10,8 @@ from dataclasses import dataclass, fields
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from vlmrobust.core.bounded import MAX_META_BYTES, read_yaml_bounded
 from vlmrobust.core.errors import SourceError
+from vlmrobust.core.files.bounded import MAX_META_BYTES, read_yaml_bounded
 
 PHOTOS_YAML = Path(__file__).resolve().parent / "data" / "photos.yaml"
 #: Short source names used in sample keys ("photo-skimage-chelsea").

@@ -16,10 +16,10 @@ from PIL import Image
 from tqdm import tqdm
 
 from vlmrobust.builders.sample import COLUMNS
-from vlmrobust.core.atomic import write_bytes_atomic, write_text_atomic
 from vlmrobust.core.classes import load_imagenet_classes
+from vlmrobust.core.files.atomic import write_bytes_atomic, write_text_atomic
+from vlmrobust.core.files.swap import recover, swap_in
 from vlmrobust.core.fingerprint import file_sha256
-from vlmrobust.core.swap import recover, swap_in
 
 #: Bump when rendering changes, so that staged files of older runs are redone.
 RENDER_VERSION = "1"
@@ -93,6 +93,6 @@ def install(staging: Path, out: Path, table: str) -> None:
         stamp.unlink()
     images = out / "images"
     recover(images)  # a killed earlier install: the previous images go back first
-    swap_in(new_images, images)  # one exchange; see vlmrobust.core.swap
+    swap_in(new_images, images)  # one exchange; see vlmrobust.core.files.swap
     write_text_atomic(out / "sample.csv", table)
     shutil.rmtree(staging, ignore_errors=True)

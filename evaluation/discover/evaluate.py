@@ -6,7 +6,7 @@
 - FDR over the valid questions;
 - SD, the Vendi score (cosine kernel) of the MiniLM embeddings of the valid
   questions; LD, the first-two-word prefix entropy of the valid questions
-  normalised by ln n (:func:`vlmrobust.metrics.discovery.prefix_entropy`);
+  normalised by ln n (:func:`vlmrobust.metrics.discovery.scores.prefix_entropy`);
 - #Skills (skills on more than ``min_skill_questions`` valid questions);
 - SC, skill coverage (seed 004 §4.1): the mean number of distinct skills of a
   valid question, over the valid questions that carry a skill (seed 004 tags
@@ -34,7 +34,7 @@ import numpy as np
 
 from vlmrobust.core.discover_records import DiscoveryRecord
 from vlmrobust.core.errors import VlmrobustError
-from vlmrobust.metrics.discovery import (
+from vlmrobust.metrics.discovery.scores import (
     fdr,
     fdr_by_group,
     fdr_curve,

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from vlmrobust.core.bounded import MIB, image_decode_errors, read_bytes_bounded
 from vlmrobust.core.errors import VlmrobustError
+from vlmrobust.core.files.bounded import MIB, image_decode_errors, read_bytes_bounded
 
 SUFFIXES = (".png", ".jpg", ".jpeg", ".webp")
 MAX_IMAGE_BYTES = 64 * MIB
@@ -62,8 +62,8 @@ PLANTED = "discover planted"
 def write_planted_images(out: Path, n: int, seed: int = 0) -> list[Path]:
     """n planted scenes (:mod:`.planted`) as PNG files ``planted-0000.png`` ...,
     written whole into ``out`` (absent, empty or an earlier planted folder:
-    vlmrobust.core.owned)."""
-    from vlmrobust.core.owned import check_owned_folder, owned_directory
+    vlmrobust.core.files.owned)."""
+    from vlmrobust.core.files.owned import check_owned_folder, owned_directory
     from vlmrobust.evaluation.discover.planted import draw, scene_for
 
     if not 1 <= n <= 100_000:

@@ -40,7 +40,7 @@ def local_questioner_id(folder: Path) -> str:
     folder's run record and journal are not the model: left out, since the
     record holds timestamps and the journal names this very id."""
     from vlmrobust.core.fingerprint import tree_fingerprint
-    from vlmrobust.core.public_names import public_name
+    from vlmrobust.core.text.public_names import public_name
     from vlmrobust.evaluation.discover.train import JOURNAL, RUN_RECORD
 
     files = [p for p in folder.iterdir() if p.is_file() and p.name not in (RUN_RECORD, JOURNAL)]

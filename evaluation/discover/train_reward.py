@@ -19,13 +19,13 @@ from typing import Any
 
 import numpy as np
 
-from vlmrobust.core.bounded import MIB
 from vlmrobust.core.discover_records import DiscoveryRecord, iter_records
 from vlmrobust.core.errors import VlmrobustError
+from vlmrobust.core.files.bounded import MIB
 from vlmrobust.evaluation.discover.images import ImageRef
 from vlmrobust.evaluation.discover.roles import Answerer, Verifier
 from vlmrobust.evaluation.discover.sample import judge_completions
-from vlmrobust.metrics.discovery_reward import DiscoveryReward
+from vlmrobust.metrics.discovery.reward import DiscoveryReward
 
 Embed = Callable[[Sequence[str]], np.ndarray]
 IMAGE_CACHE = 512
@@ -125,7 +125,7 @@ class RewardFunction:
 def truncate_journal(journal: Path, before_step: int) -> int:
     """Keep the journal's records of steps < ``before_step`` (a resumed run
     redoes the later ones); returns how many were kept. Rewritten atomically."""
-    from vlmrobust.core.atomic import atomic_file
+    from vlmrobust.core.files.atomic import atomic_file
 
     if not journal.is_file():
         return 0
@@ -137,7 +137,7 @@ def truncate_journal(journal: Path, before_step: int) -> int:
 
 
 def save_banks(reward: DiscoveryReward, folder: Path) -> None:
-    from vlmrobust.core.atomic import atomic_file
+    from vlmrobust.core.files.atomic import atomic_file
 
     with atomic_file(folder / "discover_banks.npz", "wb") as fh:
         state: dict[str, Any] = dict(reward.state())

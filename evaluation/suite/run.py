@@ -27,12 +27,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from vlmrobust.core.atomic import write_text_atomic
-from vlmrobust.core.bounded import MAX_SCORES_BYTES, read_json_bounded
 from vlmrobust.core.errors import UnsupportedReaderError, VlmrobustError
+from vlmrobust.core.files.atomic import write_text_atomic
+from vlmrobust.core.files.bounded import MAX_SCORES_BYTES, read_json_bounded
 from vlmrobust.core.fingerprint import file_sha256
-from vlmrobust.evaluation.distributed import init_distributed
-from vlmrobust.evaluation.score_common import DEFAULT_SEED
+from vlmrobust.evaluation.predict.distributed import init_distributed
+from vlmrobust.evaluation.scoring.common import DEFAULT_SEED
 from vlmrobust.evaluation.suite.plan import Plan, PlanEntry
 from vlmrobust.evaluation.suite.results import (
     RESULTS_NAME,
@@ -95,7 +95,7 @@ def default_model_id(model: str) -> str:
     >>> default_model_id("vlm:/models/my tiny vlm/")
     'my-tiny-vlm'
     """
-    from vlmrobust.core.public_names import looks_like_path
+    from vlmrobust.core.text.public_names import looks_like_path
 
     target = model.partition(":")[2] or model
     if looks_like_path(target):
@@ -108,9 +108,9 @@ def default_model_id(model: str) -> str:
 def _check_kept(pred: Path, plan: Plan, e: PlanEntry, limit: int | None) -> dict[str, Any]:
     """The metadata of finished predictions a rerun keeps, refused in one line when
     they are of another model, build, config list, limit or reader."""
-    from vlmrobust.core.public_names import public_name
-    from vlmrobust.evaluation.predict import is_local_path
-    from vlmrobust.evaluation.predictions_meta import read_prediction_meta
+    from vlmrobust.core.text.public_names import public_name
+    from vlmrobust.evaluation.predict.dataset import is_local_path
+    from vlmrobust.evaluation.predictions.meta import read_prediction_meta
 
     meta = read_prediction_meta(pred)
     public, paths = public_name(plan.model, None, is_local_path)
@@ -146,7 +146,7 @@ def _read_options(plan: Plan, e: PlanEntry, opts: EvalOptions) -> ReadOptions | 
 
 
 def _predict(plan: Plan, e: PlanEntry, opts: EvalOptions) -> tuple[Path, float | None]:
-    from vlmrobust.evaluation.predict import predict_dataset
+    from vlmrobust.evaluation.predict.dataset import predict_dataset
 
     assert e.path is not None  # a runnable entry was found on disk
     pred = opts.predictions / e.name / "predictions.parquet"
@@ -195,7 +195,7 @@ def _score(plan: Plan, e: PlanEntry, pred: Path, opts: EvalOptions) -> dict[str,
             return found
         merged = add_submission(root, opts.model_id, e.path, pred, meta=dict(opts.extra_meta))
         return dict(merged["datasets"][e.name])
-    from vlmrobust.evaluation.score import score
+    from vlmrobust.evaluation.scoring.dataset import score
 
     target = opts.out / SCORES_DIR / f"{e.name}.json"
     found = _section(target, e.name, sha)

@@ -225,7 +225,7 @@ def _check_mode(mode: str, family: str, at: str) -> None:
 def load_suite(name_or_path: str) -> Suite:
     """The suite ``name_or_path`` names (benchmarks/suites/<name>.yaml or a YAML
     path), validated."""
-    from vlmrobust.core.bounded import read_yaml_bounded
+    from vlmrobust.core.files.bounded import read_yaml_bounded
 
     path = resolve_suite(name_or_path)
     where = str(path)

@@ -1,5 +1,5 @@
 """Text answers of a 50,000-row classification submission matched against the
-1,000-class ImageNet label space (vlmrobust.core.class_matcher.ClassMatcher: names
+1,000-class ImageNet label space (vlmrobust.core.text.class_matcher.ClassMatcher: names
 and synonyms indexed once per label space), and against 100 candidates per row
 (a K = 100 config). Prints rows per second; checks a sample against the
 unindexed matcher.
@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from tests.test_validate_classification import MATCHER, _reference
+from tests.evaluation.validate.test_validate_classification import MATCHER, _reference
 
 N_ROWS = 50_000
 

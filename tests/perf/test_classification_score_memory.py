@@ -1,4 +1,4 @@
-"""The classification scorer (evaluation/score_classification.py, issue 23) on
+"""The classification scorer (evaluation/scoring/classification.py, issue 23) on
 12,500 / 25,000 / 50,000 rows × 1,000 classes: peak RSS and time per row.
 
 Each size runs in a fresh child process, in two modes:
@@ -36,7 +36,7 @@ CHILD = textwrap.dedent("""
     ids = np.array([f"r{i:06d}" for i in range(n)], dtype=object)
     half = n // 2
     if mode == "core":
-        from vlmrobust.evaluation.score_classification import ConfigData, classification_scores
+        from vlmrobust.evaluation.scoring.classification import ConfigData, classification_scores
         configs = [ConfigData(name, ids[s], y[s], y[s], z[s].argmax(1), z[s], c, None, name)
                    for name, s in (("imagenet-val", slice(0, half)), ("imagenet-r", slice(half, n)))]
         input_mb = peak_rss_mb()
@@ -44,7 +44,7 @@ CHILD = textwrap.dedent("""
         scores, block = classification_scores(configs, seed=0)
     else:
         import pyarrow as pa
-        from vlmrobust.evaluation.score import score_tables
+        from vlmrobust.evaluation.scoring.dataset import score_tables
         variant = ["imagenet-val"] * half + ["imagenet-r"] * (n - half)
         table = pa.table({"id": ids.tolist(), "n_options": [c] * n, "answer": y, "variant": variant,
                           "config": variant})

@@ -16,8 +16,8 @@ import skimage.data
 import torch
 from PIL import Image
 
-from vlmrobust.models import classifier as clf
 from vlmrobust.models import load_adapter
+from vlmrobust.models.classifiers import adapter as clf
 
 DEFAULT_THREADS = torch.get_num_threads()
 

@@ -1,6 +1,6 @@
 """The planted-blind-spot study at length (issue 25, Done-when), with figures.
 
-Same world as tests/test_discover_planted.py (planted scenes, rule answerer and
+Same world as tests/evaluation/discover/test_planted.py (planted scenes, rule answerer and
 verifier, tiny text-only questioner, TRL GRPO, Eq. 5 with real MiniLM).
 
 1. One blind spot (counting), 1,024 images: reward, FDR and the counting share
@@ -45,7 +45,7 @@ from vlmrobust.evaluation.discover.planted import question_type
 from vlmrobust.evaluation.discover.roles import make_answerer, make_verifier
 from vlmrobust.evaluation.discover.tiny import make_tiny_questioner
 from vlmrobust.evaluation.discover.train import TrainConfig, run_train
-from vlmrobust.metrics.discovery_reward import RewardConfig
+from vlmrobust.metrics.discovery.reward import RewardConfig
 
 pytest.importorskip("trl")
 SEEDS = (0, 1, 2, 3, 4)
@@ -61,7 +61,7 @@ MEASURED_WITH = {"loss_type": "dapo", "beta": 0.0, "threads": 2}
 
 def _run(q: Path, images: Path, out: Path, blind: str, steps: int, lr: float, seed: int,
          use_ifreq: bool) -> dict[str, Any]:
-    from vlmrobust.models.minilm import TextEmbedder, load_minilm
+    from vlmrobust.models.encoders.minilm import TextEmbedder, load_minilm
 
     cfg = TrainConfig(steps=steps, images_per_step=4, group_size=8, learning_rate=lr,
                       lr_scheduler="constant", max_completion_length=30, save_steps=10**6,

@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from vlmrobust.metrics.discovery import fdr, prefix_entropy, qvr, vendi_score
-from vlmrobust.metrics.discovery_reward import DiscoveryReward
+from vlmrobust.metrics.discovery.reward import DiscoveryReward
+from vlmrobust.metrics.discovery.scores import fdr, prefix_entropy, qvr, vendi_score
 
 D = 384
 N_IMAGES = 1000

@@ -23,8 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from tests.endpoint_fixtures import FakeServer, completion, transformers_serve
-from tests.vlm_fixtures import make_llava
+from tests.fixtures.endpoint import FakeServer, completion, transformers_serve
+from tests.fixtures.vlm import make_llava
 from vlmrobust.models.backends.base import GenerationConfig, Prompt
 from vlmrobust.models.backends.endpoint import EndpointBackend, EndpointOptions
 

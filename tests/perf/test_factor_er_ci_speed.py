@@ -1,7 +1,7 @@
 """Factor-level ER intervals at seed 001's sizes: 100 models (40 of them on the
 reference line) on all 46,110 annotated ImageNet val images, seed 001's 10
 factors with ImageNet-X's own top-factor counts, 1,000 joint resamples of
-images and reference models (leaderboard/factor_er_ci.py). It runs on every
+images and reference models (leaderboard/fits/factor_intervals.py). It runs on every
 leaderboard build, once per source config. With seed 001's Huber lines (the
 default holistic_fit) each resample's line is an IRLS fit: 2.8 s on this
 machine with 2 shared cores (least squares: 1.0 s); only the resamples still
@@ -17,10 +17,10 @@ from typing import Any
 
 import numpy as np
 
-from vlmrobust.leaderboard.baselines import BaselineSpec
-from vlmrobust.leaderboard.factor_er_ci import factor_er_intervals
-from vlmrobust.metrics.factor_er import factor_effective_robustness
-from vlmrobust.metrics.factors import NAMED_FACTORS
+from vlmrobust.leaderboard.fits.factor_intervals import factor_er_intervals
+from vlmrobust.leaderboard.trust.baselines import BaselineSpec
+from vlmrobust.metrics.lines.factor_er import factor_effective_robustness
+from vlmrobust.metrics.lines.factors import NAMED_FACTORS
 
 # images per top factor over ImageNet val, prototypes removed (README, ImageNet-X)
 N_FACTOR = {"pose": 15064, "background": 14751, "color": 6150, "pattern": 5972, "smaller": 1450,

@@ -20,8 +20,8 @@ from vlmrobust.core.imagenet_x import load, packaged_annotations
 
 
 def test_factor_block_over_imagenet_val(benchmark: Any) -> None:
-    from vlmrobust.evaluation.dataset_index import DatasetIndex
-    from vlmrobust.evaluation.factor_scores import factor_block
+    from vlmrobust.evaluation.scoring.factors import factor_block
+    from vlmrobust.evaluation.validate.dataset_index import DatasetIndex
 
     path = packaged_annotations("top")
     if path is None:
@@ -52,7 +52,7 @@ def test_factor_block_over_imagenet_val(benchmark: Any) -> None:
 
 def test_shape_bias_block_over_1280_stimuli(benchmark: Any) -> None:
     from vlmrobust.builders.cue_conflict.categories import CATEGORIES
-    from vlmrobust.evaluation.shape_bias_scores import shape_bias_config
+    from vlmrobust.evaluation.scoring.shape_bias import shape_bias_config
 
     rng = np.random.default_rng(0)
     shape = np.repeat(np.arange(16), 80)

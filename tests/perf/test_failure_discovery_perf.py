@@ -54,7 +54,7 @@ def _source(root: Path) -> Path:
 
 def test_build_and_page_at_seed_scale(benchmark: Any, tmp_path: Path) -> None:
     from vlmrobust.cli.main import main
-    from vlmrobust.leaderboard.failure_modes import failure_modes
+    from vlmrobust.leaderboard.pages.failure_modes import failure_modes
 
     src = _source(tmp_path / "src")
     times: dict[str, float] = {}

@@ -39,8 +39,8 @@ LIMIT_MB = 500
 
 
 def _inputs(tmp: Path, capsys: Any) -> tuple[Path, dict[str, tuple[Path, list[str]]]]:
-    from tests.score_fixtures import write_mcq
-    from tests.test_harness_lmms_eval import CONFIGS, _export, _log, _losses
+    from tests.evaluation.harness.test_lmms_eval import CONFIGS, _export, _log, _losses
+    from tests.fixtures.score import write_mcq
 
     ds = write_mcq(tmp / "ds", n=6, k=4)
     tsv, jsonl = tmp / "M_vr-mcq.tsv", tmp / "M_vr-mcq.jsonl"

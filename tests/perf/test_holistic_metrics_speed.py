@@ -27,8 +27,8 @@ PEAK = textwrap.dedent("""
 OOD = PEAK + textwrap.dedent("""
     import json, time
     import numpy as np
-    from vlmrobust.metrics.ood import auroc, class_mean_auroc, fpr_at_tpr, ood_bootstrap_ci
-    from vlmrobust.metrics.ood_scores import msp
+    from vlmrobust.metrics.holistic.ood import auroc, class_mean_auroc, fpr_at_tpr, ood_bootstrap_ci
+    from vlmrobust.metrics.holistic.ood_scores import msp
     rng = np.random.default_rng(0)
     t0 = time.perf_counter()
     x = msp(rng.normal(size=(50_000, 100)) * 3)  # ID scores from 100-way logits
@@ -46,7 +46,7 @@ OOD = PEAK + textwrap.dedent("""
 RETRIEVAL = PEAK + textwrap.dedent("""
     import json, time
     import numpy as np
-    from vlmrobust.metrics.retrieval import recall_at_k, retrieval_ranks
+    from vlmrobust.metrics.holistic.retrieval import recall_at_k, retrieval_ranks
     rng = np.random.default_rng(0)
     img = rng.normal(size=(5_000, 512)).astype(np.float32)
     ti = np.repeat(np.arange(5_000), 5)

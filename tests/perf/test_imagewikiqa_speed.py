@@ -11,14 +11,14 @@ from typing import Any
 
 import pytest
 
-from vlmrobust.builders.imagewikiqa.knowledge import load_knowledge
+from vlmrobust.builders.imagewikiqa.sources.knowledge import load_knowledge
 
 CLASSES = list(range(0, 1000, 50))  # 20 classes over the whole label space
 
 
 @pytest.fixture(scope="module")
 def generator() -> Any:
-    from vlmrobust.builders.imagewikiqa.generate_offline import OfflineGenerator
+    from vlmrobust.builders.imagewikiqa.generate.offline import OfflineGenerator
 
     gen = OfflineGenerator(load_knowledge(), seed=0)
     gen.generate(load_knowledge()[0])  # builds the shared fact tables once

@@ -36,15 +36,15 @@ import pyarrow.parquet as pq
 import pytest
 from PIL import Image
 
-from tests.score_fixtures import dataset_rows, mcq_features, png, write_meta
+from tests.fixtures.score import dataset_rows, mcq_features, png, write_meta
 from vlmrobust.core.writer import BuildInfo, write_dataset
-from vlmrobust.evaluation.predictions_meta import PARQUET_META_KEY
+from vlmrobust.evaluation.predictions.meta import PARQUET_META_KEY
 
 N_ROWS = 2_000  # dataset rows: a predictions file may hold 4,000
 CHILD = textwrap.dedent("""
     import json, resource, sys, time
     from vlmrobust.core.errors import VlmrobustError
-    from vlmrobust.evaluation.validate import validate
+    from vlmrobust.evaluation.validate.check import validate
     t0 = time.perf_counter()
     try:
         validate(sys.argv[1], sys.argv[2])
@@ -120,7 +120,7 @@ def test_validate_jsonl_at_the_byte_cap(rows: str, dataset: Path, tmp_path: Path
     """A JSONL of the largest size allowed: rows of thousands of one-character
     logits (refused at the first row: more logits than any question's options),
     or rows of five logits and a long ``text`` (read to the row cap, ~1x the file)."""
-    from vlmrobust.evaluation.dataset_index import BYTES_BASE, BYTES_PER_ROW, ROWS_FACTOR
+    from vlmrobust.evaluation.validate.dataset_index import BYTES_BASE, BYTES_PER_ROW, ROWS_FACTOR
 
     max_rows = ROWS_FACTOR * N_ROWS
     cap = BYTES_BASE + BYTES_PER_ROW * max_rows

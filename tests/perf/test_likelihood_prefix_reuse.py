@@ -46,7 +46,7 @@ def class_names(n: int) -> list[str]:
 
 @pytest.fixture(scope="module")
 def backend(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    from tests import vlm_fixtures
+    from tests.fixtures import vlm as vlm_fixtures
     from vlmrobust.models.backends.hf import load_hf
 
     folder = vlm_fixtures.make_qwen2vl(tmp_path_factory.mktemp("qwen") / "m")
@@ -112,7 +112,7 @@ def test_likelihood_gpu_bf16_vs_batched_forward(benchmark: Any, tmp_path: Path) 
     import skimage.data
     from PIL import Image
 
-    from tests import vlm_fixtures
+    from tests.fixtures import vlm as vlm_fixtures
     from vlmrobust.models.backends.base import Prompt
     from vlmrobust.models.backends.hf import answer_token_ids, load_hf
 

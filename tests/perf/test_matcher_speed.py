@@ -1,5 +1,5 @@
 """Scoring a text-only (generate) submission of Bench-C size: every one of
-81,504 rows goes through the answer matcher (vlmrobust.core.matcher) with the
+81,504 rows goes through the answer matcher (vlmrobust.core.text.matcher) with the
 WordNet synonyms of its ImageNet option classes, and the per-row results are
 built. Prints rows per second; the first pass includes the pattern caches'
 warm-up.
@@ -16,12 +16,12 @@ import numpy as np
 import pyarrow as pa
 
 from vlmrobust.core.classes import load_imagenet_classes
-from vlmrobust.core.matcher import class_synonyms, match_option
-from vlmrobust.evaluation.dataset_index import DatasetIndex
-from vlmrobust.evaluation.predictions_read import predictions_from_table
-from vlmrobust.evaluation.row_results import row_results
-from vlmrobust.evaluation.score import score_report
-from vlmrobust.evaluation.validate import validate_against
+from vlmrobust.core.text.matcher import class_synonyms, match_option
+from vlmrobust.evaluation.predictions.read import predictions_from_table
+from vlmrobust.evaluation.scoring.dataset import score_report
+from vlmrobust.evaluation.scoring.row_results import row_results
+from vlmrobust.evaluation.validate.check import validate_against
+from vlmrobust.evaluation.validate.dataset_index import DatasetIndex
 
 N_ROWS = 849 * 96
 K = 4

@@ -4,7 +4,7 @@ NINCO's 64 classes) with logits over the 1,000 ImageNet classes, in bounded
 memory; time and peak RSS printed.
 
 A first child writes the dataset (tiny images) and the predictions parquet
-(100,000 × 1,000 float32); a second child runs :func:`vlmrobust.evaluation.score.score`
+(100,000 × 1,000 float32); a second child runs :func:`vlmrobust.evaluation.scoring.dataset.score`
 (validation, alignment, the four OOD scores a block of rows at a time, AUROC /
 FPR@95 / class-mean AUROC with 1,000-replicate bootstrap CIs, the per-row
 results) and reports its own peak RSS (VmHWM). The logits themselves are 400 MB
@@ -34,7 +34,7 @@ SETUP = textwrap.dedent("""
     from vlmrobust.core.kinds import OOD
     from vlmrobust.core.label_space import ClassEntry, LabelSpace
     from vlmrobust.core.writer import BuildInfo, write_dataset
-    from vlmrobust.evaluation.predictions_io import write_predictions_file
+    from vlmrobust.evaluation.predictions.write import write_predictions_file
 
     out, n = Path(sys.argv[1]), int(sys.argv[2])
     buf = io.BytesIO(); Image.new("RGB", (4, 4), (9, 9, 9)).save(buf, format="PNG")
@@ -80,7 +80,7 @@ SCORE = textwrap.dedent("""
 
     from tests.perf.child import peak_rss_mb
 
-    from vlmrobust.evaluation.score import score
+    from vlmrobust.evaluation.scoring.dataset import score
     out = Path(sys.argv[1])
     base = peak_rss_mb()
     t0 = time.perf_counter()

@@ -17,14 +17,14 @@ import numpy as np
 import pyarrow as pa
 
 from tests.perf.test_score_speed import MANIFEST, N_ROWS, _dataset_columns
-from vlmrobust.evaluation.bench_c_stats import Pairing, pairing_for
-from vlmrobust.evaluation.dataset_index import DatasetIndex
+from vlmrobust.evaluation.scoring.bench_c_stats import Pairing, pairing_for
+from vlmrobust.evaluation.validate.dataset_index import DatasetIndex
 from vlmrobust.leaderboard.aggregate import aggregate
-from vlmrobust.leaderboard.baselines import BaselineSpec
-from vlmrobust.leaderboard.evidence import DatasetEvidence
+from vlmrobust.leaderboard.fits.pairwise import adjacent_tests
 from vlmrobust.leaderboard.load import load_submissions
-from vlmrobust.leaderboard.pairwise import adjacent_tests
 from vlmrobust.leaderboard.synthetic import synthetic_submission, write_submission
+from vlmrobust.leaderboard.trust.baselines import BaselineSpec
+from vlmrobust.leaderboard.trust.evidence import DatasetEvidence
 
 N_MODELS = 20
 

@@ -216,8 +216,8 @@ def _compare(benchmark: Any, tmp_path: Path, adapter: Any, ds: Path,
              atol: float) -> Callable[[int], None]:
     """Print (and record in ``benchmark.extra_info``) the ratios; return the
     predict run, for the benchmark itself to time once more."""
-    from vlmrobust.evaluation.predict import predict_dataset
-    from vlmrobust.models import classifier as clf
+    from vlmrobust.evaluation.predict.dataset import predict_dataset
+    from vlmrobust.models.classifiers import adapter as clf
 
     def run_predict(k: int) -> None:
         clf._LOGITS_CACHE.clear()
@@ -315,10 +315,10 @@ def test_default_threads_on_a_loaded_machine(benchmark: Any, tmp_path: Path) -> 
     beside it (on this 2-core machine: a machine as loaded as when other agents
     work)."""
     from vlmrobust.core.cpus import available_cpus, runnable_others
-    from vlmrobust.evaluation.predict import predict_dataset
-    from vlmrobust.evaluation.predictions_meta import read_prediction_meta
-    from vlmrobust.models import classifier as clf
+    from vlmrobust.evaluation.predict.dataset import predict_dataset
+    from vlmrobust.evaluation.predictions.meta import read_prediction_meta
     from vlmrobust.models import load_adapter
+    from vlmrobust.models.classifiers import adapter as clf
 
     adapter = load_adapter("classifier:efficientnet-lite0", device="cpu")
     ds = _dataset(tmp_path / "ds", LOADED_IMAGES)

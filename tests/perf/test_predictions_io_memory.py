@@ -42,10 +42,10 @@ CHILD = textwrap.dedent("""
 
     t0 = time.perf_counter()
     if phase == "write":
-        from vlmrobust.evaluation.predict import _merge
-        from vlmrobust.evaluation.predictions_io import (JournalWriter, journal_path,
+        from vlmrobust.evaluation.predict.dataset import _merge
+        from vlmrobust.evaluation.predictions.write import (JournalWriter, journal_path,
                                                          partial_dir, read_journal_rows)
-        from vlmrobust.evaluation.rows import PlannedRow
+        from vlmrobust.evaluation.predict.rows import PlannedRow
 
         pdir = partial_dir(out)
         pdir.mkdir(parents=True)
@@ -63,7 +63,7 @@ CHILD = textwrap.dedent("""
         stats = {"journal_s": t1 - t0, "merge_s": t2 - t1,
                  "journal_mb": journal_path(pdir, 0, 1).stat().st_size / 2**20}
     else:
-        from vlmrobust.evaluation.predictions_read import read_predictions
+        from vlmrobust.evaluation.predictions.read import read_predictions
 
         pf = read_predictions(out, max_logits=C)
         t1 = time.perf_counter()

@@ -29,8 +29,8 @@ CHILD = textwrap.dedent("""
 
     from tests.perf.child import peak_rss_mb
 
-    from vlmrobust.evaluation.retrieval_scores import retrieval_section
-    from vlmrobust.evaluation.retrieval_validate import validate_retrieval
+    from vlmrobust.evaluation.scoring.retrieval import retrieval_section
+    from vlmrobust.evaluation.validate.retrieval import validate_retrieval
     base = peak_rss_mb()
     t0 = time.perf_counter()
     report = validate_retrieval(Path(sys.argv[1]), Path(sys.argv[2]))
@@ -65,7 +65,7 @@ def _dataset(out: Path) -> None:
 
 
 def _predictions(ds: Path, out: Path) -> None:
-    from vlmrobust.evaluation.retrieval_predict import write_retrieval_predictions
+    from vlmrobust.evaluation.predict.retrieval import write_retrieval_predictions
 
     rng = np.random.default_rng(0)
     img = rng.normal(size=(N_IMAGES, DIM)).astype(np.float32)

@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from vlmrobust.evaluation.score import score, score_tables
+from vlmrobust.evaluation.scoring.dataset import score, score_tables
 
 N_QUESTIONS = 849
 N_CORRUPTIONS = 19
@@ -63,7 +63,7 @@ def bench_c_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A real dataset dir (vlmrobust.core.writer) whose images are one tiny PNG."""
     import datasets
 
-    from tests.score_fixtures import bench_c_features, png
+    from tests.fixtures.score import bench_c_features, png
     from vlmrobust.core.writer import BuildInfo, write_dataset
 
     cols = _dataset_columns()

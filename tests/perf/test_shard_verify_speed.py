@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tests.score_fixtures import bench_c_features
+from tests.fixtures.score import bench_c_features
 from vlmrobust.core.datadir import read_table, verify_shards
 from vlmrobust.core.writer import BuildInfo, write_dataset
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from vlmrobust.leaderboard.load import load_submissions
-from vlmrobust.leaderboard.publish import build_site
+from vlmrobust.leaderboard.site.publish import build_site
 from vlmrobust.leaderboard.synthetic import REAL_VARIANTS, write_synthetic_submissions
 
 N_MODELS = 400

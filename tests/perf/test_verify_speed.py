@@ -1,5 +1,5 @@
 """Benchmark: the leaderboard re-scores every submission from its predictions
-(leaderboard/verify.py). 20 models on a Bench-C table of 1,000 questions × 5
+(leaderboard/trust/verify.py). 20 models on a Bench-C table of 1,000 questions × 5
 copies (5,000 rows) and a 16-row ImageNet-MCQ."""
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 
 import vlmrobust
-from tests.score_fixtures import bench_c_features, bench_c_rows, dataset_rows, write_mcq
+from tests.fixtures.score import bench_c_features, bench_c_rows, dataset_rows, write_mcq
 from vlmrobust.core.writer import BuildInfo, write_dataset
 from vlmrobust.evaluation.submissions import add_submission
-from vlmrobust.leaderboard.verify import load_verified_submissions
+from vlmrobust.leaderboard.trust.verify import load_verified_submissions
 
 N_MODELS = 20
 N_QUESTIONS = 1000

@@ -42,7 +42,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     # a swap that a killed command left half done (a folder moved aside, not yet
     # replaced) is put right before anything else reads or writes
-    from vlmrobust.core.swap import recover_pending
+    from vlmrobust.core.files.swap import recover_pending
 
     recover_pending()
     try:

@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from vlmrobust.core.bounded import read_json_bounded
 from vlmrobust.core.errors import SourceError, VlmrobustError
+from vlmrobust.core.files.bounded import read_json_bounded
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
 CLASSES_TSV = DATA_DIR / "imagenet_classes.tsv"

@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from vlmrobust.core.bounded import MAX_MANIFEST_BYTES, parse_json_bounded, read_bytes_bounded
 from vlmrobust.core.errors import VlmrobustError
+from vlmrobust.core.files.bounded import MAX_MANIFEST_BYTES, parse_json_bounded, read_bytes_bounded
 from vlmrobust.core.writer import MANIFEST, READ_CHECKSUMS, SPLIT
 
 
@@ -65,7 +65,7 @@ def _refuse_special(path: Path) -> None:
     import os
     import stat
 
-    from vlmrobust.core.output_guard import kind_of
+    from vlmrobust.core.files.output_guard import kind_of
 
     try:
         mode = os.stat(path).st_mode

@@ -15,9 +15,9 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from vlmrobust.core.atomic import atomic_file
-from vlmrobust.core.bounded import MIB, open_bounded, parse_json_bounded
 from vlmrobust.core.errors import VlmrobustError
+from vlmrobust.core.files.atomic import atomic_file
+from vlmrobust.core.files.bounded import MIB, open_bounded, parse_json_bounded
 
 SCHEMA = "vlmrobust.discover.record/1"
 MAX_RECORDS_BYTES = 4096 * MIB

@@ -155,7 +155,7 @@ def recompute_fingerprints(dataset_dir: Path, manifest: Mapping[str, Any]) -> se
     the build (shard checksums in the manifest can be rewritten with them)."""
     import pyarrow.parquet as pq
 
-    from vlmrobust.core.bounded import read_bytes_bounded
+    from vlmrobust.core.files.bounded import read_bytes_bounded
     from vlmrobust.core.label_space import label_space_file
 
     prompt = manifest.get("question_prompt", manifest.get("prompt"))

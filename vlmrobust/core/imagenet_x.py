@@ -27,8 +27,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from vlmrobust.core.bounded import open_bounded, read_bytes_bounded
 from vlmrobust.core.errors import VlmrobustError
+from vlmrobust.core.files.bounded import open_bounded, read_bytes_bounded
 
 TOP_FILE = "annotations/imagenet_x_val_top_factor.jsonl"
 MULTI_FILE = "annotations/imagenet_x_val_multi_factor.jsonl"

@@ -31,8 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from vlmrobust.core.bounded import parse_json_bounded, read_bytes_bounded
 from vlmrobust.core.errors import VlmrobustError
+from vlmrobust.core.files.bounded import parse_json_bounded, read_bytes_bounded
 
 SCHEMA = 1
 LABEL_SPACE_DIR = "label_spaces"

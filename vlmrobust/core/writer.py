@@ -8,7 +8,7 @@ push as is::
 
 Rows are streamed into shards cut by bytes and written in bounded row groups,
 so a Bench-C build holds at most a couple of row groups of images in memory. The whole directory is assembled beside the target and swapped in at
-the end (vlmrobust.core.atomic.atomic_directory): a failed or killed build leaves
+the end (vlmrobust.core.files.atomic.atomic_directory): a failed or killed build leaves
 the previous output untouched.
 """
 
@@ -26,7 +26,8 @@ from typing import Any
 import yaml
 
 from vlmrobust import __version__
-from vlmrobust.core.atomic import atomic_directory, write_bytes_atomic, write_text_atomic
+from vlmrobust.core.files.atomic import atomic_directory, write_bytes_atomic, write_text_atomic
+from vlmrobust.core.files.output_guard import DATASET_ENTRIES, check_dataset_output, dataset_carry
 from vlmrobust.core.fingerprint import FINGERPRINT_VERSION, ContentHasher, file_sha256
 from vlmrobust.core.kinds import (
     CLASSIFICATION,
@@ -36,7 +37,6 @@ from vlmrobust.core.kinds import (
     check_kind,
 )
 from vlmrobust.core.label_space import LabelSpace, label_space_file, manifest_records
-from vlmrobust.core.output_guard import DATASET_ENTRIES, check_dataset_output, dataset_carry
 
 SPLIT = "test"
 MANIFEST = "manifest.json"
@@ -383,7 +383,7 @@ def write_dataset(
         for name, data in (extra_files or {}).items():
             if name not in DATASET_ENTRIES or name in (MANIFEST, "README.md", "data"):
                 raise ValueError(f"extra file {name!r} is not one a build may write "
-                                 f"(vlmrobust.core.output_guard.DATASET_ENTRIES)")
+                                 f"(vlmrobust.core.files.output_guard.DATASET_ENTRIES)")
             write_bytes_atomic(tmp / name, data)
         write_text_atomic(tmp / "README.md",
                           _card_yaml(list(configs), extra) + "\n" + card.strip() + "\n")

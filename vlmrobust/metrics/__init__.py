@@ -15,5 +15,5 @@ its memory banks).
 Seed 001's other axes (issue #24): :mod:`ood_scores` (MSP, MCM, max-logit,
 energy), :mod:`ood` (AUROC, FPR@95, class-mean AUROC, bootstrap CI),
 :mod:`shape_bias` (cue-conflict shape bias) and :mod:`retrieval` (Recall@K).
-κ itself lives in :mod:`vlmrobust.metrics.kappa` (Bench-C selection).
+κ itself lives in :mod:`vlmrobust.metrics.bench_c.kappa` (Bench-C selection).
 """

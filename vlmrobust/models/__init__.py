@@ -6,7 +6,7 @@ Names: ``classifier:efficientnet-lite0`` (lite1, lite2, ``classifier:timm:<arch>
 """
 
 from vlmrobust.models.base import ADAPTER_FAMILIES, Adapter, AdapterSpec, pad_rows
-from vlmrobust.models.embeddings import class_prototypes, embed_images
+from vlmrobust.models.encoders.embeddings import class_prototypes, embed_images
 from vlmrobust.models.registration import load_adapter, parse_adapter_name
 
 __all__ = [

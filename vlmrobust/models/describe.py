@@ -26,7 +26,7 @@ import numpy as np
 
 from vlmrobust.core.errors import VlmrobustError
 from vlmrobust.models.base import ADAPTER_FAMILIES, AdapterFamily, AdapterSpec
-from vlmrobust.models.classifier import ClassifierAdapter
+from vlmrobust.models.classifiers.adapter import ClassifierAdapter
 
 TEMPLATE = "a photo of a {}."
 TOP_K = 5
@@ -100,7 +100,7 @@ def _parse(name: str, target: str) -> AdapterSpec:
 
 def _load(spec: AdapterSpec, device: str | None, **opts: Any) -> RecogniseThenDescribe:
     from vlmrobust.core.classes import load_imagenet_classes
-    from vlmrobust.models.minilm import TextEmbedder, load_minilm
+    from vlmrobust.models.encoders.minilm import TextEmbedder, load_minilm
     from vlmrobust.models.registration import load_adapter
 
     classifier = load_adapter(f"classifier:{_split(spec.target)}", device=device)

@@ -7,7 +7,7 @@ and no chat template; it answers through its own API, ``model.query(image,
 question)["answer"]`` (and ``model.encode_image``). So it cannot be read by
 letter logits like the ``vlm`` family: the question and lettered options go in
 as text (``vlm.format_question``), and the project's answer matcher
-(vlmrobust.core.matcher) reads the option from the answer. ``option_logits``
+(vlmrobust.core.text.matcher) reads the option from the answer. ``option_logits``
 is then one-hot on that option (all zeros when the matcher finds none, so that
 option A is taken): enough for a selector, whose κ uses top-1 answers only,
 but not logits to compute calibration or RAS from.
@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from vlmrobust.core.errors import VlmrobustError
-from vlmrobust.core.matcher import match_option
+from vlmrobust.core.text.matcher import match_option
 from vlmrobust.models.base import ADAPTER_FAMILIES, AdapterFamily, AdapterSpec, pad_rows
 from vlmrobust.models.hub_access import require_target
 from vlmrobust.models.prompts import resolve_vlm_prompt

@@ -22,7 +22,7 @@ import numpy as np
 
 from vlmrobust.core.errors import VlmrobustError
 from vlmrobust.models.base import ADAPTER_FAMILIES, AdapterFamily, AdapterSpec, pad_rows
-from vlmrobust.models.classifier import ClassifierAdapter
+from vlmrobust.models.classifiers.adapter import ClassifierAdapter
 
 ANSWERERS = ("minilm",)
 # cosines of MiniLM sentence embeddings differ by ~0.05-0.3 between options;
@@ -84,7 +84,7 @@ def _parse(name: str, target: str) -> AdapterSpec:
 
 def _load(spec: AdapterSpec, device: str | None, **opts: Any) -> RecogniseThenAnswer:
     from vlmrobust.core.classes import load_imagenet_classes
-    from vlmrobust.models.minilm import MiniLMGuesser, TextEmbedder, load_minilm
+    from vlmrobust.models.encoders.minilm import MiniLMGuesser, TextEmbedder, load_minilm
     from vlmrobust.models.registration import load_adapter
 
     classifier_name, _ = _split(spec.target)

@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from vlmrobust.core.errors import VlmrobustError
-from vlmrobust.models import classifier, clip, describe, moondream, pipeline, readers, vlm  # noqa: F401
+from vlmrobust.models import describe, moondream, pipeline, readers, vlm  # noqa: F401
 from vlmrobust.models.backends import endpoint, endpoint_adapter, hf  # noqa: F401
 from vlmrobust.models.backends.base import BACKENDS
 from vlmrobust.models.base import ADAPTER_FAMILIES, Adapter, AdapterSpec

@@ -53,7 +53,7 @@ def set_torch_threads(threads: int) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from vlmrobust.core.cpus import available_cpus, default_threads
-    from vlmrobust.core.output_guard import check_dataset_output
+    from vlmrobust.core.files.output_guard import check_dataset_output
 
     path = resolve_spec(args.spec)
     raw = load_spec_yaml(path)

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from vlmrobust.core.errors import VlmrobustError
-from vlmrobust.core.output_guard import refuse_non_folder, resolve
+from vlmrobust.core.files.output_guard import refuse_non_folder, resolve
 
 
 @dataclass(frozen=True)
@@ -110,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
         raise VlmrobustError(str(exc)) from None
     out: Path = resolve(args.out, "--out")
     refuse_non_folder(out, "--out")
-    from vlmrobust.cli.commands.demo_ledger import Ledger, remove_own
+    from vlmrobust.cli.demo.ledger import Ledger, remove_own
 
     if args.fresh:
         remove_own(out)
@@ -144,7 +144,7 @@ def run(args: argparse.Namespace) -> int:
         ledger.save()
         _done(t0)
 
-    from vlmrobust.cli.commands import demo_discover
+    from vlmrobust.cli.demo import discover_stage as demo_discover
 
     discover = out / "discover"
     t0 = _stage(f"discover: {demo_discover.DemoDiscover.steps} GRPO steps of the tiny questioner "
@@ -196,8 +196,8 @@ def run(args: argparse.Namespace) -> int:
         ledger.save()
         _done(t0)
 
-    from vlmrobust.leaderboard.publish import build_site
-    from vlmrobust.leaderboard.reference_runs import record_reference_runs
+    from vlmrobust.leaderboard.site.publish import build_site
+    from vlmrobust.leaderboard.trust.reference_runs import record_reference_runs
 
     # The demo ran these models itself with the reference evaluator, so it records
     # them as a maintainer would (`vlmrobust leaderboard record-reference`): in a

@@ -135,7 +135,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "(entropy in nats)")
     e.set_defaults(func=run_evaluate)
 
-    from vlmrobust.cli.commands.discover_train import register_taxonomy, register_train
+    from vlmrobust.cli.discover.train import register_taxonomy, register_train
 
     register_train(cmd)
     register_taxonomy(cmd)
@@ -143,7 +143,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run_planted(args: argparse.Namespace) -> int:
     from vlmrobust.core.errors import printable
-    from vlmrobust.core.owned import check_owned_folder
+    from vlmrobust.core.files.owned import check_owned_folder
     from vlmrobust.evaluation.discover.images import PLANTED, write_planted_images
 
     check_numbers(args)
@@ -187,7 +187,7 @@ def make_roles(args: argparse.Namespace) -> tuple[Any, Any]:
 
 def run_sample(args: argparse.Namespace) -> int:
     from vlmrobust.core.errors import printable
-    from vlmrobust.core.output_guard import check_earlier_output, check_file_output
+    from vlmrobust.core.files.output_guard import check_earlier_output, check_file_output
     from vlmrobust.evaluation.discover.images import list_images
     from vlmrobust.evaluation.discover.questioner import make_questioner
     from vlmrobust.evaluation.discover.roles import model_folders
@@ -208,7 +208,7 @@ def run_sample(args: argparse.Namespace) -> int:
     run = Path(args.questioner) / "discover_run.json"
     step = 0
     if run.is_file():  # a `discover train` output: its records carry the trained step
-        from vlmrobust.core.bounded import MIB, read_json_bounded
+        from vlmrobust.core.files.bounded import MIB, read_json_bounded
 
         done = read_json_bounded(run, 64 * MIB, "run record").get("steps_done", 0)
         step = done if isinstance(done, int) and not isinstance(done, bool) and done >= 0 else 0
@@ -223,11 +223,11 @@ def run_sample(args: argparse.Namespace) -> int:
 
 
 def run_evaluate(args: argparse.Namespace) -> int:
-    from vlmrobust.core.atomic import write_text_atomic
-    from vlmrobust.core.bounded import MIB, read_bytes_bounded
     from vlmrobust.core.discover_records import read_many
     from vlmrobust.core.errors import printable
-    from vlmrobust.core.output_guard import check_earlier_output, check_file_output
+    from vlmrobust.core.files.atomic import write_text_atomic
+    from vlmrobust.core.files.bounded import MIB, read_bytes_bounded
+    from vlmrobust.core.files.output_guard import check_earlier_output, check_file_output
     from vlmrobust.evaluation.discover.evaluate import EvaluateConfig, evaluate_rows
 
     check_file_output(args.out, "--out", inputs=[*args.records, args.taxonomy])
@@ -242,7 +242,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
         taxonomy = [s.strip() for s in text.splitlines() if s.strip()]
     embed = None
     if not args.no_sd:
-        from vlmrobust.models.minilm import TextEmbedder, load_minilm
+        from vlmrobust.models.encoders.minilm import TextEmbedder, load_minilm
 
         embed = TextEmbedder(load_minilm(args_device(args)))
     result = evaluate_rows(records, cfg, embed, taxonomy)
@@ -274,8 +274,8 @@ def _is_records(path: Path) -> bool:
 
 def _is_metrics(path: Path) -> bool:
     """Whether ``path`` holds an earlier `discover evaluate` result."""
-    from vlmrobust.core.bounded import MIB, read_json_bounded
     from vlmrobust.core.errors import VlmrobustError
+    from vlmrobust.core.files.bounded import MIB, read_json_bounded
 
     try:
         data = read_json_bounded(path, 64 * MIB, "metrics file")

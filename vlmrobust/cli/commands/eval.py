@@ -59,7 +59,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from vlmrobust.core.errors import VlmrobustError
-    from vlmrobust.core.output_guard import refuse_non_folder, resolve
+    from vlmrobust.core.files.output_guard import refuse_non_folder, resolve
     from vlmrobust.evaluation.model_meta import validate_model_id
     from vlmrobust.evaluation.suite.plan import describe_plan, make_plan, stores
     from vlmrobust.evaluation.suite.results import results_table
@@ -95,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
         print(line)
     print(f"\nwrote {out / 'results.json'}")
     if results["submission"]:
-        from vlmrobust.leaderboard.report import write_report
+        from vlmrobust.leaderboard.pages.report import write_report
 
         datasets = [Path(e["path"]) for e in results["entries"] if e["status"] == "done"]
         report = write_report(out / "submissions", model_id, out, datasets)

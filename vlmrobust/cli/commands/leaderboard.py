@@ -62,7 +62,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run_build(args: argparse.Namespace) -> int:
-    from vlmrobust.leaderboard.publish import build_site
+    from vlmrobust.leaderboard.site.publish import build_site
 
     index = build_site(args.submissions, args.out, baselines=args.baselines,
                        progress=not args.quiet, datasets=args.datasets,
@@ -72,7 +72,7 @@ def run_build(args: argparse.Namespace) -> int:
 
 
 def run_publish(args: argparse.Namespace) -> int:
-    from vlmrobust.leaderboard.publish import publish_site
+    from vlmrobust.leaderboard.site.publish import publish_site
 
     release = publish_site(args.submissions, args.site, version=args.release_version,
                            baselines=args.baselines, progress=not args.quiet,
@@ -84,7 +84,7 @@ def run_publish(args: argparse.Namespace) -> int:
 
 
 def run_record(args: argparse.Namespace) -> int:
-    from vlmrobust.leaderboard.reference_runs import record_reference_runs
+    from vlmrobust.leaderboard.trust.reference_runs import record_reference_runs
 
     record = record_reference_runs(args.record, args.submissions, args.model_ids)
     print(f"{args.record}: {len(record.runs)} reference run(s) recorded "

@@ -138,7 +138,7 @@ def endpoint_options(args: argparse.Namespace) -> dict[str, Any] | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from vlmrobust.evaluation.predict import predict_dataset
+    from vlmrobust.evaluation.predict.dataset import predict_dataset
 
     out = predict_dataset(
         args.model, args.dataset, args.out, config=args.config, batch_size=args.batch_size,

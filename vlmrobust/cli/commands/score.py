@@ -41,7 +41,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _cfg_grid(text: str) -> tuple[float, ...]:
     from vlmrobust.core.errors import VlmrobustError
-    from vlmrobust.evaluation.guidance import parse_grid
+    from vlmrobust.evaluation.scoring.guidance import parse_grid
 
     try:
         return parse_grid(text)
@@ -54,10 +54,10 @@ def _fmt(x: object) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from vlmrobust.evaluation.guidance import DEFAULT_CFG_GRID
-    from vlmrobust.evaluation.row_results import rows_path
-    from vlmrobust.evaluation.score import score
-    from vlmrobust.evaluation.validate import partial_note
+    from vlmrobust.evaluation.scoring.dataset import score
+    from vlmrobust.evaluation.scoring.guidance import DEFAULT_CFG_GRID
+    from vlmrobust.evaluation.scoring.row_results import rows_path
+    from vlmrobust.evaluation.validate.check import partial_note
 
     scores = score(args.dataset, args.predictions, args.out, args.config, args.model_id, args.seed,
                    imagenet_x=args.imagenet_x, ood_score=args.ood_score,

@@ -32,7 +32,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _read_meta_file(path: Path) -> dict[str, Any]:
-    from vlmrobust.core.bounded import MAX_META_BYTES, parse_yaml_bounded, read_bytes_bounded
+    from vlmrobust.core.files.bounded import MAX_META_BYTES, parse_yaml_bounded, read_bytes_bounded
 
     data = parse_yaml_bounded(read_bytes_bounded(path, MAX_META_BYTES, "--meta file", SubmissionError),
                               f"--meta {path}", SubmissionError)

@@ -21,8 +21,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from vlmrobust.evaluation.retrieval_validate import is_retrieval, validate_retrieval
-    from vlmrobust.evaluation.validate import validate
+    from vlmrobust.evaluation.validate.check import validate
+    from vlmrobust.evaluation.validate.retrieval import is_retrieval, validate_retrieval
 
     if is_retrieval(args.dataset):  # kind retrieval: image and caption embeddings
         print(validate_retrieval(args.dataset, args.predictions, args.config).summary())

@@ -38,9 +38,9 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from vlmrobust.core.bounded import MIB
 from vlmrobust.core.errors import UnsupportedReaderError, VlmrobustError
-from vlmrobust.core.public_names import public_name
+from vlmrobust.core.files.bounded import MIB
+from vlmrobust.core.text.public_names import public_name
 from vlmrobust.models.backends import endpoint_protocol as proto
 from vlmrobust.models.backends.base import (
     CONTINUATION,

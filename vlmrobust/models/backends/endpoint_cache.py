@@ -17,9 +17,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from vlmrobust.core.atomic import write_text_atomic
-from vlmrobust.core.bounded import MIB, parse_json_bounded, read_bytes_bounded
 from vlmrobust.core.errors import VlmrobustError
+from vlmrobust.core.files.atomic import write_text_atomic
+from vlmrobust.core.files.bounded import MIB, parse_json_bounded, read_bytes_bounded
 
 CACHE_FORMAT = 1
 

@@ -25,8 +25,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from vlmrobust.core.bounded import MIB, parse_json_bounded
 from vlmrobust.core.errors import VlmrobustError
+from vlmrobust.core.files.bounded import MIB, parse_json_bounded
 
 RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
 

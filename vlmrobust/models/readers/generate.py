@@ -1,8 +1,8 @@
 """The generating readers: greedy text, kept raw, decided by the project's
-matcher (vlmrobust.core.matcher).
+matcher (vlmrobust.core.text.matcher).
 
 ``generate``: the lettered question of ``letter``; the answer is what
-:func:`~vlmrobust.core.matcher.match_option` finds in the output (option
+:func:`~vlmrobust.core.text.matcher.match_option` finds in the output (option
 letter, then option text, then the class's synonyms where the row has
 ImageNet class ids); None is "no answer" and scores as wrong. With an answer
 cue (``--answer-cue``, for reasoning models), once the model has finished the
@@ -12,7 +12,7 @@ by argmax, RAS and calibration keep a distribution.
 
 ``open-world`` (seed 002): the question alone, no options; a row succeeds
 when the ground-truth option's name or one of its synonyms appears in the
-output (:func:`~vlmrobust.core.matcher.names_in_text`), naming other classes
+output (:func:`~vlmrobust.core.text.matcher.names_in_text`), naming other classes
 as well does not count against it. Its ``prediction`` is the answer on
 success, else None (no answer); it has no logits.
 """
@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from vlmrobust.core.errors import VlmrobustError
-from vlmrobust.core.matcher import match_option, names_in_text, row_synonyms
+from vlmrobust.core.text.matcher import match_option, names_in_text, row_synonyms
 from vlmrobust.models.backends.base import GENERATE, NEXT_TOKEN, Backend, GenerationConfig, Prompt
 from vlmrobust.models.readers.base import (
     LETTERS,
@@ -76,7 +76,7 @@ class GenerateReader:
 
 def open_world_prediction(text: str, row: Mapping[str, Any], where: str) -> int | None:
     """The row's answer when the output names it (or a synonym), else None
-    (the scorer's reading: vlmrobust.evaluation.text_answers.text_answers)."""
+    (the scorer's reading: vlmrobust.evaluation.scoring.text_answers.text_answers)."""
     options = options_of(row, where)
     answer = row.get("answer")
     if isinstance(answer, bool) or not isinstance(answer, numbers.Integral) \

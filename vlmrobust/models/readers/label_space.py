@@ -14,7 +14,7 @@ through the answer modes of :mod:`vlmrobust.models.readers`:
 
 A generated output (either world) is read as the scorer reads it: right when it
 names the true class (seed 002's inclusion rule,
-:meth:`vlmrobust.core.class_matcher.ClassMatcher.answer`), else the one class
+:meth:`vlmrobust.core.text.class_matcher.ClassMatcher.answer`), else the one class
 the strict matcher finds (wrong), else no answer.
 
 Every call is rendered from one :data:`vlmrobust.models.prompts.LABEL_SPACE_PROMPTS`
@@ -32,9 +32,9 @@ from typing import Any
 
 import numpy as np
 
-from vlmrobust.core.class_matcher import ClassMatcher
 from vlmrobust.core.errors import VlmrobustError
 from vlmrobust.core.label_space import LabelSpace
+from vlmrobust.core.text.class_matcher import ClassMatcher
 from vlmrobust.models.backends.base import Backend, GenerationConfig, Prompt
 from vlmrobust.models.label_logits import class_names, row_candidates
 from vlmrobust.models.prompts import LABEL_SPACE_PROMPTS, resolve_label_space_prompt

@@ -20,7 +20,7 @@ coefficients t [38, 50]"; its reference [38] (Sanchez et al., "Stay on topic
 with classifier-free guidance") applies that mixture to log-probabilities with
 coefficients above 1, which is how "prob" is read here. Each row keeps both
 terms per option (``Reading.logp_with_image`` / ``logp_without_image``) so that
-scoring sweeps t from one run (evaluation/guidance.py).
+scoring sweeps t from one run (evaluation/scoring/guidance.py).
 """
 
 from __future__ import annotations

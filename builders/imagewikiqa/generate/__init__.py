@@ -1,0 +1,1 @@
+"""Question generators: offline (the embedded default) and through an LLM chat API."""

@@ -1,0 +1,1 @@
+"""Bridges to other harnesses: lmms-eval (export and import) and VLMEvalKit."""

@@ -1,0 +1,1 @@
+"""Hand-written SVG charts of the site."""

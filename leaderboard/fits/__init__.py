@@ -1,0 +1,1 @@
+"""Effective-robustness lines, their bootstrap and the paired tests between models."""

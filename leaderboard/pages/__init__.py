@@ -1,0 +1,1 @@
+"""One view module per page of the site: what the page shows, as frozen records."""

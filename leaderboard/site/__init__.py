@@ -1,0 +1,1 @@
+"""The built site: rendering, downloads, releases, the site check and publishing."""

@@ -1,0 +1,296 @@
+"""Render a :class:`Leaderboard` into the files of the static site (pure: no I/O
+besides reading the package's templates and static files).
+
+Pages are autoescaped Jinja2; CSS and the sorting script are inlined, and a
+Content-Security-Policy allows no network access at all and only the one inline
+script whose hash it names, so even a template mistake could not run injected
+script or fetch anything. What goes on the pages comes from :mod:`.formatting`
+(the filters), :mod:`.fit_plots`, :mod:`.bench_c_view`, :mod:`.overview` and
+:mod:`.downloads` (the CSV and JSON table).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+from collections.abc import Mapping, Sequence
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from markupsafe import Markup
+
+from vlmrobust.benchmarks.citations import CITATIONS, VLMROBUST
+from vlmrobust.benchmarks.families import FAMILIES, seed_citation
+from vlmrobust.leaderboard.board import (
+    BENCH_C,
+    IMAGENET,
+    IMAGEWIKIQA,
+    REFERENCE,
+    Leaderboard,
+    family_key,
+)
+from vlmrobust.leaderboard.charts import svg
+from vlmrobust.leaderboard.charts.fit_plots import fit_marker, fit_plot, shift_charts
+from vlmrobust.leaderboard.fits.pairwise import LEVEL, RANK_COLUMN
+from vlmrobust.leaderboard.pages import overview
+from vlmrobust.leaderboard.pages.bench_c import benchc_maps, mean_maps, per_corruption
+from vlmrobust.leaderboard.pages.classification import classification_page
+from vlmrobust.leaderboard.pages.completeness import default_completeness
+from vlmrobust.leaderboard.pages.formatting import (
+    data_v,
+    num,
+    params,
+    pct,
+    pvalue,
+    signed,
+    times,
+    tone,
+)
+from vlmrobust.leaderboard.pages.holistic import holistic_sections
+from vlmrobust.leaderboard.pages.retrieval import retrieval_sections  # noqa: F401  (registers)
+from vlmrobust.leaderboard.site.downloads import pairwise_csv, table_records, to_csv, to_json
+from vlmrobust.leaderboard.submission import QUADRANTS, TRANSITIONS
+from vlmrobust.leaderboard.trust.provenance import Provenance
+
+HERE = Path(__file__).parents[1]  # templates/ and static/ live in leaderboard/
+
+
+@cache
+def _static(name: str) -> str:
+    return (HERE / "static" / name).read_text(encoding="utf-8")
+
+
+@cache
+def _env() -> Environment:
+    env = Environment(loader=FileSystemLoader(str(HERE / "templates")), autoescape=True,
+                      undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+                      keep_trailing_newline=True)
+    env.filters.update(pct=pct, signed=signed, num=num, pvalue=pvalue, params=params,
+                       data_v=data_v, tone=tone, times=times)
+    return env
+
+
+def csp(script: str) -> str:
+    """The pages' Content-Security-Policy: nothing from the network, only the one
+    inline script whose hash it names, images only from the site itself."""
+    digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode()
+    return (f"default-src 'none'; script-src 'sha256-{digest}'; style-src 'unsafe-inline'; "
+            "img-src 'self' data:; base-uri 'none'; form-action 'none'")
+
+
+def site_assets() -> tuple[str, str, str]:
+    """(script, style, csp) every page embeds: what the site check allows."""
+    script = _static("site.js")
+    return script, _static("style.css"), csp(script)
+
+
+def plot_paths(lb: Leaderboard, fit_indices: Sequence[int],
+               ) -> tuple[dict[int, str], dict[str, tuple[str, str]]]:
+    """Shared plot files: one SVG per fit that model pages mark (indexed, since
+    variant and strategy names are submission data) and the two Bench-C heat maps
+    of each model, named after its page."""
+    fits = {i: f"plots/fit-{i:03d}.svg" for i in fit_indices}
+    maps = {}
+    for m, page in lb.pages.items():
+        stem = page.removeprefix("models/").removesuffix(".html")
+        maps[m] = (f"plots/bench-c/{stem}-ras.svg", f"plots/bench-c/{stem}-dacc.svg")
+    return fits, maps
+
+
+def _overview_rows(lb: Leaderboard, strats: list[str],
+                   prov: Mapping[str, Provenance]) -> list[dict[str, Any]]:
+    """Per row: rank, headline, partial notes, badge and the switch values
+    (index-keyed: strategy names are submission data, never attribute names)."""
+    heads = {r.model_id: overview.headline_metric(lb, r) for r in lb.rows}
+    rank = overview.ranks({m: h.value for m, h in heads.items()})
+    ers = overview.mean_er_by_strategy(lb)
+    subs = {s.model_id: s for s in lb.submissions}
+    out = []
+    for r in lb.rows:
+        s = subs[r.model_id]
+        h = heads[r.model_id]
+        accs = overview.accuracy_by_strategy(s)
+        acc_sw = {v: [(data_v(accs.get((st, v))), pct(accs.get((st, v)))) for st in strats]
+                  for v in lb.variants}
+        er_sw = []
+        for st in strats:
+            v, ci = (h.value, h.ci) if st == h.strategy else ers.get(r.model_id, {}).get(
+                st, (None, None))
+            why = (h.reason or "") if st == h.strategy else ""
+            er_sw.append((data_v(v), signed(v, 1, 100.0), tone(v),
+                          f"{signed(ci[0], 1, 100.0)} … {signed(ci[1], 1, 100.0)}" if ci else why))
+        out.append({"r": r, "s": s, "rank": rank[r.model_id], "headline": h,
+                    "missing": overview.missing(lb, s, strats), "prov": prov[r.model_id],
+                    "size": overview.size_bucket(r.params), "acc_sw": acc_sw, "er_sw": er_sw,
+                    "search": " ".join(x for x in (r.name, r.model_id, r.vision_encoder or "",
+                                                   s.meta.prompt_id or "") if x).lower()})
+    out.sort(key=lambda o: (o["rank"] is None, o["rank"] or 0, o["r"].model_id))
+    _mark_ties(lb, out)
+    return out
+
+
+def _ci_text(ci: tuple[float, float] | None, fmt: Any) -> str:
+    return "" if ci is None else f"{round(LEVEL * 100)}% interval {fmt(ci[0])} … {fmt(ci[1])}"
+
+
+def _mark_ties(lb: Leaderboard, rows: list[dict[str, Any]]) -> None:
+    """Per row: the rank shown (a model within noise of the one above shares its
+    rank) and, per column, a tie mark and the hover text of its paired test
+    against the next model above in that column (leaderboard.pairwise)."""
+    tests = {(t.column, t.lower): t for t in lb.pairwise}
+    names = {s.model_id: s.meta.name for s in lb.submissions}
+    shown: dict[str, int | None] = {}
+    for o in rows:
+        m = o["r"].model_id
+        t = tests.get((RANK_COLUMN, m))
+        o["rank_title"] = ""
+        o["rank_tie"] = False
+        shown[m] = o["rank"]
+        if t is not None and o["rank"] is not None:
+            o["rank_title"] = f"vs {names[t.higher]} (first of its rank group): {t.summary()}"
+            if t.tie and shown.get(t.higher) is not None:
+                shown[m] = shown[t.higher]
+                o["rank_tie"] = True
+        o["shown_rank"] = shown[m]
+    for o in rows:
+        r = o["r"]
+        notes: dict[str, tuple[bool, str]] = {}
+        cis = {"er": _ci_text(r.mean_er_ci, lambda v: signed(v, 1, 100.0)),
+               "imagewikiqa": _ci_text(r.iwqa_ci, pct)}
+        cis.update({f"imagenet-mcq:{v}": _ci_text(r.imagenet_ci.get(v), pct) for v in lb.variants})
+        cis.update({f"bench-c:{k}": _ci_text(r.benchc_ci.get(k), fmt) for k, fmt in (
+            ("acc", pct), ("delta_acc", lambda v: signed(v, 1, 100.0)),
+            ("ras", lambda v: signed(v, 3)))})
+        for key, ci in cis.items():
+            t = tests.get((key, r.model_id))
+            parts = [ci] if ci else []
+            if t is not None:
+                parts.append(f"vs {names[t.higher]} (next above in this column): {t.summary()}")
+            if key == "er" and r.er_warning:
+                parts.append(r.er_warning)
+            notes[key] = (t is not None and t.tie, "; ".join(parts))
+        o["notes"] = notes
+
+
+def render_site(lb: Leaderboard, *, releases: Sequence[Mapping[str, Any]] = (),
+                release: Mapping[str, Any] | None = None, code_version: str = "",
+                provenances: Mapping[str, Provenance] | None = None,
+                ) -> dict[str, bytes]:
+    """All site files as {relative path: bytes}. ``releases`` is the changelog
+    (oldest first); ``release`` the one being published (None for a preview build);
+    ``provenances`` overrides the badges the maintainers' record gave (lb.provenance). Same inputs
+    give byte-identical files.
+
+    Size grows linearly with the number of models: plots are shared SVG files
+    (one per fit, drawn once with all the family's models), model pages lay a
+    one-point marker over them, and the per-model Bench-C heat maps are files the
+    Bench-C page loads only when a model's row is opened."""
+    env = _env()
+    script = _static("site.js")
+    css = _static("style.css")
+    prov = dict(provenances) if provenances is not None else dict(lb.provenance)
+    common = {
+        "css": Markup(css), "script": Markup(script), "csp": csp(script),
+        "lb": lb, "release": release, "code_version": code_version,
+        "baselines": lb.spec, "n_models": len(lb.submissions),
+    }
+    files: dict[str, str] = {}
+
+    def page(path: str, template: str, **ctx: Any) -> None:
+        depth = path.count("/")
+        files[path] = env.get_template(template).render(
+            **common, **ctx, root="../" * depth, current=path)
+
+    model_fits = [i for i, f in enumerate(lb.fits)
+                  if f.kind == REFERENCE and f.strategy == lb.strategy]
+    fit_files, map_files = plot_paths(lb, model_fits)
+    for i, path in fit_files.items():
+        files[path] = str(fit_plot(lb.fits[i]))
+    strats = overview.strategies(lb)
+    rows = _overview_rows(lb, strats, prov)
+    prompts = overview.choices({o["s"].meta.prompt_id or "": o["s"].meta.prompt_id or "—"
+                                for o in rows})
+    prompt_key = {p: str(i) for i, (p, _) in enumerate(prompts)}
+    page("index.html", "index.html.j2", rows=rows, strategies=strats,
+         headline_strategy=overview.headline_strategy(lb), size_buckets=overview.SIZE_BUCKETS,
+         families=sorted({o["r"].family for o in rows}, key=family_key), prompts=prompts,
+         prompt_key=prompt_key)
+    charts = shift_charts(lb)
+    n_chart = 0
+    for _, items in charts:
+        for c in items:
+            # each chart holds every model's point: one shared file, not inline
+            c["path"] = f"plots/chart-{n_chart:03d}.svg"
+            files[c["path"]] = str(c.pop("svg"))
+            n_chart += 1
+    page("robustness.html", "robustness.html.j2", strategies=charts)
+    bc_subs = [s for s in lb.submissions
+               if BENCH_C in s.datasets and s.datasets[BENCH_C].bench_c is not None]
+    ras_points = []
+    for s in bc_subs:
+        bc = s.datasets[BENCH_C].bench_c
+        assert bc is not None
+        dr, cr = bc.aggregate.get("destructive_ras"), bc.aggregate.get("corrective_ras")
+        if dr is not None and cr is not None:
+            ras_points.append((s.meta.name, dr, cr))
+    has_maps: dict[str, tuple[str, str] | None] = {}
+    for s in lb.submissions:
+        # Values in tooltips only: printed cell values were 2.4 MB of a 400-model site;
+        # the model page prints them per corruption.
+        maps = benchc_maps(s, text=False)
+        has_maps[s.model_id] = None
+        if maps is not None:
+            files[map_files[s.model_id][0]] = str(maps[0])
+            files[map_files[s.model_id][1]] = str(maps[1])
+            has_maps[s.model_id] = map_files[s.model_id]
+    page("bench-c.html", "bench_c.html.j2", subs=bc_subs, maps=has_maps,
+         mean_maps=mean_maps(bc_subs),
+         ras_plot=svg.linear_scatter(ras_points, x_label="destructive RAS (RR ∪ RW)",
+                                     y_label="corrective RAS (WW ∪ WR)",
+                                     title="destructive vs corrective RAS"),
+         quadrants=QUADRANTS, transitions=TRANSITIONS)
+    page("holistic.html", "holistic.html.j2", sections=holistic_sections(lb))
+    cls_context, cls_files = classification_page(lb)
+    page("classification.html", "classification.html.j2", **cls_context)
+    page("failure-modes.html", "failure_modes.html.j2", datasets=lb.failure_modes)
+    page("releases.html", "releases.html.j2", releases=list(reversed(list(releases))))
+    complete = default_completeness()
+    page("submit.html", "submit.html.j2", complete=complete, families=FAMILIES)
+    page("about.html", "about.html.j2", citations=(VLMROBUST, *CITATIONS), families=[
+        (f, [(n, *seed_citation(n)) for n in f.seeds]) for f in FAMILIES], complete=complete)
+    missing_by_id = {o["r"].model_id: o["missing"] for o in rows}
+    binary: dict[str, bytes] = {}
+    for s in lb.submissions:
+        rows_links = {}
+        for key, ev in s.evidence.items():
+            if ev.rows_jsonl_gz is not None:  # re-scored from the predictions (not synthetic)
+                # the page's stem: ids differing only in case stay apart (page_names)
+                stem = lb.pages[s.model_id].rsplit("/", 1)[-1].removesuffix(".html")
+                rows_links[key] = f"downloads/{stem}/{key}.rows.jsonl.gz"
+                binary[rows_links[key]] = ev.rows_jsonl_gz
+        order = {IMAGENET: 0, BENCH_C: 1, IMAGEWIKIQA: 2}
+        datasets = sorted(s.datasets.items(), key=lambda kv: (order.get(kv[0], 3), kv[0]))
+        plots = []
+        for i, path in fit_files.items():
+            marker = fit_marker(lb.fits[i], s.model_id)
+            if marker is not None:
+                plots.append((path, marker, lb.fits[i]))
+        er_warnings = list(dict.fromkeys(
+            f.warning for f in lb.fits if f.kind == REFERENCE and f.warning
+            and any(p.model_id == s.model_id for p in f.points)))
+        page(lb.pages[s.model_id], "model.html.j2", s=s, er=lb.er.get(s.model_id, ()),
+             er_warnings=er_warnings,
+             datasets=datasets, maps=has_maps[s.model_id], per_corruption=per_corruption(s),
+             imagenet=IMAGENET, bench_c=BENCH_C, iwqa=IMAGEWIKIQA, quadrants=QUADRANTS,
+             transitions=TRANSITIONS, plots=plots, prov=prov[s.model_id],
+             missing=missing_by_id[s.model_id], rows_links=rows_links)
+    columns, records = table_records(lb)
+    out = {k: v.encode("utf-8") for k, v in files.items()}
+    out.update(binary)
+    out.update(cls_files)
+    out["leaderboard.csv"] = to_csv(columns, records).encode("utf-8")
+    out["leaderboard.json"] = to_json(lb, columns, records).encode("utf-8")
+    out["pairwise.csv"] = pairwise_csv(lb).encode("utf-8")
+    return out

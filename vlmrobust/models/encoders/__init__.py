@@ -1,0 +1,1 @@
+"""Embedders for the builders: image encoders, the embedding hook and MiniLM text embeddings."""
