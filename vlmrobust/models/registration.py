@@ -20,6 +20,8 @@ from vlmrobust.models import describe, moondream, pipeline, readers, vlm  # noqa
 from vlmrobust.models.backends import endpoint, endpoint_adapter, hf  # noqa: F401
 from vlmrobust.models.backends.base import BACKENDS
 from vlmrobust.models.base import ADAPTER_FAMILIES, Adapter, AdapterSpec
+from vlmrobust.models.classifiers import adapter as classifier  # noqa: F401
+from vlmrobust.models.clip import openclip as clip  # noqa: F401
 
 if "hf" not in BACKENDS:
     BACKENDS.add("hf", hf.HF_FAMILY)
