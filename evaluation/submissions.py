@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import io
 import os
 import stat
 from collections.abc import Iterator, Mapping
@@ -41,19 +40,23 @@ from vlmrobust.core.files.output_guard import (
     resolve,
 )
 from vlmrobust.core.files.swap import carry_over, keep_all, recover
-from vlmrobust.core.writer import WRITE_CHECKSUMS
 from vlmrobust.evaluation.model_meta import (
     META_NAME,
     merge_model_meta,
     read_old_meta,
     validate_model_id,
 )
-from vlmrobust.evaluation.predictions.meta import PARQUET_META_KEY, attach_meta
-from vlmrobust.evaluation.predictions.read import DEFAULT_MAX_BYTES, TEXT_COLUMNS, PredictionsFile
+from vlmrobust.evaluation.predictions.meta import PARQUET_META_KEY
+from vlmrobust.evaluation.predictions.read import DEFAULT_MAX_BYTES
+from vlmrobust.evaluation.predictions.stored import predictions_parquet_bytes
 from vlmrobust.evaluation.schemas import check_schema
-from vlmrobust.evaluation.scoring.dataset import SCHEMA_VERSION, dumps_scores, score_report
-from vlmrobust.evaluation.scoring.row_results import ROWS_NAME, row_results, rows_jsonl
-from vlmrobust.evaluation.validate.check import partial_note, validate
+from vlmrobust.evaluation.scoring.dataset import SCHEMA_VERSION, dumps_scores
+from vlmrobust.evaluation.scoring.registration import ScoreOptions, scorer_for
+from vlmrobust.evaluation.scoring.row_results import ROWS_NAME, rows_jsonl
+from vlmrobust.evaluation.validate.check import partial_note
+from vlmrobust.evaluation.validate.registration import dataset_kind_of, validator_for
+
+__all__ = ["predictions_parquet_bytes"]  # kept here for its callers (now predictions/stored.py)
 
 SCORES_NAME = "scores.json"
 PREDICTIONS_NAME = "predictions.parquet"
@@ -70,29 +73,6 @@ def read_scores(path: Path, model_id: str) -> dict[str, Any]:
             f"{path}: not a schema_version {SCHEMA_VERSION} scores file; remove it to re-score from scratch")
     check_schema(data, "scores", str(path))
     return data
-
-
-def predictions_parquet_bytes(pf: PredictionsFile, meta: Mapping[str, Any]) -> bytes:
-    """The stored form of any valid predictions: parquet with the metadata embedded."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    cols: dict[str, Any] = {"id": pa.array(pf.ids.tolist(), pa.string())}
-    if pf.has_logits:
-        assert pf.logits_flat is not None
-        cols["logits"] = pa.ListArray.from_arrays(pa.array(pf.offsets.astype("int64"), pa.int64()),
-                                                  pa.array(pf.logits_flat, pa.float64())
-                                                  ).cast(pa.list_(pa.float64()))
-    if pf.prediction is not None and not pf.has_logits:
-        cols["prediction"] = pa.array([None if v != v else int(v) for v in pf.prediction.tolist()],
-                                      pa.int64())
-    for name in TEXT_COLUMNS:  # the audit trail travels with the stored file
-        values = getattr(pf, name)
-        if values is not None:
-            cols[name] = pa.array(values.tolist(), pa.string())
-    buf = io.BytesIO()
-    pq.write_table(attach_meta(pa.table(cols), meta), buf, compression="zstd", **WRITE_CHECKSUMS)
-    return buf.getvalue()
 
 
 @contextlib.contextmanager
@@ -179,16 +159,8 @@ def add_submission(submissions_dir: Path | str, model_id: str, dataset_dir: Path
     submissions_dir = Path(submissions_dir)
     root = submissions_dir / model_id
     check_submission_target(submissions_dir, model_id, Path(dataset_dir), predictions)
-    from vlmrobust.evaluation.validate.retrieval import is_retrieval
-
-    if is_retrieval(Path(dataset_dir)):  # kind retrieval: embeddings (retrieval_scores.py)
-        from vlmrobust.evaluation.scoring.retrieval import prepare_submission
-
-        p_meta, dataset_name, stored, new, rows_text = prepare_submission(
-            Path(dataset_dir), predictions, model_id)
-    else:
-        p_meta, dataset_name, stored, new, rows_text = _prepare(
-            Path(dataset_dir), predictions, model_id)
+    p_meta, dataset_name, stored, new, rows_text = _prepare(Path(dataset_dir), predictions,
+                                                            model_id)
     with submission_lock(submissions_dir, model_id):
         check_submission_target(submissions_dir, model_id, Path(dataset_dir), predictions)
         _check_same_model(root, p_meta["model"], dataset_name)
@@ -235,21 +207,21 @@ def check_submittable(dataset_dir: Path, predictions: Path, meta: Mapping[str, A
 
 def _prepare(dataset_dir: Path, predictions: Path, model_id: str,
              ) -> tuple[Mapping[str, Any], str, bytes, dict[str, Any], str]:
-    """(predictions metadata, dataset name, stored parquet bytes, scores, rows
-    JSONL) of validated, complete predictions (option-logit kinds)."""
-    report = validate(dataset_dir, predictions)
+    """(predictions metadata, dataset name, stored bytes, scores, rows JSONL) of
+    validated, complete predictions, by the dataset kind's validator and scorer
+    (vlmrobust.core.kinds)."""
+    kind = dataset_kind_of(dataset_dir)
+    report = validator_for(kind)(dataset_dir, predictions, None, None)
     assert report.meta is not None
-    dataset_name = report.index.name
+    dataset_name = report.dataset_name
     check_submittable(dataset_dir, predictions, report.meta, report.partial, dataset_name, model_id)
-    if report.file.format == "parquet" and report.file.embedded_meta is not None:
-        stored = read_bytes_bounded(predictions, DEFAULT_MAX_BYTES, "predictions file",
-                                    SubmissionError)
-        if hashlib.sha256(stored).hexdigest() != report.sha256:
-            raise SubmissionError(f"{predictions} changed while it was being submitted; submit again")
-    else:
-        stored = predictions_parquet_bytes(report.file, report.meta)
-    new = score_report(report, model_id)
-    rows_text = rows_jsonl(row_results(report))
+    scorer = scorer_for(kind)
+    stored = (scorer.stored(report, predictions) if scorer.stored is not None
+              else read_bytes_bounded(predictions, DEFAULT_MAX_BYTES, "predictions file",
+                                      SubmissionError))
+    opts = ScoreOptions()
+    new = scorer.scores(report, model_id, opts)
+    rows_text = rows_jsonl(scorer.rows(report, opts))
     new["datasets"][dataset_name]["predictions_sha256"] = hashlib.sha256(stored).hexdigest()
     return report.meta, dataset_name, stored, new, rows_text
 

@@ -8,11 +8,11 @@ from pathlib import Path
 from typing import Any
 
 from vlmrobust.core.files.bounded import MAX_SCORES_BYTES, parse_json_bounded, read_bytes_bounded
+from vlmrobust.core.kinds import MCQ, SectionReader
 from vlmrobust.leaderboard.fields import Where
 from vlmrobust.leaderboard.pages.bench_c_stats import load_extras
 from vlmrobust.leaderboard.pages.holistic_scores import load_shape_bias
-from vlmrobust.leaderboard.pages.ood_scores import load_ood
-from vlmrobust.leaderboard.pages.retrieval import load_retrieval
+from vlmrobust.leaderboard.registration import reader_for
 from vlmrobust.leaderboard.submission import (
     BENCH_C_METRICS,
     CALIBRATION_FIELDS,
@@ -64,7 +64,8 @@ def _perturbation(w: Where, c: Any, where: str) -> PerturbationSets | None:
                             _interval(w, c, "pmk_accuracy_ci", where))
 
 
-def _load_config(w: Where, name: str, raw: Any, where: str) -> ConfigScore:
+def _load_config(w: Where, name: str, raw: Any, where: str,
+                 reader: SectionReader | None) -> ConfigScore:
     c = w.mapping(raw, where)
     return ConfigScore(
         config=name,
@@ -82,7 +83,7 @@ def _load_config(w: Where, name: str, raw: Any, where: str) -> ConfigScore:
         accuracy_valid_labels=w.number(c, "accuracy_valid_labels", where, lo=0.0, hi=1.0),
         perturbation=_perturbation(w, c, where),
         text_rules=_text_rules(w, c, where),
-        retrieval=load_retrieval(w, c, where) if c.get("kind") == "retrieval" else {},
+        retrieval=dict(reader.config(w, c, where)) if reader and reader.config else {},
     )
 
 
@@ -201,8 +202,10 @@ def parse_scores(raw: Any, path: Path, model_id: str) -> dict[str, DatasetScores
         where = f"datasets.{key}"
         d = w.mapping(draw, where)
         info = w.mapping(d.get("dataset") or {}, f"{where}.dataset")
+        kind = w.text(d, "kind", where) or MCQ
+        reader = reader_for(kind)
         configs_raw = w.mapping(d.get("configs") or {}, f"{where}.configs")
-        configs = tuple(_load_config(w, str(n), c, f"{where}.configs.{n}")
+        configs = tuple(_load_config(w, str(n), c, f"{where}.configs.{n}", reader)
                         for n, c in configs_raw.items())
         ref = w.text(d, "reference_variant", where)
         if ref is not None and not any(c.variant == ref for c in configs):
@@ -220,7 +223,7 @@ def parse_scores(raw: Any, path: Path, model_id: str) -> dict[str, DatasetScores
             configs=configs,
             bench_c=None if bench_c is None else _load_bench_c(w, bench_c, f"{where}.bench_c"),
             shape_bias=load_shape_bias(w, d.get("shape_bias"), f"{where}.shape_bias"),
-            kind=w.text(d, "kind", where) or "mcq",
-            ood=load_ood(w, d.get("ood"), f"{where}.ood"),
+            kind=kind,
+            blocks=dict(reader.blocks(w, d, where)) if reader and reader.blocks else {},
         )
     return out

@@ -163,12 +163,20 @@ class DatasetScores:
     # cue-conflict configs: config -> shape bias (vlmrobust.leaderboard.pages.holistic_scores)
     shape_bias: Mapping[str, ShapeBiasScore] = field(default_factory=dict)
     kind: str = "mcq"
-    ood: OodScores | None = None  # ood datasets (vlmrobust.leaderboard.pages.ood_scores)
+    # the kind's own blocks, as its registered section reader parsed them
+    # (vlmrobust.core.kinds.SECTION_READERS; leaderboard/scores_json.py)
+    blocks: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         names = [c.config for c in self.configs]
         if len(set(names)) != len(names):
             raise ValueError("duplicate config")
+
+    @property
+    def ood(self) -> OodScores | None:
+        """An ood dataset's block (vlmrobust.leaderboard.pages.ood_scores)."""
+        block: OodScores | None = self.blocks.get("ood")
+        return block
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,7 @@ from vlmrobust.evaluation.scoring.common import (
     derived_seed,
     scores_document,
 )
+from vlmrobust.evaluation.validate.check import partial_note
 from vlmrobust.evaluation.validate.retrieval import RetrievalReport
 from vlmrobust.metrics.holistic.retrieval import clustered_recall_ci, recall_at_k, retrieval_ranks
 
@@ -141,18 +142,10 @@ def stored_bytes(report: RetrievalReport, predictions: Path) -> bytes:
     return buf.getvalue()
 
 
-def prepare_submission(dataset_dir: Path, predictions: Path, model_id: str,
-                       ) -> tuple[Mapping[str, Any], str, bytes, dict[str, Any], str]:
-    """`submit` for kind retrieval: (predictions metadata, dataset name, stored
-    bytes, scores, per-row results JSONL) of validated predictions."""
-    from vlmrobust.evaluation.scoring.row_results import rows_jsonl
-    from vlmrobust.evaluation.submissions import check_submittable
-    from vlmrobust.evaluation.validate.retrieval import validate_retrieval
-
-    report = validate_retrieval(dataset_dir, predictions)
-    assert report.meta is not None
-    check_submittable(dataset_dir, predictions, report.meta, report.partial, report.name, model_id)
-    stored = stored_bytes(report, predictions)
-    new = retrieval_scores(report, model_id)
-    new["datasets"][report.name]["predictions_sha256"] = hashlib.sha256(stored).hexdigest()
-    return report.meta, report.name, stored, new, rows_jsonl(retrieval_rows(report))
+def retrieval_summary(name: str, section: Mapping[str, Any]) -> list[str]:
+    """What `vlmrobust score` prints for a retrieval section: Recall@5 both ways
+    per config (no accuracy)."""
+    return [f"{name}: " + ", ".join(
+        f"{c} R@5 image→text {v['image_to_text']['recall@5']:.3f} text→image "
+        f"{v['text_to_image']['recall@5']:.3f}" for c, v in section["configs"].items())
+        + (f"; {partial_note(section['partial'])}" if section.get("partial") else "")]

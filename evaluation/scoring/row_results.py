@@ -28,7 +28,6 @@ from typing import Any
 
 import numpy as np
 
-from vlmrobust.core.kinds import CLASSIFICATION, OOD, dataset_kind
 from vlmrobust.evaluation.validate.check import ValidationReport
 from vlmrobust.evaluation.validate.dataset_index import CLEAN, clean_rows_of, question_keys
 from vlmrobust.metrics.bench_c.ras import pair_metrics
@@ -50,12 +49,9 @@ def _num(x: Any) -> float | None:
     return None if math.isnan(v) or math.isinf(v) else v
 
 
-def row_results(report: ValidationReport, ood_score: str | None = None) -> list[dict[str, Any]]:
-    """The per-row records of a validated report, in dataset order (``ood_score``:
-    an ood dataset's headline score, as :func:`vlmrobust.evaluation.scoring.dataset.score`)."""
-    if dataset_kind(report.index.manifest) == OOD:  # OOD rows have no answer
-        from vlmrobust.evaluation.scoring.ood import ood_row_results
-        return ood_row_results(report, ood_score)
+def option_rows(report: ValidationReport) -> list[dict[str, Any]]:
+    """The per-row records of a validated report of kind mcq, in dataset order
+    (the other kinds' come from their scorer: vlmrobust.evaluation.scoring.registration)."""
     index = report.index
     aligned = report.aligned
     y = index.answer
@@ -63,8 +59,6 @@ def row_results(report: ValidationReport, ood_score: str | None = None) -> list[
     correct = predicted == y
     no_answer = aligned.no_answer
     from_text = aligned.from_text if aligned.from_text is not None else np.zeros(index.n_rows, bool)
-    if dataset_kind(index.manifest) == CLASSIFICATION:
-        return _classification_rows(report)
     probs = softmax(aligned.logits) if aligned.logits is not None else None
     confidence = probs.max(axis=1) if probs is not None else None
     records: list[dict[str, Any]] = []
@@ -80,7 +74,7 @@ def row_results(report: ValidationReport, ood_score: str | None = None) -> list[
     return records
 
 
-def _classification_rows(report: ValidationReport) -> list[dict[str, Any]]:
+def classification_rows(report: ValidationReport) -> list[dict[str, Any]]:
     """Kind classification: the common fields plus ``label`` (the class id in the
     config's label space; per-class accuracy is the mean of ``correct`` per
     config and label), confidence from a chunked softmax over the config's

@@ -259,6 +259,10 @@ class ValidationReport:
     def has_logits(self) -> bool:
         return self.aligned.logits is not None
 
+    @property
+    def dataset_name(self) -> str:
+        return self.index.name
+
     def summary(self) -> str:
         kind = "logits" if self.has_logits else "text" if self.file.has_text else "predictions only"
         text = (f"{self.predictions}: valid — {self.index.n_rows} rows of "

@@ -67,6 +67,10 @@ class RetrievalReport:
     def sha256(self) -> str | None:
         return self.file.sha256
 
+    @property
+    def dataset_name(self) -> str:
+        return self.name
+
     def summary(self) -> str:
         n = sum(len(c.rows) for c in self.configs)
         m = sum(int(c.n_captions.sum()) for c in self.configs)

@@ -123,9 +123,45 @@ def evidence_from_report(report: Any) -> DatasetEvidence:
 def rows_download(report: Any) -> bytes:
     """The report's per-row results as gzip'd JSONL, byte-identical for the same
     predictions (no timestamp in the gzip header)."""
-    from vlmrobust.evaluation.scoring.row_results import row_results, rows_jsonl
+    from vlmrobust.evaluation.scoring.dataset import row_results
+    from vlmrobust.evaluation.scoring.row_results import rows_jsonl
 
     return gzip.compress(rows_jsonl(row_results(report)).encode("utf-8"), mtime=0)
+
+
+def retrieval_evidence(report: Any) -> DatasetEvidence:
+    """The evidence of a :class:`vlmrobust.evaluation.validate.retrieval.RetrievalReport`:
+    the content digest covers each config's ids and its image and caption embeddings."""
+    from vlmrobust.evaluation.scoring.retrieval import retrieval_rows
+    from vlmrobust.evaluation.scoring.row_results import rows_jsonl
+
+    meta = dict(report.meta or {})
+    digest = hashlib.sha256()
+    for cfg in report.configs:
+        img, txt, _ = cfg.embeddings(report.file)
+        digest.update("\x1f".join(cfg.ids.tolist()).encode("utf-8"))
+        digest.update(img.tobytes())
+        digest.update(txt.tobytes())
+    rows = gzip.compress(rows_jsonl(retrieval_rows(report)).encode("utf-8"), mtime=0)
+    adapter = meta.get("adapter")
+    return DatasetEvidence(
+        predictions_sha256=str(report.sha256), content_sha256=digest.hexdigest(),
+        model=str(meta.get("model") or ""), adapter=str(adapter) if adapter else None,
+        checkpoint=None, meta=meta, rows_jsonl_gz=rows)
+
+
+def file_evidence(report: Any, rows: list[dict[str, Any]]) -> DatasetEvidence:
+    """The evidence of a kind that registers none: the predictions file's sha256
+    stands for its content, ``rows`` (its scorer's) for the download."""
+    from vlmrobust.evaluation.scoring.row_results import rows_jsonl
+
+    meta = dict(report.meta or {})
+    adapter = meta.get("adapter")
+    return DatasetEvidence(
+        predictions_sha256=str(report.sha256), content_sha256=str(report.sha256),
+        model=str(meta.get("model") or ""), adapter=str(adapter) if adapter else None,
+        checkpoint=_checkpoint(meta), meta=meta,
+        rows_jsonl_gz=gzip.compress(rows_jsonl(rows).encode("utf-8"), mtime=0))
 
 
 def model_identity(model_id: str, evidence: Mapping[str, DatasetEvidence]) -> tuple[str, ...]:

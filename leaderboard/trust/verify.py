@@ -12,8 +12,6 @@ directories, e.g. the ``datasets/`` a ``vlmrobust demo`` leaves).
 
 from __future__ import annotations
 
-import gzip
-import hashlib
 import math
 import os
 from collections.abc import Iterable, Mapping, Sequence
@@ -25,16 +23,16 @@ from vlmrobust.core.errors import VlmrobustError
 from vlmrobust.core.files.bounded import MAX_SCORES_BYTES, inside_tree, read_json_bounded
 from vlmrobust.evaluation.model_meta import ModelMeta
 from vlmrobust.evaluation.predictions.meta import read_prediction_meta
-from vlmrobust.evaluation.scoring.dataset import score_report
-from vlmrobust.evaluation.scoring.row_results import rows_jsonl
+from vlmrobust.evaluation.scoring.registration import ScoreOptions, scorer_for
 from vlmrobust.evaluation.submissions import PREDICTIONS_NAME, SCORES_NAME
-from vlmrobust.evaluation.validate.check import partial_note, validate
+from vlmrobust.evaluation.validate.check import partial_note
 from vlmrobust.evaluation.validate.dataset_index import DatasetIndex
-from vlmrobust.evaluation.validate.retrieval import is_retrieval, validate_retrieval
+from vlmrobust.evaluation.validate.registration import dataset_kind_of, validator_for
 from vlmrobust.leaderboard.load import _check_comparable, submission_folders
+from vlmrobust.leaderboard.registration import kind_evidence
 from vlmrobust.leaderboard.scores_json import parse_scores
 from vlmrobust.leaderboard.submission import LeaderboardInputError, Submission
-from vlmrobust.leaderboard.trust.evidence import DatasetEvidence, copied_runs, evidence_from_report
+from vlmrobust.leaderboard.trust.evidence import DatasetEvidence, copied_runs
 
 STORE_ENV = "VLMROBUST_DATASETS"
 # Stored and recomputed numbers must agree this closely (same code, same seeds:
@@ -195,24 +193,19 @@ def rescore_folder(folder: Path, store: DatasetStore,
         try:
             meta = read_prediction_meta(predictions)
             dataset_dir = store.resolve(meta["dataset"]["fingerprint"], predictions)
-            if is_retrieval(dataset_dir):  # kind retrieval: embeddings, Recall@K
-                rreport = validate_retrieval(dataset_dir, predictions)
-            else:
-                report = validate(dataset_dir, predictions, indexes=indexes)
+            kind = dataset_kind_of(dataset_dir)
+            report = validator_for(kind)(dataset_dir, predictions, None, indexes)
         except LeaderboardInputError:
             raise
         except VlmrobustError as exc:
             raise LeaderboardInputError(f"{predictions}: refused ({exc})") from None
-        if is_retrieval(dataset_dir):
-            fresh["datasets"][key] = _check_retrieval(rreport, section, where, path, key,
-                                                      model_id, evidence)
-            continue
         _refuse_partial(report.partial, predictions)
-        new = _agreeing_section(score_report(report, model_id)["datasets"], section, key, where,
-                                path, predictions, report.sha256)
+        scores = scorer_for(kind).scores(report, model_id, ScoreOptions())
+        new = _agreeing_section(scores["datasets"], section, key, where, path, predictions,
+                                str(report.sha256))
         fresh["datasets"][key] = new
         if evidence is not None:
-            evidence[str(key)] = evidence_from_report(report)
+            evidence[str(key)] = kind_evidence(kind, report)
     return fresh
 
 
@@ -243,31 +236,6 @@ def _agreeing_section(recomputed: Mapping[str, Any], section: Any, key: str, whe
         raise LeaderboardInputError(
             f"{path}: {found}; the stored scores disagree with the predictions — "
             "resubmit with `vlmrobust submit`")
-    return new
-
-
-def _check_retrieval(report: Any, section: Any, where: str, path: Path, key: str,
-                     model_id: str, evidence: dict[str, DatasetEvidence] | None) -> Any:
-    """rescore_folder for a retrieval section: recomputed Recall@K must equal the stored."""
-    from vlmrobust.evaluation.scoring.retrieval import retrieval_rows, retrieval_scores
-
-    _refuse_partial(report.partial, report.file.path)
-    new = _agreeing_section(retrieval_scores(report, model_id)["datasets"], section, key, where,
-                            path, report.file.path, report.sha256)
-    if evidence is not None:
-        meta = dict(report.meta or {})
-        digest = hashlib.sha256()
-        for cfg in report.configs:
-            img, txt, _ = cfg.embeddings(report.file)
-            digest.update("\x1f".join(cfg.ids.tolist()).encode("utf-8"))
-            digest.update(img.tobytes())
-            digest.update(txt.tobytes())
-        rows = gzip.compress(rows_jsonl(retrieval_rows(report)).encode("utf-8"), mtime=0)
-        adapter = meta.get("adapter")
-        evidence[str(key)] = DatasetEvidence(
-            predictions_sha256=str(report.sha256), content_sha256=digest.hexdigest(),
-            model=str(meta.get("model") or ""), adapter=str(adapter) if adapter else None,
-            checkpoint=None, meta=meta, rows_jsonl_gz=rows)
     return new
 
 

@@ -63,5 +63,9 @@ class Registry(Generic[T]):
     def __iter__(self) -> Iterator[str]:
         return iter(sorted(self._items))
 
+    def names(self) -> tuple[str, ...]:
+        """The registered names in registration order (``iter`` sorts them)."""
+        return tuple(self._items)
+
     def __len__(self) -> int:
         return len(self._items)

@@ -29,13 +29,7 @@ from vlmrobust import __version__
 from vlmrobust.core.files.atomic import atomic_directory, write_bytes_atomic, write_text_atomic
 from vlmrobust.core.files.output_guard import DATASET_ENTRIES, check_dataset_output, dataset_carry
 from vlmrobust.core.fingerprint import FINGERPRINT_VERSION, ContentHasher, file_sha256
-from vlmrobust.core.kinds import (
-    CLASSIFICATION,
-    LABEL_SPACE_KINDS,
-    MCQ,
-    REQUIRED_COLUMNS,
-    check_kind,
-)
+from vlmrobust.core.kinds import CLASSIFICATION, MCQ, check_kind, question_kind
 from vlmrobust.core.label_space import LabelSpace, label_space_file, manifest_records
 
 SPLIT = "test"
@@ -322,10 +316,10 @@ def write_dataset(
     per_features = dict(config_features or {})
     if (set(per_kind) | set(per_features)) - set(configs):
         raise ValueError("config_kinds / config_features name configs that are not built")
-    if any(k in LABEL_SPACE_KINDS for k in per_kind.values()):
+    if any(question_kind(k).label_space for k in per_kind.values()):
         raise ValueError("config_kinds: a label-space kind must be the dataset's kind")
     spaces = dict(label_spaces or {})
-    if kind in LABEL_SPACE_KINDS:
+    if question_kind(kind).label_space:
         missing_ls = [c for c in configs if c not in spaces]
         if missing_ls:
             raise ValueError(f"kind {kind!r} needs a label space for configs {missing_ls}")
@@ -352,7 +346,7 @@ def write_dataset(
                 rows = _labels_checked(name, rows, len(spaces[name]), ood=kind != CLASSIFICATION)
             counts[name] = _write_config(tmp, name, rows, per_features.get(name, features),
                                          hasher, rows_per_shard, shard_bytes, row_group_bytes,
-                                         REQUIRED_COLUMNS[per_kind.get(name, kind)])
+                                         question_kind(per_kind.get(name, kind)).required_columns)
             if name in spaces:
                 (tmp / label_space_file(name)).parent.mkdir(exist_ok=True)
                 write_bytes_atomic(tmp / label_space_file(name), spaces[name].to_json_bytes())

@@ -179,7 +179,7 @@ def test_scores_are_deterministic_and_the_half_follows_the_seed() -> None:
 
 def test_row_results_carry_the_label_and_give_per_class_accuracy() -> None:
     from vlmrobust.evaluation.predictions.read import predictions_from_table
-    from vlmrobust.evaluation.scoring.row_results import row_results
+    from vlmrobust.evaluation.scoring.dataset import row_results
     from vlmrobust.evaluation.validate.check import validate_against
     from vlmrobust.evaluation.validate.dataset_index import DatasetIndex
 

@@ -49,45 +49,18 @@ def _cfg_grid(text: str) -> tuple[float, ...]:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def _fmt(x: object) -> str:
-    return f"{x:.3f}" if isinstance(x, (int, float)) else "n/a"
-
-
 def run(args: argparse.Namespace) -> int:
+    from vlmrobust.core.kinds import MCQ
     from vlmrobust.evaluation.scoring.dataset import score
     from vlmrobust.evaluation.scoring.guidance import DEFAULT_CFG_GRID
+    from vlmrobust.evaluation.scoring.registration import scorer_for
     from vlmrobust.evaluation.scoring.row_results import rows_path
-    from vlmrobust.evaluation.validate.check import partial_note
 
     scores = score(args.dataset, args.predictions, args.out, args.config, args.model_id, args.seed,
                    imagenet_x=args.imagenet_x, ood_score=args.ood_score,
                    cfg_grid=args.cfg_grid or DEFAULT_CFG_GRID)
-    for name, section in scores["datasets"].items():
-        if section.get("kind") == "retrieval":  # Recall@K, no accuracy
-            print(f"{name}: " + ", ".join(
-                f"{c} R@5 image→text {v['image_to_text']['recall@5']:.3f} text→image "
-                f"{v['text_to_image']['recall@5']:.3f}" for c, v in section["configs"].items())
-                + (f"; {partial_note(section['partial'])}" if section.get("partial") else ""))
-            continue
-        # an OOD config has no accuracy (its rows have no label): "n/a" there
-        accs = ", ".join(f"{c} {_fmt(v.get('accuracy'))}" for c, v in section["configs"].items())
-        line = f"{name}: accuracy {accs}"
-        ood = section.get("ood")
-        if ood and ood.get("sets"):
-            line += f"; OOD ({ood['score']}) AUROC " + ", ".join(
-                f"{s} {_fmt(v.get('auroc'))}" for s, v in ood["sets"].items())
-        bench_c = section.get("bench_c")
-        if bench_c and bench_c["aggregate"]["ras"] is not None:
-            line += f"; RAS {bench_c['aggregate']['ras']:.4f}"
-        cfg = section.get("cfg")
-        if cfg:
-            line += f"; CFG t={cfg['headline_t']:g} (headline), " + ", ".join(
-                f"{c} " + " ".join(f"t={r['t']:g}:{_fmt(r['accuracy'])}" for r in v["accuracy_by_t"])
-                for c, v in cfg["configs"].items())
-        if section.get("no_answer"):
-            line += f"; no answer in {section['no_answer']} rows (counted as wrong)"
-        print(line)
-        if section.get("partial"):
-            print(f"{name}: {partial_note(section['partial'])}")
+    for name, section in scores["datasets"].items():  # absent kind: mcq (older scores)
+        for line in scorer_for(section.get("kind") or MCQ).summary(name, section):
+            print(line)
     print(f"wrote {args.out} and {rows_path(args.out)}")
     return 0

@@ -21,12 +21,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from vlmrobust.evaluation.validate.check import validate
-    from vlmrobust.evaluation.validate.retrieval import is_retrieval, validate_retrieval
+    from vlmrobust.evaluation.validate.registration import validate_dataset
 
-    if is_retrieval(args.dataset):  # kind retrieval: image and caption embeddings
-        print(validate_retrieval(args.dataset, args.predictions, args.config).summary())
-        return 0
-    report = validate(args.dataset, args.predictions, args.config)
-    print(report.summary())
+    print(validate_dataset(args.dataset, args.predictions, args.config).summary())
     return 0
