@@ -2,7 +2,8 @@
 registry entry. The toy kind ``toy-count`` (tests/fixtures/toy_kind/) brings a
 validator, a scorer and a leaderboard reader (with its Holistic section), each
 registering itself in vlmrobust.core.kinds; the test adds the QUESTION_KINDS
-entry and takes a tiny dataset through validate -> score -> leaderboard, then
+entry and takes a tiny dataset through validate -> score -> submit -> the
+leaderboard's re-scoring and site, then
 counts what it needed: three modules, one entry, and no file of the package
 that names the kind."""
 
@@ -84,27 +85,31 @@ def _dataset(out: Path, answers: dict[str, list[int]]) -> Path:
 
 def test_a_toy_kind_is_one_module_per_stage_and_one_entry(
         toy_kind: list[Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     from vlmrobust.cli import main
-    from vlmrobust.leaderboard.aggregate import aggregate
-    from vlmrobust.leaderboard.load import load_submissions
-    from vlmrobust.leaderboard.site.render import render_site
-    from vlmrobust.leaderboard.trust.baselines import BaselineSpec
+    from vlmrobust.evaluation.predictions.meta import attach_meta
+    from vlmrobust.leaderboard.site.publish import build_site
+    from vlmrobust.leaderboard.trust.verify import load_verified_submissions
 
     answers = {"few": [1, 2, 3, 2], "many": [7, 9, 8]}
     counts = {"few": [1, 2, 4, 2], "many": [5, 9, 8]}
     ds = _dataset(tmp_path / "toy-count", answers)
-    preds = tmp_path / "counts.jsonl"
-    preds.write_text("".join(json.dumps({"id": f"{c}-{i}", "count": n}) + "\n"
-                             for c, ns in counts.items() for i, n in enumerate(ns)))
+    manifest = json.loads((ds / "manifest.json").read_text())
+    preds = tmp_path / "counts.parquet"
+    meta = {"model": "toy-counter", "family": "vlm",
+            "dataset": {"name": "toy-count", "version": "1", "fingerprint": manifest["fingerprint"]}}
+    table = pa.table({"id": [f"{c}-{i}" for c, ns in counts.items() for i in range(len(ns))],
+                      "count": [n for ns in counts.values() for n in ns]})
+    pq.write_table(attach_meta(table, meta), preds)
 
     # validate
     assert main(["validate", "--dataset", str(ds), "--predictions", str(preds)]) == 0
     assert capsys.readouterr().out == "OK: 7 toy-count rows of toy-count answered\n"
 
     # score: scores.json and the rows beside it, by the toy's scorer
-    folder = tmp_path / "submissions" / "toy-model"
-    folder.mkdir(parents=True)
-    out = folder / "scores.json"
+    out = tmp_path / "scored" / "scores.json"
     assert main(["score", "--dataset", str(ds), "--predictions", str(preds), "--out", str(out),
                  "--model-id", "toy-model"]) == 0
     err = np.abs(np.concatenate([np.subtract(counts[c], answers[c]) for c in answers]))
@@ -113,18 +118,23 @@ def test_a_toy_kind_is_one_module_per_stage_and_one_entry(
     section = json.loads(out.read_text())["datasets"]["toy-count"]
     assert section["kind"] == KIND and section[KIND] == {"mae": mae}
     assert section["configs"]["few"]["accuracy"] == 0.75
-    rows = [json.loads(line) for line in (folder / "scores.rows.jsonl").read_text().splitlines()]
+    rows = [json.loads(line) for line in (out.parent / "scores.rows.jsonl").read_text().splitlines()]
     assert [r["correct"] for r in rows] == [True, True, False, True, False, True, True]
 
-    # leaderboard: the toy's reader parses its block; its Holistic section shows it
-    (folder / "scores.rows.jsonl").unlink()
-    (folder / "meta.yaml").write_text("model_id: toy-model\nname: Toy model\nfamily: vlm\n")
-    (sub,) = load_submissions(tmp_path / "submissions")
+    # leaderboard: submit stores the predictions and their scores; the site is
+    # built by re-scoring them (the toy's validator and scorer again), the toy's
+    # reader parses its block and its Holistic section shows it
+    subs = tmp_path / "submissions"
+    assert main(["submit", "--submissions", str(subs), "--model-id", "toy-model",
+                 "--dataset", str(ds), "--predictions", str(preds)]) == 0
+    (sub,) = load_verified_submissions(subs, datasets=[ds])
     d = sub.datasets["toy-count"]
     assert d.kind == KIND and d.blocks[KIND].mae == mae
     assert [c.accuracy for c in d.configs] == [0.75, 2 / 3]
-    lb = aggregate((sub,), BaselineSpec(version="t", n_bootstrap=10))
-    page = render_site(lb)["holistic.html"].decode("utf-8")
+    assert sub.evidence["toy-count"].predictions_sha256 == section["predictions_sha256"]
+    site = tmp_path / "site"
+    build_site(subs, site, datasets=[ds])
+    page = (site / "holistic.html").read_text(encoding="utf-8")
     assert "Toy counting" in page and f"{mae:.3f}" in page
 
     # what it took: one module per stage, each registering one entry there, and
