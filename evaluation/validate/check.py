@@ -26,7 +26,6 @@ import numpy as np
 from numpy.typing import NDArray
 
 from vlmrobust.core.errors import SubmissionError
-from vlmrobust.core.kinds import OOD, dataset_kind
 from vlmrobust.evaluation.predictions.alignment import Alignment, align, wild_rows
 from vlmrobust.evaluation.predictions.meta import (
     load_meta,
@@ -174,10 +173,8 @@ def _check(index: DatasetIndex, pf: PredictionsFile,
                 f"{given[r]:g}, its text answers {said}); drop the prediction column or write "
                 "the matcher's answer", forged))
     problems.extend(_clean_copy_problems(index, row_of))
-    if not pf.has_logits and dataset_kind(index.manifest) == OOD:
-        problems.append(Problem(
-            "no logits", "OOD detection scores (MSP, MCM, max-logit, energy) are computed from "
-            "logits over the label space; predict with a reader that gives logits"))
+    if not pf.has_logits and index.needs_logits is not None:
+        problems.append(Problem("no logits", index.needs_logits))
     return problems, answers
 
 

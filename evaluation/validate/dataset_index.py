@@ -121,6 +121,9 @@ class DatasetIndex:
     label_spaces: Mapping[str, LabelSpace] = field(default_factory=dict)
     labels: NDArray[np.int64] | None = None
     candidates: NDArray[np.object_] | None = None
+    # why predictions of this kind must give logits (its index reader says so;
+    # None: a prediction or text will do)
+    needs_logits: str | None = None
 
     def __post_init__(self) -> None:
         n = self.ids.shape

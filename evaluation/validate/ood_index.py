@@ -29,6 +29,9 @@ from vlmrobust.evaluation.validate.dataset_index import DatasetIndex, answer_col
 #: Family columns of the ood kind read for scoring (when the dataset has them).
 OOD_COLUMNS = ("is_ood", "ood_source", "ood_class")
 
+NEEDS_LOGITS = ("OOD detection scores (MSP, MCM, max-logit, energy) are computed from logits "
+                "over the label space; predict with a reader that gives logits")
+
 
 def n_classes_of(manifest: Mapping[str, Any], config: str, where: str) -> int:
     """The size of ``config``'s label space, as the manifest records it."""
@@ -84,7 +87,7 @@ def ood_index(dataset_dir: Path, manifest: Mapping[str, Any], chosen: Sequence[s
         manifest=manifest, configs=tuple(dict.fromkeys(config)),
         ids=np.asarray(ids, dtype=object), config=np.asarray(config, dtype=object),
         n_options=n_options, answer=label.astype(np.int64), kind=OOD, label_spaces=spaces,
-        labels=label.astype(np.int64),
+        labels=label.astype(np.int64), needs_logits=NEEDS_LOGITS,
         columns={"is_ood": is_ood, "ood_source": np.asarray(cols["ood_source"], dtype=object),
                  "ood_class": np.asarray(cols["ood_class"], dtype=object)},
         other_ids=dict(other))
