@@ -9,6 +9,7 @@ A new kind registers a :class:`vlmrobust.core.kinds.Scorer` from its own module.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,7 @@ from vlmrobust.evaluation.scoring.mcq import (
 )
 from vlmrobust.evaluation.scoring.ood import ood_row_results, ood_score_report
 from vlmrobust.evaluation.scoring.retrieval import (
+    retrieval_headlines,
     retrieval_rows,
     retrieval_scores,
     retrieval_summary,
@@ -78,9 +80,27 @@ SCORERS.add(CLASSIFICATION, Scorer(classification_scores, lambda r, o: classific
 SCORERS.add(OOD, Scorer(_ood_scores, lambda r, o: ood_row_results(r, o.ood_score),
                         option_summary, option_stored_bytes))
 SCORERS.add(RETRIEVAL, Scorer(_retrieval_scores, lambda r, o: list(retrieval_rows(r)),
-                              retrieval_summary, stored_bytes))
+                              retrieval_summary, stored_bytes, retrieval_headlines))
 
 
 def scorer_for(kind: str) -> Scorer:
     """The scorer of ``kind`` (one line naming the registered kinds when none)."""
     return SCORERS.get(kind)
+
+
+def config_headlines(section: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Per config of a scores.json section the headline rows `vlmrobust eval`
+    reports, by the section kind's scorer (absent kind: mcq); each config's
+    accuracy for a kind that names none.
+
+    >>> config_headlines({"configs": {"a": {"n": 4, "accuracy": 0.5, "accuracy_ci": [0.1, 0.9]}}})
+    [{'config': 'a', 'metric': 'accuracy', 'value': 0.5, 'ci': [0.1, 0.9], 'n': 4}]
+    """
+    kind = section.get("kind") or MCQ
+    own = SCORERS.get(kind).config_headlines if kind in SCORERS else None
+    if own is not None:
+        return own(section)
+    return [{"config": config, "metric": "accuracy", "value": c["accuracy"],
+             "ci": c.get("accuracy_ci"), "n": c.get("n")}
+            for config, c in (section.get("configs") or {}).items()
+            if c.get("accuracy") is not None]

@@ -149,3 +149,11 @@ def retrieval_summary(name: str, section: Mapping[str, Any]) -> list[str]:
         f"{c} R@5 image→text {v['image_to_text']['recall@5']:.3f} text→image "
         f"{v['text_to_image']['recall@5']:.3f}" for c, v in section["configs"].items())
         + (f"; {partial_note(section['partial'])}" if section.get("partial") else "")]
+
+
+def retrieval_headlines(section: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Per config, Recall@5 both ways (the rows `vlmrobust eval` reports)."""
+    return [{"config": config, "metric": f"recall@5 {way}", "value": c[way]["recall@5"],
+             "ci": c[way].get("recall@5_ci"), "n": c.get("n")}
+            for config, c in (section.get("configs") or {}).items()
+            for way in ("image_to_text", "text_to_image")]

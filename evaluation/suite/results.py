@@ -23,7 +23,8 @@ PACKAGES = ("vlmrobust", "numpy", "scipy", "pyarrow", "datasets", "torch", "torc
 
 def headlines(section: Mapping[str, Any]) -> list[dict[str, Any]]:
     """One row per headline number of a dataset's scores.json section: per config
-    its accuracy (retrieval: Recall@5 both ways), per OOD set its AUROC under the
+    its accuracy (a kind's own rows where its scorer names them: retrieval's
+    Recall@5 both ways), per OOD set its AUROC under the
     headline score, and for Bench-C the κ-weighted RAS over the cells; each with
     its interval and n.
 
@@ -31,16 +32,9 @@ def headlines(section: Mapping[str, Any]) -> list[dict[str, Any]]:
     >>> headlines(s)
     [{'config': 'a', 'metric': 'accuracy', 'value': 0.5, 'ci': [0.1, 0.9], 'n': 4}]
     """
-    rows: list[dict[str, Any]] = []
-    for config, c in (section.get("configs") or {}).items():
-        if c.get("kind") == "retrieval":
-            for way in ("image_to_text", "text_to_image"):
-                rows.append({"config": config, "metric": f"recall@5 {way}",
-                             "value": c[way]["recall@5"], "ci": c[way].get("recall@5_ci"),
-                             "n": c.get("n")})
-        elif c.get("accuracy") is not None:
-            rows.append({"config": config, "metric": "accuracy", "value": c["accuracy"],
-                         "ci": c.get("accuracy_ci"), "n": c.get("n")})
+    from vlmrobust.evaluation.scoring.registration import config_headlines
+
+    rows = config_headlines(section)  # by the section kind's scorer
     ood = section.get("ood") or {}
     for name, s in (ood.get("sets") or {}).items():
         rows.append({"config": name, "metric": f"auroc ({ood.get('score')})",

@@ -160,3 +160,17 @@ def test_an_unregistered_stage_is_one_line_naming_the_known_kinds(toy_kind: list
     with pytest.raises(VlmrobustError, match=r"unknown question kind with a scorer 'toy-cont'; "
                                              r"did you mean 'toy-count'\?"):
         scorer_for("toy-cont")
+
+
+def test_eval_headlines_come_from_the_section_kinds_scorer(toy_kind: list[Path]) -> None:
+    from vlmrobust.evaluation.suite.results import headlines
+
+    recall = {"recall@5": 0.25, "recall@5_ci": [0.1, 0.4]}
+    retrieval = {"kind": "retrieval", "configs": {"f": {"kind": "retrieval", "n": 8,
+                 "accuracy": None, "image_to_text": recall, "text_to_image": recall}}}
+    assert [(h["metric"], h["value"], h["n"]) for h in headlines(retrieval)] == [
+        ("recall@5 image_to_text", 0.25, 8), ("recall@5 text_to_image", 0.25, 8)]
+    # a kind whose scorer names no headline rows: each config's accuracy
+    toy = {"kind": KIND, "configs": {"few": {"n": 4, "accuracy": 0.75, "accuracy_ci": None}}}
+    assert headlines(toy) == [{"config": "few", "metric": "accuracy", "value": 0.75, "ci": None,
+                               "n": 4}]

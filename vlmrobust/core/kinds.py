@@ -20,7 +20,7 @@ the columns every row must have) plus, per stage, the entry points it provides
 | registry | filled by | what it holds |
 |---|---|---|
 | :data:`VALIDATORS` | ``evaluation/validate/registration.py`` | (dataset, predictions, config, cache) -> a :class:`KindReport` |
-| :data:`SCORERS` | ``evaluation/scoring/registration.py`` | a :class:`Scorer`: scores.json section, per-row records, CLI line, stored bytes |
+| :data:`SCORERS` | ``evaluation/scoring/registration.py`` | a :class:`Scorer`: scores.json section, per-row records, CLI line, stored bytes, eval headlines |
 | :data:`SECTION_READERS` | ``leaderboard/registration.py`` | a :class:`SectionReader`: the kind's blocks of a scores.json section, the evidence re-scoring keeps |
 
 Core holds only the registries and these protocols (it may not import the
@@ -126,6 +126,9 @@ class Scorer:
     summary: Callable[[str, Mapping[str, Any]], list[str]]
     #: (report, predictions path) -> the bytes `submit` stores (None: the file as it is)
     stored: Callable[[Any, Path], bytes] | None = None
+    #: (section) -> per config the headline rows `vlmrobust eval` reports ({config,
+    #: metric, value, ci, n}; None: each config's accuracy)
+    config_headlines: Callable[[Mapping[str, Any]], list[dict[str, Any]]] | None = None
 
 
 @dataclass(frozen=True)
