@@ -35,4 +35,4 @@ def test_a_name_the_new_module_lacks_is_an_attribute_error(old: str, name: str, 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
         with pytest.raises(AttributeError):
-            getattr(module, "no_such_name_anywhere")
+            _ = module.no_such_name_anywhere
