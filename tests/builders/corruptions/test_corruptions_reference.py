@@ -97,15 +97,19 @@ def test_plasma_is_the_reference_fractal_and_fog_its_pixels() -> None:
         assert np.array_equal(ours, reference_corrupt(img, "fog", severity, 7)), severity
 
 
-def test_jpeg_through_opencv_equals_pillow() -> None:
-    """The engine's JPEG round trip (OpenCV) gives Pillow's pixels, which is what
-    the reference uses, on photos and noise of awkward sizes."""
+@pytest.mark.parametrize("decoder", ["fastest", "opencv"])
+def test_jpeg_through_opencv_equals_pillow(decoder: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The engine's JPEG round trip (OpenCV's encoder, simplejpeg's decoder when
+    installed, else OpenCV's) gives Pillow's pixels, which is what the reference
+    uses, on photos and noise of awkward sizes."""
     import io as _io
 
     import skimage.data
 
     from vlmrobust.builders.corruptions import digital
 
+    if decoder == "opencv":
+        monkeypatch.setattr(digital, "_SIMPLEJPEG", None)
     rng = np.random.default_rng(2)
     images = [natural(37, 45), natural(101, 203), rng.integers(0, 256, (17, 3, 3), np.uint8),
               np.asarray(Image.fromarray(skimage.data.coffee()).resize((75, 50)))]
