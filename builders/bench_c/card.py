@@ -133,6 +133,11 @@ def render_card(spec: BenchCSpec, selection: SelectionSpec, *,
         "one-sided p = P(T_df ≥ t) reproduces Table 2's p from its t in all 13 rows.",
         "- `corruption_effect` in scores.json (two-sided t-tests of corrupted against clean "
         "copies) is not a seed analysis.",
+        "- Random corruptions draw from seeded numpy Generators, not the global legacy "
+        "stream. Gaussian and speckle noise draw each output byte from its exact "
+        "distribution given the input byte (the law of the reference's float noise after its "
+        "clip and truncation; spec version 1.1.0), shot and impulse noise likewise from "
+        "their count and flip laws: the reference's distributions, another stream.",
         "",
         f"Sources: {', '.join(sources)}.",
         "",

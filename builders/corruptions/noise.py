@@ -19,9 +19,9 @@ SPECKLE_SCALE = (0.15, 0.2, 0.35, 0.45, 0.6)
 
 
 def gaussian_noise(x: np.ndarray, severity: int, draws: Draws) -> np.ndarray:
-    """Additive N(0, σ²) per channel on [0, 1] intensities."""
-    noise = draws.normal(0.0, GAUSSIAN_SCALE[severity - 1], x.shape)
-    return kernels.add_noise(x, noise, multiplicative=False)
+    """Additive N(0, σ²) per channel on [0, 1] intensities, drawn as output
+    bytes (``Draws.normal_bytes``)."""
+    return draws.normal_bytes(x, GAUSSIAN_SCALE[severity - 1], multiplicative=False)
 
 
 def shot_noise(x: np.ndarray, severity: int, draws: Draws) -> np.ndarray:
@@ -51,6 +51,5 @@ def _impulse(x: np.ndarray, codes: np.ndarray, out: np.ndarray) -> None:  # prag
 
 
 def speckle_noise(x: np.ndarray, severity: int, draws: Draws) -> np.ndarray:
-    """Multiplicative noise: x + x·N(0, σ²)."""
-    noise = draws.normal(0.0, SPECKLE_SCALE[severity - 1], x.shape)
-    return kernels.add_noise(x, noise, multiplicative=True)
+    """Multiplicative noise: x + x·N(0, σ²), drawn as output bytes."""
+    return draws.normal_bytes(x, SPECKLE_SCALE[severity - 1], multiplicative=True)

@@ -167,3 +167,12 @@ class LegacyDraws:
         flipped = self._rs.random_sample(shape) <= amount
         salted = self._rs.random_sample(shape) <= 0.5
         return np.where(flipped, np.where(salted, 2, 1), 0).astype(np.uint8)
+
+    def normal_bytes(self, levels: np.ndarray, scale: float, multiplicative: bool
+                     ) -> np.ndarray:
+        """The reference's own draw, ``np.random.normal(size=x.shape, scale=c)``,
+        then its float64 tail fused into one pass (``kernels.add_noise``)."""
+        from vlmrobust.builders.corruptions import kernels
+
+        noise = self._rs.normal(0.0, scale, levels.shape)
+        return kernels.add_noise(levels, noise, multiplicative=multiplicative)
