@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from markupsafe import Markup, escape
 
+from vlmrobust.leaderboard.charts import marks
 from vlmrobust.leaderboard.charts.svg import ACC_TICKS, Frame, _axes, _clip_line, _n, _padded, _svg
 from vlmrobust.leaderboard.fits import lines as fit
 
@@ -61,13 +62,31 @@ def shift_chart(points: Sequence[ChartPoint], lines: Sequence[ChartLine], *,
     tx = fit.transform([p.acc_ref for p in points] + extra, transform).tolist()
     ty = fit.transform([p.acc_shift for p in points] + extra, transform).tolist()
     tticks = fit.transform(list(ACC_TICKS), transform).tolist()
-    lo, hi = _padded(min(*tx, *ty), max(*tx, *ty))
-    # the reference entry whenever the chart could have one (a factor chart whose line
-    # is missing still explains its filled points)
-    items = ([(REFERENCE_COLOUR, "reference line (filled: its models)", 3.0, "")]
-             if identity or any(ln.reference for ln in lines) else [])
-    items += [(c, g, 1.5, "") for g, c in group_colours.items()]
+    # 0% and 100% leave the range to the other points and are pinned to its edge
+    edges = [(marks.at_edge(p.acc_ref), marks.at_edge(p.acc_shift)) for p in points]
+    edges += [(0, 0)] * len(extra)
+    inner = (marks.inner_range(tx, [e[0] for e in edges])
+             + marks.inner_range(ty, [e[1] for e in edges]))
+    lo, hi = _padded(min(inner), max(inner))
+    tx = [marks.pin(v, e[0], lo, hi) for v, e in zip(tx, edges, strict=True)]
+    ty = [marks.pin(v, e[1], lo, hi) for v, e in zip(ty, edges, strict=True)]
+    f0 = Frame(lo, hi, lo, hi)
+    drawn = [ln for ln in lines if _clip_line(f0, ln.slope, ln.intercept)]
+    # The legend lists what is drawn: lines that cross the frame, and groups with
+    # points but no drawn line as a point swatch (issue 37.3: it listed every family).
+    items: list[tuple[str, str, float, str]] = []
+    items += [(REFERENCE_COLOUR, "reference line (filled: its models)", 3.0, "")
+              for ln in drawn if ln.reference][:1]
+    by_colour = {ln.colour for ln in drawn if not ln.reference}
+    with_points = {p.group for p in points}
+    for g, c in group_colours.items():
+        if c in by_colour:
+            items.append((c, g, 1.5, ""))
+        elif g in with_points:
+            items.append((c, f"{g} (points, no line)", 0.0, ""))
     items += [("#888", "y = x", 1.0, ' stroke-dasharray="4 3"')] if identity else []
+    if any(e != (0, 0) for e in edges):
+        items.append(("#444", "at 0% or 100%: clipped to the edge", -1.0, ""))
     legend_rows = len(items) + 1
     f = Frame(lo, hi, lo, hi, width=420, height=380 + 14 * legend_rows, bottom=40 + 14 * legend_rows)
     ticks = [(v, f"{a * 100:g}%") for a, v in zip(ACC_TICKS, tticks, strict=True)
@@ -75,7 +94,8 @@ def shift_chart(points: Sequence[ChartPoint], lines: Sequence[ChartLine], *,
     body = _axes(f, ticks, ticks, f"{x_name} accuracy ({transform} scale)",
                  f"{y_name} {y_metric}", title)
     # _axes puts the x label at the very bottom; move it above the legend.
-    body[-3] = body[-3].replace(f'y="{f.height - 6}"', f'y="{f.height - f.bottom + 28}"')
+    body = [b.replace(f'y="{f.height - 6}"', f'y="{f.height - f.bottom + 28}"', 1)
+            if 'text-anchor="middle">' in b and f'y="{f.height - 6}"' in b else b for b in body]
     seg = _clip_line(f, 1.0, 0.0) if identity else None
     if seg:
         body.append(f'<line class="identity" x1="{_n(f.px(seg[0]))}" y1="{_n(f.py(seg[1]))}" '
@@ -99,16 +119,25 @@ def shift_chart(points: Sequence[ChartPoint], lines: Sequence[ChartLine], *,
                     f'fill="#7f7f7f"><title>random guess ({chance * 100:g}%)</title></path>')
     for i, p in enumerate(points):
         c = group_colours.get(p.group, "#444")
+        cx, cy = f.px(tx[i]), f.py(ty[i])
+        note = marks.clip_note(*edges[i], x_name, y_name, transform)
         body.append(
-            f'<circle class="pt" cx="{_n(f.px(tx[i]))}" cy="{_n(f.py(ty[i]))}" r="4" '
-            f'fill="{c if p.is_baseline else "#fff"}" stroke="{c}" stroke-width="1.5">'
-            f"<title>{escape(p.label)}: {escape(x_name)} {p.acc_ref * 100:.1f}%, "
+            f'<circle class="pt{" clipped" if note else ""}" cx="{_n(cx)}" cy="{_n(cy)}" r="4" '
+            f'fill="{c if p.is_baseline else "#fff"}" stroke="{c}" stroke-width="1.5" '
+            f'tabindex="0"><title>{escape(p.label)}: {escape(x_name)} {p.acc_ref * 100:.1f}%, '
             f"{escape(y_name)} {p.acc_shift * 100:.1f}% ({escape(p.group)}"
-            f"{', reference baseline' if p.is_baseline else ''})</title></circle>")
+            f"{', reference baseline' if p.is_baseline else ''}){escape(note)}</title></circle>"
+            + (marks.clip_mark(cx, cy, *edges[i], c) if note else ""))
     y = f.height - f.bottom + 46
     for colour, label, width, dash in items:
-        body.append(f'<line x1="{f.left}" x2="{f.left + 22}" y1="{y - 4}" y2="{y - 4}" '
-                    f'stroke="{colour}" stroke-width="{width}"{dash}/>'
-                    f'<text x="{f.left + 28}" y="{y}">{escape(label)}</text>')
+        if width > 0:
+            body.append(f'<line x1="{f.left}" x2="{f.left + 22}" y1="{y - 4}" y2="{y - 4}" '
+                        f'stroke="{colour}" stroke-width="{width}"{dash}/>')
+        elif width == 0:  # a group drawn as points only
+            body.append(f'<circle cx="{f.left + 11}" cy="{y - 4}" r="4" fill="#fff" '
+                        f'stroke="{colour}" stroke-width="1.5"/>')
+        else:
+            body.append(marks.clip_mark(f.left + 11, y + 2, 0, 1, colour))
+        body.append(f'<text x="{f.left + 28}" y="{y}">{escape(label)}</text>')
         y += 14
     return _svg(f, body, title)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from markupsafe import Markup, escape
 
+from vlmrobust.leaderboard.charts import marks
 from vlmrobust.leaderboard.fits import lines as fit
 
 # Accuracy ticks for transformed axes: probit squeezes the middle, so the ends get more.
@@ -103,7 +104,7 @@ def _axes(f: Frame, xticks: Sequence[tuple[float, str]], yticks: Sequence[tuple[
                f'text-anchor="middle">{escape(xlabel)}</text>')
     out.append(f'<text transform="translate(11 {_n((f.top + f.height - f.bottom) / 2)}) '
                f'rotate(-90)" text-anchor="middle">{escape(ylabel)}</text>')
-    out.append(f'<text x="{f.left}" y="16" font-weight="bold">{escape(title)}</text>')
+    out += marks.title_marks(title, f.width, f.left, f.top)
     return out
 
 
@@ -127,22 +128,35 @@ def _clip_line(f: Frame, a: float, b: float) -> tuple[float, float, float, float
 
 
 def _probit_frame(points: Sequence[tuple[str, float, float, bool]], chance: float,
-                  transform: str) -> tuple[Frame, list[float], list[float]]:
+                  transform: str) -> tuple[Frame, list[float], list[float], list[tuple[int, int]]]:
+    """The frame, each point's drawn (x, y) (the chance point last) and which edge
+    each point is pinned to: 0% / 100% leave the frame to the other points
+    (:mod:`.marks`)."""
     # One vectorised transform per plot: per-point scalar calls dominated a 200-model build.
     tx = fit.transform([p[1] for p in points] + [chance], transform).tolist()
     ty = fit.transform([p[2] for p in points] + [chance], transform).tolist()
-    lo, hi = _padded(min(*tx, *ty), max(*tx, *ty))
-    return Frame(lo, hi, lo, hi), tx, ty
+    edges = [(marks.at_edge(p[1]), marks.at_edge(p[2])) for p in points] + [(0, 0)]
+    lo, hi = _padded(min(*marks.inner_range(tx, [e[0] for e in edges]),
+                         *marks.inner_range(ty, [e[1] for e in edges])),
+                     max(*marks.inner_range(tx, [e[0] for e in edges]),
+                         *marks.inner_range(ty, [e[1] for e in edges])))
+    tx = [marks.pin(v, e[0], lo, hi) for v, e in zip(tx, edges, strict=True)]
+    ty = [marks.pin(v, e[1], lo, hi) for v, e in zip(ty, edges, strict=True)]
+    return Frame(lo, hi, lo, hi), tx, ty, edges[:-1]
 
 
 def _point(f: Frame, x: float, y: float, label: str, x_name: str, y_name: str, ar: float,
-           ash: float, base: bool, me: bool) -> str:
+           ash: float, base: bool, me: bool, edge: tuple[int, int] = (0, 0),
+           transform: str = "probit") -> str:
     colour = "#ff7f0e" if me else "#1f77b4"
-    return (f'<circle class="pt{" me" if me else ""}" cx="{_n(f.px(x))}" '
-            f'cy="{_n(f.py(y))}" r="{6 if me else 4}" '
-            f'fill="{colour if base else "#fff"}" stroke="{colour}" stroke-width="1.5">'
-            f"<title>{escape(label)}: {escape(x_name)} {ar * 100:.1f}%, {escape(y_name)} "
-            f"{ash * 100:.1f}%{' (baseline)' if base else ''}</title></circle>")
+    cx, cy = f.px(x), f.py(y)
+    note = marks.clip_note(*edge, x_name, y_name, transform)
+    return (f'<circle class="pt{" me" if me else ""}{" clipped" if note else ""}" '
+            f'cx="{_n(cx)}" cy="{_n(cy)}" r="{6 if me else 4}" '
+            f'fill="{colour if base else "#fff"}" stroke="{colour}" stroke-width="1.5" '
+            f'tabindex="0"><title>{escape(label)}: {escape(x_name)} {ar * 100:.1f}%, '
+            f"{escape(y_name)} {ash * 100:.1f}%{' (baseline)' if base else ''}{escape(note)}"
+            "</title></circle>" + (marks.clip_mark(cx, cy, *edge, colour) if note else ""))
 
 
 def probit_marker(points: Sequence[tuple[str, float, float, bool]], index: int, *,
@@ -152,9 +166,10 @@ def probit_marker(points: Sequence[tuple[str, float, float, bool]], index: int, 
     for the same points, holding only point ``index`` (highlighted): laid over the
     shared family plot, it marks one model without copying the family's points
     into every model page."""
-    f, tx, ty = _probit_frame(points, chance, transform)
+    f, tx, ty, edges = _probit_frame(points, chance, transform)
     label, ar, ash, base = points[index]
-    body = [_point(f, tx[index], ty[index], label, x_name, y_name, ar, ash, base, True)]
+    body = [_point(f, tx[index], ty[index], label, x_name, y_name, ar, ash, base, True,
+                   edges[index], transform)]
     return _svg(f, body, f"{label} on {title}", cls="marker")
 
 
@@ -166,7 +181,7 @@ def probit_scatter(points: Sequence[tuple[str, float, float, bool]], *, slope: f
     baseline; ``highlight`` indexes one point drawn larger, in orange, on top.
     Draws y = x (dashed), the baseline line when given, and the random-guess point
     (1/K, 1/K)."""
-    f, tx, ty = _probit_frame(points, chance, transform)
+    f, tx, ty, edges = _probit_frame(points, chance, transform)
     lo, hi = f.x0, f.x1
     tticks = fit.transform(list(ACC_TICKS), transform).tolist()
     tc = tx[-1]
@@ -194,7 +209,8 @@ def probit_scatter(points: Sequence[tuple[str, float, float, bool]], *, slope: f
                 f'fill="#7f7f7f"><title>random guess ({chance * 100:g}%)</title></path>')
     marked = ""
     for i, (label, ar, ash, base) in enumerate(points):
-        circle = _point(f, tx[i], ty[i], label, x_name, y_name, ar, ash, base, i == highlight)
+        circle = _point(f, tx[i], ty[i], label, x_name, y_name, ar, ash, base, i == highlight,
+                        edges[i], transform)
         if i == highlight:
             marked = circle  # drawn last so no other point hides it
         else:
@@ -224,20 +240,26 @@ def nice_ticks(lo: float, hi: float, target: int = 5) -> list[tuple[float, str]]
     return out
 
 
-def linear_scatter(points: Sequence[tuple[str, float, float]], *, x_label: str, y_label: str,
-                   title: str, identity: bool = True, point_colours: Sequence[str] = (),
-                   lines: Sequence[tuple[str, float, float, str]] = ()) -> Markup:
+def linear_scatter(points: Sequence[tuple[str, float | None, float | None]], *, x_label: str,
+                   y_label: str, title: str, identity: bool = True,
+                   point_colours: Sequence[str] = (),
+                   lines: Sequence[tuple[str, float, float, str]] = (),
+                   undefined: str = "undefined") -> Markup:
     """Plain scatter on linear axes (e.g. destructive vs corrective RAS);
     ``point_colours`` (one per point) and ``lines`` ((label, slope, intercept,
-    colour), drawn y = slope·x + intercept) are optional."""
-    if not points:
+    colour), drawn y = slope·x + intercept) are optional. Every point is drawn: one
+    whose x or y is None (``undefined`` says why) is a hollow point on that axis'
+    low edge, so a chart of N models always shows N points."""
+    defined = [(p[1], p[2]) for p in points]
+    xs = [x for x, _ in defined if x is not None]
+    ys = [y for _, y in defined if y is not None]
+    if not xs and not ys:
         f = Frame(0.0, 1.0, 0.0, 1.0)
         return _svg(f, [*_axes(f, [], [], x_label, y_label, title),
                         f'<text x="{f.width // 2}" y="{f.height // 2}" text-anchor="middle">'
                         "no data</text>"], title)
-    xs = [p[1] for p in points]
-    ys = [p[2] for p in points]
-    lo, hi = _padded(min(*xs, *ys), max(*xs, *ys))
+    vals = xs + ys
+    lo, hi = _padded(min(vals), max(vals))
     f = Frame(lo, hi, lo, hi)
     ticks = nice_ticks(lo, hi)
     body = _axes(f, ticks, ticks, x_label, y_label, title)
@@ -255,8 +277,15 @@ def linear_scatter(points: Sequence[tuple[str, float, float]], *, x_label: str, 
                         f'{"+" if intercept >= 0 else "−"} {abs(intercept):.3f}</title></line>')
     for i, (label, x, y) in enumerate(points):
         colour = point_colours[i] if i < len(point_colours) else "#1f77b4"
-        body.append(f'<circle class="pt" cx="{_n(f.px(x))}" cy="{_n(f.py(y))}" r="4" '
-                    f'fill="{colour}"><title>{escape(label)}: {x:.3f}, {y:.3f}</title></circle>')
+        na = x is None or y is None
+        shown = ", ".join(f"{undefined}" if v is None else f"{v:.3f}" for v in (x, y))
+        # an undefined coordinate sits on the frame's low edge, hollow
+        cx = f.px(x) if x is not None else f.left
+        cy = f.py(y) if y is not None else f.height - f.bottom
+        body.append(f'<circle class="pt{" na" if na else ""}" cx="{_n(cx)}" cy="{_n(cy)}" '
+                    f'r="4" fill="{"#fff" if na else colour}" stroke="{colour}" '
+                    f'stroke-width="1.5" tabindex="0"><title>{escape(label)}: {escape(shown)}'
+                    "</title></circle>")
     return _svg(f, body, title)
 
 
@@ -335,9 +364,12 @@ def log_curves(series: Sequence[tuple[str, str, Sequence[tuple[float, float]]]],
                         "no data</text>"], title)
     lo, hi = math.log10(min(xs)), math.log10(max(xs))
     lo, hi = (lo - 0.5, hi + 0.5) if hi - lo < 1e-9 else (lo - 0.08 * (hi - lo), hi + 0.08 * (hi - lo))
-    f = Frame(lo, hi, 0.0, 1.0, height=320 + 14 * len(series), bottom=40 + 14 * len(series))
+    f = Frame(lo, hi, 0.0, 1.0, height=330 + 14 * len(series), bottom=50 + 14 * len(series))
     xticks = [(math.log10(v), f"{v:g}") for v in sorted(set(xs))]
     body = _axes(f, xticks, [(v / 5, f"{v * 20}%") for v in range(6)], x_label, y_label, title)
+    # _axes puts the x label at the very bottom, where the legend goes
+    body = [b.replace(f'y="{f.height - 6}"', f'y="{f.height - f.bottom + 28}"', 1)
+            if b.endswith(f"{escape(x_label)}</text>") else b for b in body]
     for i, (label, colour, pts) in enumerate(series):
         drawn = sorted((math.log10(x), y) for x, y in pts if x > 0)
         # a path, not a polyline: the site check allows few SVG elements
@@ -345,9 +377,10 @@ def log_curves(series: Sequence[tuple[str, str, Sequence[tuple[float, float]]]],
         body.append(f'<path class="curve" d="M{coords}" fill="none" stroke="{escape(colour)}" '
                     'stroke-width="1.5"/>')
         for x, y in drawn:
-            body.append(f'<circle cx="{_n(f.px(x))}" cy="{_n(f.py(y))}" r="3" fill="{escape(colour)}">'
+            body.append(f'<circle class="pt" cx="{_n(f.px(x))}" cy="{_n(f.py(y))}" r="3" '
+                        f'fill="{escape(colour)}" tabindex="0">'
                         f"<title>{escape(label)}: K = {10 ** x:g}, {y:.3f}</title></circle>")
-        ly = f.height - 14 * (len(series) - i) - 4
+        ly = f.height - 14 * (len(series) - i) + 6
         body.append(f'<line x1="{f.left}" x2="{f.left + 16}" y1="{ly - 4}" y2="{ly - 4}" '
                     f'stroke="{escape(colour)}" stroke-width="2"/>'
                     f'<text x="{f.left + 22}" y="{ly}">{escape(label)}</text>')

@@ -36,7 +36,7 @@ _SVG_COMMON = frozenset({"class", "role", "aria-label", "x", "y", "x1", "x2", "y
                          "cx", "cy", "r", "d", "width", "height", "fill", "stroke",
                          "stroke-width", "stroke-dasharray", "transform", "text-anchor",
                          "dominant-baseline", "font-weight", "font-size", "font-family",
-                         "opacity", "fill-opacity"})
+                         "opacity", "fill-opacity", "tabindex"})
 # element -> attributes allowed on it besides _COMMON (HTML) and data-* attributes.
 HTML_ELEMENTS: Mapping[str, frozenset[str]] = {
     **{t: frozenset() for t in (

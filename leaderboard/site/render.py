@@ -74,10 +74,11 @@ def _env() -> Environment:
 
 def csp(script: str) -> str:
     """The pages' Content-Security-Policy: nothing from the network, only the one
-    inline script whose hash it names, images only from the site itself."""
+    inline script whose hash it names, images and fetched data (the overview's
+    rows, shared charts inlined for their hover labels) only from the site itself."""
     digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode()
     return (f"default-src 'none'; script-src 'sha256-{digest}'; style-src 'unsafe-inline'; "
-            "img-src 'self' data:; base-uri 'none'; form-action 'none'")
+            "img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'")
 
 
 def site_assets() -> tuple[str, str, str]:
@@ -228,12 +229,14 @@ def render_site(lb: Leaderboard, *, releases: Sequence[Mapping[str, Any]] = (),
     page("robustness.html", "robustness.html.j2", strategies=charts)
     bc_subs = [s for s in lb.submissions
                if BENCH_C in s.datasets and s.datasets[BENCH_C].bench_c is not None]
+    # one point per model: a model whose clean answers were all right (or all wrong)
+    # has no corrective (destructive) RAS, and was silently left out (issue 37.3)
     ras_points = []
     for s in bc_subs:
         bc = s.datasets[BENCH_C].bench_c
         assert bc is not None
         dr, cr = bc.aggregate.get("destructive_ras"), bc.aggregate.get("corrective_ras")
-        if dr is not None and cr is not None:
+        if dr is not None or cr is not None:
             ras_points.append((s.meta.name, dr, cr))
     has_maps: dict[str, tuple[str, str] | None] = {}
     for s in lb.submissions:
@@ -249,7 +252,8 @@ def render_site(lb: Leaderboard, *, releases: Sequence[Mapping[str, Any]] = (),
          mean_maps=mean_maps(bc_subs),
          ras_plot=svg.linear_scatter(ras_points, x_label="destructive RAS (RR ∪ RW)",
                                      y_label="corrective RAS (WW ∪ WR)",
-                                     title="destructive vs corrective RAS"),
+                                     title="destructive vs corrective RAS",
+                                     undefined="undefined (no such questions)"),
          quadrants=QUADRANTS, transitions=TRANSITIONS)
     page("holistic.html", "holistic.html.j2", sections=holistic_sections(lb))
     cls_context, cls_files = classification_page(lb)

@@ -4,6 +4,9 @@
 // The overview's controls filter rows (search, prompt, family, size) and switch the
 // distractor strategy of the ER and accuracy cells (values precomputed per strategy
 // in data-s<i> / data-t<i> / data-c<i>). Text only ever goes in via textContent.
+// Shared chart files (img.inline) are fetched and put in the page as inline SVG once
+// shown, so their points' <title> labels appear on hover and keyboard focus; a
+// table wider than its box gets a visible "scroll for more" cue.
 (function () {
   "use strict";
 
@@ -101,4 +104,74 @@
     applyStrategy();
     applyFilters();
   }
+
+  // --- inline SVG: a shared chart file becomes part of the page once it is shown
+  function inline(img) {
+    if (img.getAttribute("data-inlined")) return;
+    img.setAttribute("data-inlined", "1");
+    fetch(img.getAttribute("src")).then(function (r) {
+      return r.ok ? r.text() : Promise.reject(r.status);
+    }).then(function (text) {
+      var doc = new DOMParser().parseFromString(text, "image/svg+xml");
+      var svg = doc.documentElement;
+      // keep the picture unless the file is a well-formed SVG (the site check
+      // allows no script or handler in it)
+      if (!svg || svg.localName !== "svg" || doc.getElementsByTagName("parsererror").length) return;
+      svg = document.importNode(svg, true);
+      svg.setAttribute("aria-label", img.getAttribute("alt") || "");
+      img.parentNode.replaceChild(svg, img);
+    }).catch(function () { /* a file:// page keeps the picture */ });
+  }
+  Array.prototype.forEach.call(document.querySelectorAll("img.inline"), function (img) {
+    if (img.complete && img.naturalWidth) inline(img);
+    else img.addEventListener("load", function () { inline(img); });
+  });
+
+  // --- keyboard focus on a chart point shows its label (hover shows the <title>)
+  var tip = document.createElement("div");
+  tip.className = "tip";
+  tip.setAttribute("role", "tooltip");
+  tip.hidden = true;
+  document.body.appendChild(tip);
+  document.addEventListener("focusin", function (e) {
+    var t = e.target;
+    var title = t && t.querySelector ? t.querySelector("title") : null;
+    if (!title || !t.closest || !t.closest("svg")) { tip.hidden = true; return; }
+    var box = t.getBoundingClientRect();
+    tip.textContent = title.textContent;
+    tip.hidden = false;
+    tip.style.left = Math.max(4, Math.min(window.scrollX + box.left,
+      window.scrollX + document.documentElement.clientWidth - tip.offsetWidth - 4)) + "px";
+    tip.style.top = (window.scrollY + box.bottom + 6) + "px";
+  });
+  document.addEventListener("focusout", function () { tip.hidden = true; });
+
+  // --- a box narrower than its table says so, with how many columns are hidden
+  function cue(wrap) {
+    var over = wrap.scrollWidth - wrap.clientWidth > 1;
+    var note = wrap.previousElementSibling;
+    if (!note || !note.classList.contains("scroll-cue")) {
+      if (!over) return;
+      note = document.createElement("p");
+      note.className = "scroll-cue";
+      wrap.parentNode.insertBefore(note, wrap);
+      wrap.addEventListener("scroll", function () { cue(wrap); });
+    }
+    wrap.classList.toggle("scrolls", over);
+    note.hidden = !over;
+    if (!over) return;
+    var right = wrap.getBoundingClientRect().right, hidden = 0;
+    var head = wrap.querySelector("thead tr:last-child");
+    if (head) Array.prototype.forEach.call(head.cells, function (c) {
+      if (c.getBoundingClientRect().right > right + 1) hidden++;
+    });
+    var end = wrap.scrollLeft + wrap.clientWidth >= wrap.scrollWidth - 1;
+    wrap.classList.toggle("at-end", end);
+    note.textContent = end ? "\u2190 scroll back for the first columns" :
+      "Scroll sideways \u2192 " + (hidden ? hidden + " more column" + (hidden > 1 ? "s" : "") : "more");
+  }
+  function cues() { Array.prototype.forEach.call(document.querySelectorAll(".wrap"), cue); }
+  window.addEventListener("resize", cues);
+  document.addEventListener("toggle", cues, true);
+  cues();
 })();

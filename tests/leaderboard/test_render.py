@@ -260,7 +260,7 @@ def test_model_page_marks_the_model_in_the_reference_plots(
     page = files["models/clip-0001.html"].decode()
     # One shift (sample-rendition) × the overview strategy: the shared family plot
     # as an image, and over it a marker SVG of the same frame with just this model.
-    overlays = re.findall(r'<div class="overlay"><img src="\.\./(plots/fit-\d+\.svg)"[^>]*>'
+    overlays = re.findall(r'<div class="overlay"><img class="inline" src="\.\./(plots/fit-\d+\.svg)"[^>]*>'
                           r'(<svg .*?</svg>)</div>', page, re.S)
     assert len(overlays) == 1
     path, marker = overlays[0]

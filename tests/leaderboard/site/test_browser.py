@@ -6,11 +6,8 @@ Install the browser with: apt-get install -y chromium chromium-driver
 
 from __future__ import annotations
 
-import functools
-import http.server
 import json
 import shutil
-import threading
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from tests.fixtures.browser import CHROMEDRIVER, chromium, require_browser, serve
 from vlmrobust.leaderboard.load import load_submissions
 from vlmrobust.leaderboard.site.publish import publish_site
 from vlmrobust.leaderboard.synthetic import REAL_VARIANTS, synthetic_submission, write_submission
@@ -25,8 +23,6 @@ from vlmrobust.leaderboard.synthetic import REAL_VARIANTS, synthetic_submission,
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parents[3]
-CHROMIUM = "/usr/bin/chromium"
-CHROMEDRIVER = "/usr/bin/chromedriver"
 # Would set a global, open an alert, or load /x if any of it ran as markup.
 XSS = ('<script>window.__pwned=1;alert(1)</script><img src=x onerror="window.__pwned=2">'
        "\"'&amp;</td>")
@@ -65,53 +61,19 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int]:
 
 @pytest.fixture(scope="module")
 def base_url(site: tuple[Path, int]) -> Iterator[str]:
-    class Quiet(http.server.SimpleHTTPRequestHandler):
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    handler = functools.partial(Quiet, directory=str(site[0]))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/"
-    server.shutdown()
-    server.server_close()
-
-
-def _require_browser(chromium: str, chromedriver: str) -> None:
-    """Fail (never skip) with the install command when the browser is missing."""
-    if not (Path(chromium).exists() and Path(chromedriver).exists()):
-        pytest.fail(f"the browser test needs Debian's chromium at {chromium} and chromedriver "
-                    f"at {chromedriver}: run `apt-get update && apt-get install -y chromium "
-                    "chromium-driver`", pytrace=False)
+    with serve(site[0]) as url:
+        yield url
 
 
 def test_missing_browser_fails_with_install_hint(tmp_path: Path) -> None:
     with pytest.raises(pytest.fail.Exception, match="apt-get install -y chromium chromium-driver"):
-        _require_browser(str(tmp_path / "chromium"), CHROMEDRIVER)
+        require_browser(str(tmp_path / "chromium"), CHROMEDRIVER)
 
 
 @pytest.fixture(scope="module")
 def driver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    _require_browser(CHROMIUM, CHROMEDRIVER)
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = CHROMIUM
-    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-                 "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage",
-                 "--window-size=1400,900",
-                 f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}"):
-        opts.add_argument(flag)
-    opts.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})
-    drv = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=opts)
-    drv.set_page_load_timeout(60)
-    try:
+    with chromium(tmp_path_factory.mktemp("chromium-profile"), logs=True) as drv:
         yield drv
-    finally:
-        drv.quit()
 
 
 def _open(driver: Any, url: str) -> None:
@@ -266,20 +228,31 @@ def test_partial_and_provenance_marks(driver: Any, base_url: str) -> None:
         "@article{x, title={<b>x</b>}}"
 
 
+def inlined(driver: Any) -> None:
+    """Wait until every shared chart of the page is inline SVG (site.js fetches
+    each once its picture has loaded)."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    driver.execute_script("document.querySelectorAll('img.inline').forEach(i => {"
+                          " i.loading = 'eager'; });")  # lazy: off-screen ones wait
+    WebDriverWait(driver, 30).until(
+        lambda d: d.execute_script("return document.querySelectorAll('img.inline').length") == 0)
+
+
 def test_plots_render_with_size(driver: Any, base_url: str, site: tuple[Path, int]) -> None:
     _open(driver, base_url + "robustness.html")
-    sizes = driver.execute_async_script(
-        "const done = arguments[arguments.length - 1];"
-        "const imgs = Array.from(document.querySelectorAll('figure img'));"
-        "imgs.forEach(i => { i.loading = 'eager'; });"  # lazy: off-screen ones wait
-        "Promise.all(imgs.map(i => i.decode())).then(() => done(imgs.map(i => "
-        "[i.naturalWidth, i.naturalHeight, i.complete, i.getAttribute('src')])));")
+    inlined(driver)
+    sizes = driver.execute_script(
+        "return Array.from(document.querySelectorAll('figure')).map(f => {"
+        " const s = f.querySelector('svg.plot').getBoundingClientRect();"
+        " return [s.width, s.height, f.querySelectorAll('svg.plot circle.pt[tabindex]').length,"
+        " f.querySelector('figcaption a').getAttribute('href')]; });")
     # one chart per (strategy, shift): 2 strategies × 5 shifts, each with the
     # reference line and the three families' lines; the VLMs ran two prompts, so
     # each shift also has a prompt chart (reference + the one prompt with a line).
-    # Each is a shared SVG file that the page shows as an image.
+    # Each is a shared SVG file that the page inlines, every point focusable.
     assert len(sizes) == 20
-    assert all(w > 100 and h > 100 and done for w, h, done, _ in sizes), sizes[:3]
+    assert all(w > 100 and h > 100 and n >= 3 for w, h, n, _ in sizes), sizes[:3]
     ns = "{http://www.w3.org/2000/svg}"
     charts = [ET.parse(site[0] / src).getroot() for *_, src in sizes]
     assert all(len(c.findall(f"{ns}circle")) >= 3 for c in charts)
@@ -294,9 +267,10 @@ def test_plots_render_with_size(driver: Any, base_url: str, site: tuple[Path, in
     # destructive-vs-corrective scatter + mean RAS + mean ΔAcc heat maps
     assert visible[:3] == [N_PLAIN, 95, 95]
     _open(driver, base_url + "models/clip-0001.html")
+    inlined(driver)
     model_plots = driver.execute_script(
         "return Array.from(document.querySelectorAll('.overlay')).map(o => {"
-        "const i = o.querySelector('img').getBoundingClientRect();"
+        "const i = o.querySelector('svg.plot').getBoundingClientRect();"
         "const s = o.querySelector('svg.marker').getBoundingClientRect();"
         "return [i.left, i.top, i.width, s.left, s.top, s.width,"
         " o.querySelectorAll('svg.marker circle.me').length]; });")

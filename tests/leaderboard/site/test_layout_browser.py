@@ -1,0 +1,156 @@
+"""Issue 37.3: every page laid out in Chromium at 1,400 and 390 px wide. Nothing
+overflows the window sideways; a box narrower than its table says so with a
+visible cue; every chart point lies inside its chart, and the charts that promise
+one point per model show every model (the Bench-C scatter showed 2 points for 3
+models: a model without corrective RAS was dropped)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.fixtures.browser import chromium, serve
+from vlmrobust.leaderboard.load import load_submissions
+from vlmrobust.leaderboard.site.publish import publish_site
+from vlmrobust.leaderboard.synthetic import REAL_VARIANTS, synthetic_submission, write_submission
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+N = 7
+WIDTHS = (1400, 390)
+PAGES = ("index.html", "robustness.html", "bench-c.html", "holistic.html",
+         "classification.html", "failure-modes.html", "releases.html", "submit.html",
+         "about.html", "models/clip-0001.html", "models/vlm-0002.html")
+
+# Per page: [page overflow px, boxes wider than their table without a visible cue,
+# chart points outside their chart, charts whose right edge leaves the window].
+LAYOUT_JS = """
+const vw = document.documentElement.clientWidth;
+const noCue = [];
+document.querySelectorAll('main *').forEach(e => {
+  const ox = getComputedStyle(e).overflowX;
+  if ((ox === 'auto' || ox === 'scroll') && e.scrollWidth - e.clientWidth > 1) {
+    const cue = e.previousElementSibling;
+    const shown = cue && cue.classList.contains('scroll-cue') && !cue.hidden
+      && cue.offsetHeight > 0 && cue.textContent.trim().length > 0;
+    if (!(e.classList.contains('scrolls') && shown)) noCue.push(e.className + ' ' + e.id);
+  }
+});
+const outside = [];
+document.querySelectorAll('svg .pt').forEach(p => {
+  const s = p.ownerSVGElement.getBoundingClientRect(), b = p.getBoundingClientRect();
+  if (s.width === 0) return;  // inside a closed <details>
+  if (b.left < s.left - 0.5 || b.right > s.right + 0.5 || b.top < s.top - 0.5
+      || b.bottom > s.bottom + 0.5)
+    outside.push((p.querySelector('title') || {}).textContent);
+});
+const wide = [];
+document.querySelectorAll('main svg').forEach(s => {
+  const r = s.getBoundingClientRect();
+  if (r.width > 0 && !s.closest('.wrap') && r.right > vw + 0.5) wide.push(s.getAttribute('aria-label'));
+});
+const past = [];
+document.querySelectorAll('body *').forEach(e => {
+  const r = e.getBoundingClientRect();
+  let p = e.parentElement, scrolled = false;
+  for (; p; p = p.parentElement) {
+    const ox = getComputedStyle(p).overflowX;
+    if (ox === 'auto' || ox === 'scroll' || ox === 'hidden') { scrolled = true; break; }
+  }
+  if (!scrolled && r.width > 0 && r.right > vw + 0.5 && past.length < 4)
+    past.push(e.tagName + '.' + e.className + ' ' + (e.textContent || '').slice(0, 30));
+});
+return [document.documentElement.scrollWidth - vw, noCue, outside, wide, past];
+"""
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("layout-site")
+    subs = root / "submissions"
+    for i in range(N):
+        meta, scores = synthetic_submission(i, ("classifier", "clip", "vlm")[i % 3],
+                                            variants=REAL_VARIANTS)
+        if i == 3:
+            # every clean answer right: corrective RAS (over WR ∪ WW) is undefined
+            scores["datasets"]["bench-c"]["bench_c"]["aggregate"]["corrective_ras"] = None
+        if i == 4:
+            # a perfect score sits at probit(100%) = ∞: drawn clipped at the edge
+            cfg = scores["datasets"]["imagenet-mcq"]["configs"]["imagenet-r-wordnet"]
+            cfg.update(accuracy=1.0, accuracy_ci=[1.0, 1.0])
+        write_submission(subs, meta, scores)
+    publish_site(load_submissions(subs), root / "site", version="1")
+    return root / "site"
+
+
+@pytest.fixture(scope="module")
+def base_url(site: Path) -> Iterator[str]:
+    with serve(site) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def driver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    with chromium(tmp_path_factory.mktemp("chromium-profile")) as drv:
+        yield drv
+
+
+def _show(driver: Any, url: str, width: int) -> None:
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                           {"width": width, "height": 900, "deviceScaleFactor": 1,
+                            "mobile": False})
+    driver.get(url)
+    # shared charts become inline SVG once loaded (lazy ones once made eager)
+    driver.execute_script("document.querySelectorAll('img.inline').forEach(i => {"
+                          " i.loading = 'eager'; });"
+                          "document.querySelectorAll('details').forEach(d => d.open = true);")
+    WebDriverWait(driver, 30).until(lambda d: d.execute_script(
+        "return document.querySelectorAll('img.inline').length") == 0)
+    driver.execute_script("window.dispatchEvent(new Event('resize'));")
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_no_overflow_without_a_scroll_cue(driver: Any, base_url: str, width: int) -> None:
+    problems = {}
+    for page in PAGES:
+        _show(driver, base_url + page, width)
+        over, no_cue, outside, wide, past = driver.execute_script(LAYOUT_JS)
+        if over > 0 or no_cue or outside or wide:
+            problems[page] = {"page overflow px": over, "past the window": past,
+                              "no scroll cue": no_cue,
+                              "points outside their chart": outside[:3],
+                              "charts past the window": wide}
+    assert not problems, json.dumps(problems, indent=1, ensure_ascii=False)
+
+
+def test_bench_c_scatter_shows_every_model(driver: Any, base_url: str) -> None:
+    _show(driver, base_url + "bench-c.html", 1400)
+    rows, points = driver.execute_script(
+        "return [document.querySelectorAll('#benchc tbody tr').length,"
+        " Array.from(document.querySelectorAll('.plots > figure > svg.plot'))[0]"
+        ".querySelectorAll('circle.pt').length];")
+    assert rows == N and points == N
+
+
+def test_clipped_point_is_marked_and_points_take_focus(driver: Any, base_url: str) -> None:
+    from selenium.webdriver.common.by import By
+
+    _show(driver, base_url + "robustness.html", 1400)
+    clipped = driver.execute_script(
+        "return Array.from(document.querySelectorAll('svg circle.pt.clipped'))"
+        ".map(c => c.querySelector('title').textContent);")
+    assert clipped and all("clipped to the edge" in t for t in clipped)
+    assert driver.execute_script("return document.querySelectorAll('svg path.clip').length") \
+        >= len(clipped)
+    # legends list drawn lines only: no entry for a family without points or line
+    point = driver.find_element(By.CSS_SELECTOR, "svg.plot circle.pt[tabindex='0']")
+    driver.execute_script("arguments[0].focus();", point)
+    tip = driver.find_element(By.CSS_SELECTOR, "div.tip")
+    assert tip.is_displayed()
+    assert tip.text == point.find_element(By.TAG_NAME, "title").get_attribute("textContent")
