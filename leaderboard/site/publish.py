@@ -52,9 +52,10 @@ from vlmrobust.core.text.display import control_char, short_repr
 from vlmrobust.leaderboard.aggregate import aggregate
 from vlmrobust.leaderboard.board import Leaderboard
 from vlmrobust.leaderboard.pages.failure_modes import failure_modes
+from vlmrobust.leaderboard.pages.paged import PAGE_ROWS
 from vlmrobust.leaderboard.site.check import SiteCheckError, check_files
 from vlmrobust.leaderboard.site.releases import MAX_VERSION_CHARS, RELEASES_SCHEMA
-from vlmrobust.leaderboard.site.render import render_site, site_assets
+from vlmrobust.leaderboard.site.render import OVERVIEW_ROWS, render_site, site_assets
 from vlmrobust.leaderboard.submission import Submission
 from vlmrobust.leaderboard.trust.baselines import load_baselines
 from vlmrobust.leaderboard.trust.reference_runs import ReferenceRuns, load_reference_runs
@@ -159,10 +160,13 @@ def check_site(root: Path, expected: Mapping[str, bytes], n_models: int) -> None
             raise PublishError(f"{p}: missing or different from what was rendered; "
                                "the disk may be full: free space and publish again")
     if "index.html" in expected:
+        # the page holds the first page of rows, data/overview.json every row
         rows = len(_OVERVIEW_ROW_RE.findall(expected["index.html"].decode("utf-8")))
-        if rows != n_models:
-            raise PublishError(f"index.html has {rows} overview rows for {n_models} "
-                               "submissions; this is a bug, please report it")
+        paged = json.loads(expected[OVERVIEW_ROWS])["rows"]
+        if rows != min(n_models, PAGE_ROWS) or len(paged) != n_models:
+            raise PublishError(f"index.html has {rows} overview rows and {OVERVIEW_ROWS} "
+                               f"{len(paged)} for {n_models} submissions; this is a bug, "
+                               "please report it")
     script, style, csp = site_assets()
     try:
         check_files(expected, scripts=[script], styles=[style], csp=csp)

@@ -33,8 +33,7 @@ from vlmrobust.leaderboard.board import (
 )
 from vlmrobust.leaderboard.charts import svg
 from vlmrobust.leaderboard.charts.fit_plots import fit_marker, fit_plot, shift_charts
-from vlmrobust.leaderboard.fits.pairwise import LEVEL, RANK_COLUMN
-from vlmrobust.leaderboard.pages import overview
+from vlmrobust.leaderboard.pages import overview, paged
 from vlmrobust.leaderboard.pages.bench_c import benchc_maps, mean_maps, per_corruption
 from vlmrobust.leaderboard.pages.classification import classification_page
 from vlmrobust.leaderboard.pages.completeness import default_completeness
@@ -49,12 +48,14 @@ from vlmrobust.leaderboard.pages.formatting import (
     tone,
 )
 from vlmrobust.leaderboard.pages.holistic import holistic_sections
+from vlmrobust.leaderboard.pages.overview_rows import overview_rows, table_rows
 from vlmrobust.leaderboard.pages.retrieval import retrieval_sections  # noqa: F401  (registers)
 from vlmrobust.leaderboard.site.downloads import pairwise_csv, table_records, to_csv, to_json
 from vlmrobust.leaderboard.submission import QUADRANTS, TRANSITIONS
 from vlmrobust.leaderboard.trust.provenance import Provenance
 
 HERE = Path(__file__).parents[1]  # templates/ and static/ live in leaderboard/
+OVERVIEW_ROWS = "data/overview.json"
 
 
 @cache
@@ -100,81 +101,6 @@ def plot_paths(lb: Leaderboard, fit_indices: Sequence[int],
     return fits, maps
 
 
-def _overview_rows(lb: Leaderboard, strats: list[str],
-                   prov: Mapping[str, Provenance]) -> list[dict[str, Any]]:
-    """Per row: rank, headline, partial notes, badge and the switch values
-    (index-keyed: strategy names are submission data, never attribute names)."""
-    heads = {r.model_id: overview.headline_metric(lb, r) for r in lb.rows}
-    rank = overview.ranks({m: h.value for m, h in heads.items()})
-    ers = overview.mean_er_by_strategy(lb)
-    subs = {s.model_id: s for s in lb.submissions}
-    out = []
-    for r in lb.rows:
-        s = subs[r.model_id]
-        h = heads[r.model_id]
-        accs = overview.accuracy_by_strategy(s)
-        acc_sw = {v: [(data_v(accs.get((st, v))), pct(accs.get((st, v)))) for st in strats]
-                  for v in lb.variants}
-        er_sw = []
-        for st in strats:
-            v, ci = (h.value, h.ci) if st == h.strategy else ers.get(r.model_id, {}).get(
-                st, (None, None))
-            why = (h.reason or "") if st == h.strategy else ""
-            er_sw.append((data_v(v), signed(v, 1, 100.0), tone(v),
-                          f"{signed(ci[0], 1, 100.0)} … {signed(ci[1], 1, 100.0)}" if ci else why))
-        out.append({"r": r, "s": s, "rank": rank[r.model_id], "headline": h,
-                    "missing": overview.missing(lb, s, strats), "prov": prov[r.model_id],
-                    "size": overview.size_bucket(r.params), "acc_sw": acc_sw, "er_sw": er_sw,
-                    "search": " ".join(x for x in (r.name, r.model_id, r.vision_encoder or "",
-                                                   s.meta.prompt_id or "") if x).lower()})
-    out.sort(key=lambda o: (o["rank"] is None, o["rank"] or 0, o["r"].model_id))
-    _mark_ties(lb, out)
-    return out
-
-
-def _ci_text(ci: tuple[float, float] | None, fmt: Any) -> str:
-    return "" if ci is None else f"{round(LEVEL * 100)}% interval {fmt(ci[0])} … {fmt(ci[1])}"
-
-
-def _mark_ties(lb: Leaderboard, rows: list[dict[str, Any]]) -> None:
-    """Per row: the rank shown (a model within noise of the one above shares its
-    rank) and, per column, a tie mark and the hover text of its paired test
-    against the next model above in that column (leaderboard.pairwise)."""
-    tests = {(t.column, t.lower): t for t in lb.pairwise}
-    names = {s.model_id: s.meta.name for s in lb.submissions}
-    shown: dict[str, int | None] = {}
-    for o in rows:
-        m = o["r"].model_id
-        t = tests.get((RANK_COLUMN, m))
-        o["rank_title"] = ""
-        o["rank_tie"] = False
-        shown[m] = o["rank"]
-        if t is not None and o["rank"] is not None:
-            o["rank_title"] = f"vs {names[t.higher]} (first of its rank group): {t.summary()}"
-            if t.tie and shown.get(t.higher) is not None:
-                shown[m] = shown[t.higher]
-                o["rank_tie"] = True
-        o["shown_rank"] = shown[m]
-    for o in rows:
-        r = o["r"]
-        notes: dict[str, tuple[bool, str]] = {}
-        cis = {"er": _ci_text(r.mean_er_ci, lambda v: signed(v, 1, 100.0)),
-               "imagewikiqa": _ci_text(r.iwqa_ci, pct)}
-        cis.update({f"imagenet-mcq:{v}": _ci_text(r.imagenet_ci.get(v), pct) for v in lb.variants})
-        cis.update({f"bench-c:{k}": _ci_text(r.benchc_ci.get(k), fmt) for k, fmt in (
-            ("acc", pct), ("delta_acc", lambda v: signed(v, 1, 100.0)),
-            ("ras", lambda v: signed(v, 3)))})
-        for key, ci in cis.items():
-            t = tests.get((key, r.model_id))
-            parts = [ci] if ci else []
-            if t is not None:
-                parts.append(f"vs {names[t.higher]} (next above in this column): {t.summary()}")
-            if key == "er" and r.er_warning:
-                parts.append(r.er_warning)
-            notes[key] = (t is not None and t.tie, "; ".join(parts))
-        o["notes"] = notes
-
-
 def render_site(lb: Leaderboard, *, releases: Sequence[Mapping[str, Any]] = (),
                 release: Mapping[str, Any] | None = None, code_version: str = "",
                 provenances: Mapping[str, Provenance] | None = None,
@@ -210,14 +136,18 @@ def render_site(lb: Leaderboard, *, releases: Sequence[Mapping[str, Any]] = (),
     for i, path in fit_files.items():
         files[path] = str(fit_plot(lb.fits[i]))
     strats = overview.strategies(lb)
-    rows = _overview_rows(lb, strats, prov)
+    rows = overview_rows(lb, strats, prov)
     prompts = overview.choices({o["s"].meta.prompt_id or "": o["s"].meta.prompt_id or "—"
                                 for o in rows})
     prompt_key = {p: str(i) for i, (p, _) in enumerate(prompts)}
-    page("index.html", "index.html.j2", rows=rows, strategies=strats,
+    # the page holds the first page of rows; the script pages through all of them
+    table = table_rows(lb, rows, strats, prompt_key, overview.headline_strategy(lb))
+    files[OVERVIEW_ROWS] = paged.rows_json(table).decode("utf-8")
+    page("index.html", "index.html.j2", rows=paged.first_page(table), n_rows=len(table),
+         rows_file=OVERVIEW_ROWS, strategies=strats,
          headline_strategy=overview.headline_strategy(lb), size_buckets=overview.SIZE_BUCKETS,
          families=sorted({o["r"].family for o in rows}, key=family_key), prompts=prompts,
-         prompt_key=prompt_key)
+         prompt_key=prompt_key, page_rows=paged.PAGE_ROWS)
     charts = shift_charts(lb)
     n_chart = 0
     for _, items in charts:

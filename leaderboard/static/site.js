@@ -4,6 +4,9 @@
 // The overview's controls filter rows (search, prompt, family, size) and switch the
 // distractor strategy of the ER and accuracy cells (values precomputed per strategy
 // in data-s<i> / data-t<i> / data-c<i>). Text only ever goes in via textContent.
+// A table with data-rows holds only its first page; once its JSON (every row, as
+// leaderboard.pages.paged packs them) has loaded, sorting, filtering and the
+// strategy switch act on all rows and a pager shows one page at a time.
 // Shared chart files (img.inline) are fetched and put in the page as inline SVG once
 // shown, so their points' <title> labels appear on hover and keyboard focus; a
 // table wider than its box gets a visible "scroll for more" cue.
@@ -22,6 +25,24 @@
     return raw.toLowerCase();
   }
 
+  function compare(sign) {
+    return function (a, b) {
+      if (a.v === null && b.v === null) return a.i - b.i;
+      if (a.v === null) return 1;
+      if (b.v === null) return -1;
+      if (a.v < b.v) return -sign;
+      if (a.v > b.v) return sign;
+      return a.i - b.i;
+    };
+  }
+
+  function parsed(raw, numeric) {
+    if (raw === null || raw === undefined || raw === "") return null;
+    if (!numeric) return String(raw).toLowerCase();
+    var x = parseFloat(raw);
+    return isNaN(x) ? null : x;
+  }
+
   function sortTable(table, idx, th) {
     var numeric = th.getAttribute("data-type") === "num";
     var current = th.getAttribute("aria-sort");
@@ -29,24 +50,124 @@
     if (current === "descending") dir = "ascending";
     else if (current === "ascending") dir = "descending";
     else dir = numeric ? "descending" : "ascending";
+    Array.prototype.forEach.call(th.parentNode.cells, function (h) { h.removeAttribute("aria-sort"); });
+    th.setAttribute("aria-sort", dir);
+    if (table.paged && table.paged.rows) { table.paged.sort(idx, numeric, dir); return; }
     var body = table.tBodies[0];
     var rows = Array.prototype.slice.call(body.rows);
     var keyed = rows.map(function (r, i) { return { row: r, i: i, v: cellValue(r, idx, numeric) }; });
-    var sign = dir === "ascending" ? 1 : -1;
-    keyed.sort(function (a, b) {
-      if (a.v === null && b.v === null) return a.i - b.i;
-      if (a.v === null) return 1;
-      if (b.v === null) return -1;
-      if (a.v < b.v) return -sign;
-      if (a.v > b.v) return sign;
-      return a.i - b.i;
-    });
+    keyed.sort(compare(dir === "ascending" ? 1 : -1));
     var frag = document.createDocumentFragment();
     keyed.forEach(function (k) { frag.appendChild(k.row); });
     body.appendChild(frag);
-    Array.prototype.forEach.call(th.parentNode.cells, function (h) { h.removeAttribute("aria-sort"); });
-    th.setAttribute("aria-sort", dir);
   }
+
+  // --- paged tables: rows from JSON, rendered one page at a time
+  function Paged(table, done) {
+    this.table = table;
+    this.size = parseInt(table.getAttribute("data-page"), 10) || 50;
+    this.root = table.getAttribute("data-root") || "";
+    this.rows = null;
+    this.order = [];
+    this.k = null;  // strategy index of the switch, null: the rendered default
+    this.keep = function () { return true; };
+    this.page = 0;
+    this.done = done;
+    this.pager = byId(table.id + "-pager");
+    var self = this;
+    if (this.pager) {
+      Array.prototype.forEach.call(this.pager.querySelectorAll("button"), function (b) {
+        b.addEventListener("click", function () {
+          self.page += parseInt(b.getAttribute("data-go"), 10);
+          self.render();
+        });
+      });
+    }
+  }
+  Paged.prototype.load = function () {
+    var self = this;
+    return fetch(this.table.getAttribute("data-rows")).then(function (r) {
+      return r.ok ? r.json() : Promise.reject(r.status);
+    }).then(function (data) {
+      self.rows = data.rows;
+      self.order = data.rows.map(function (_, i) { return i; });
+      var note = byId(self.table.id + "-nojs");
+      if (note) note.hidden = true;
+      self.render();
+    });
+  };
+  Paged.prototype.cell = function (c) {
+    // [v, t, class, title, href, marks, variants]; a variant is [v, t, title, tone]
+    var v = c[0], t = c[1], cls = c[2] || "", title = c[3] || "";
+    if (c[6] && c[6].length && this.k !== null && c[6][this.k]) {
+      var s = c[6][this.k];
+      v = s[0]; t = s[1] || "\u2014"; title = s[2] || "";
+      cls = (cls.replace(/\b(pos|neg)\b/g, "") + " " + (s[3] || "")).replace(/\s+/g, " ").trim();
+    }
+    return { v: v, t: t, cls: cls, title: title };
+  };
+  Paged.prototype.value = function (i, idx, numeric) {
+    var c = this.rows[i].c[idx];
+    return c ? parsed(this.cell(c).v, numeric) : null;
+  };
+  Paged.prototype.sort = function (idx, numeric, dir) {
+    var self = this;
+    var keyed = this.order.map(function (r, i) { return { r: r, i: i, v: self.value(r, idx, numeric) }; });
+    keyed.sort(compare(dir === "ascending" ? 1 : -1));
+    this.order = keyed.map(function (k) { return k.r; });
+    this.page = 0;
+    this.render();
+  };
+  Paged.prototype.tr = function (row) {
+    var tr = document.createElement("tr");
+    Object.keys(row.a).forEach(function (k) { tr.setAttribute("data-" + k, row.a[k]); });
+    var self = this;
+    row.c.forEach(function (c) {
+      var x = self.cell(c), td = document.createElement("td");
+      if (x.cls) td.className = x.cls;
+      td.setAttribute("data-v", x.v);
+      if (x.title) td.title = x.title;
+      if (c[4]) {
+        var a = document.createElement("a");
+        a.setAttribute("href", self.root + c[4]);
+        a.textContent = x.t;
+        td.appendChild(a);
+      } else if (x.t) {
+        td.appendChild(document.createTextNode(x.t));
+      }
+      (c[5] || []).forEach(function (m) {
+        if (!m[0]) { td.appendChild(document.createTextNode(m[1])); return; }
+        var span = document.createElement("span");
+        span.className = m[0];
+        span.textContent = m[1];
+        if (m[2]) span.title = m[2];
+        td.appendChild(span);
+      });
+      tr.appendChild(td);
+    });
+    return tr;
+  };
+  Paged.prototype.render = function () {
+    var self = this;
+    var shown = this.order.filter(function (i) { return self.keep(self.rows[i].a); });
+    var pages = Math.max(1, Math.ceil(shown.length / this.size));
+    this.page = Math.max(0, Math.min(this.page, pages - 1));
+    var first = this.page * this.size, frag = document.createDocumentFragment();
+    shown.slice(first, first + this.size).forEach(function (i) { frag.appendChild(self.tr(self.rows[i])); });
+    var body = this.table.tBodies[0];
+    while (body.firstChild) body.removeChild(body.firstChild);
+    body.appendChild(frag);
+    if (this.pager) {
+      this.pager.hidden = shown.length <= this.size;
+      this.pager.querySelector("output").textContent = (shown.length ? first + 1 : 0) + "\u2013" +
+        Math.min(first + this.size, shown.length) + " of " + shown.length;
+      var b = this.pager.querySelectorAll("button");
+      b[0].disabled = this.page === 0;
+      b[1].disabled = this.page >= pages - 1;
+    }
+    if (this.done) this.done(shown.length, this.rows.length);
+    cues();
+  };
 
   Array.prototype.forEach.call(document.querySelectorAll("table.sortable"), function (table) {
     if (!table.tHead || !table.tBodies.length) return;
@@ -62,26 +183,51 @@
 
   function byId(id) { return document.getElementById(id); }
 
+  function filterOf() {
+    var q = (byId("q").value || "").trim().toLowerCase();
+    var family = byId("family").value, size = byId("size").value, prompt = byId("prompt").value;
+    return function (a) {
+      return (!q || (a.search || "").indexOf(q) !== -1) && (!family || a.family === family) &&
+        (!size || a.size === size) && (!prompt || a.prompt === prompt);
+    };
+  }
+
+  function attrs(r) {
+    return { search: r.getAttribute("data-search"), family: r.getAttribute("data-family"),
+             size: r.getAttribute("data-size"), prompt: r.getAttribute("data-prompt") };
+  }
+
+  function showCount(shown, total) {
+    byId("shown").textContent = shown + " of " + total + " models";
+  }
+
   function applyFilters() {
     var table = byId("overview");
     if (!table) return;
-    var q = (byId("q").value || "").trim().toLowerCase();
-    var family = byId("family").value, size = byId("size").value, prompt = byId("prompt").value;
+    var keep = filterOf();
+    if (table.paged && table.paged.rows) {
+      table.paged.keep = keep;
+      table.paged.page = 0;
+      table.paged.render();
+      return;
+    }
     var rows = table.tBodies[0].rows, shown = 0;
     for (var i = 0; i < rows.length; i++) {
-      var r = rows[i];
-      var ok = (!q || (r.getAttribute("data-search") || "").indexOf(q) !== -1) &&
-        (!family || r.getAttribute("data-family") === family) &&
-        (!size || r.getAttribute("data-size") === size) &&
-        (!prompt || r.getAttribute("data-prompt") === prompt);
-      r.hidden = !ok;
+      var ok = keep(attrs(rows[i]));
+      rows[i].hidden = !ok;
       if (ok) shown++;
     }
-    byId("shown").textContent = shown + " of " + rows.length + " models";
+    showCount(shown, rows.length);
   }
 
   function applyStrategy() {
     var k = byId("strategy").value;
+    var table = byId("overview");
+    if (table && table.paged && table.paged.rows) {
+      table.paged.k = parseInt(k, 10);
+      table.paged.render();
+      return;
+    }
     Array.prototype.forEach.call(document.querySelectorAll("#overview td.sw"), function (td) {
       var raw = td.getAttribute("data-s" + k);
       td.setAttribute("data-v", raw === null ? "" : raw);
@@ -104,6 +250,15 @@
     applyStrategy();
     applyFilters();
   }
+
+  Array.prototype.forEach.call(document.querySelectorAll("table[data-rows]"), function (table) {
+    var overview = table.id === "overview";
+    table.paged = new Paged(table, overview ? showCount : null);
+    table.paged.load().then(function () {
+      // the controls' current state applies to every row now
+      if (overview) { applyStrategy(); applyFilters(); }
+    }).catch(function () { /* a file:// page keeps its first page */ });
+  });
 
   // --- inline SVG: a shared chart file becomes part of the page once it is shown
   function inline(img) {
