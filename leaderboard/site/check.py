@@ -6,10 +6,11 @@ shipping a page that redirects (``<meta http-equiv=refresh>``), overlays links
 or runs script.
 
 The allow-list is what the templates and :mod:`vlmrobust.leaderboard.charts.svg` emit,
-nothing more: no event handlers, no ``style`` attributes, one inline ``<script>``
-and ``<style>`` whose text must be the site's own, one ``<meta http-equiv>`` (the
-Content-Security-Policy). Resources (``src``, ``<link href>``) are local or the
-empty ``data:,`` favicon; only ``<a href>`` may leave the site (https/http links
+nothing more: no event handlers, no ``style`` attributes, one ``<script>``: the
+site's own ``site.js`` at the site's root, empty (or, inline, the site's own
+text), one stylesheet: ``style.css`` at the root (or an inline ``<style>`` of the
+site's own text), one ``<meta http-equiv>`` (the Content-Security-Policy).
+Resources (``src``, ``<link href>``) are local or the empty ``data:,`` favicon; only ``<a href>`` may leave the site (https/http links
 to papers, code and weights), and it must carry ``rel="noopener noreferrer"``.
 """
 
@@ -24,6 +25,9 @@ from pathlib import PurePosixPath
 from urllib.parse import urlsplit
 
 from vlmrobust.core.errors import VlmrobustError
+
+# The site's one script and stylesheet, files at its root that every page loads.
+SCRIPT_FILE, STYLE_FILE = "site.js", "style.css"
 
 
 class SiteCheckError(VlmrobustError):
@@ -44,7 +48,8 @@ HTML_ELEMENTS: Mapping[str, frozenset[str]] = {
         "h1", "h2", "h3", "h4", "p", "div", "span", "b", "i", "em", "strong", "small",
         "code", "pre", "sub", "sup", "wbr", "br", "ul", "ol", "li", "dl", "dt", "dd",
         "table", "thead", "tbody", "tr", "summary", "figure", "figcaption",
-        "abbr", "kbd", "output", "style", "script")},
+        "abbr", "kbd", "output", "style")},
+    "script": frozenset({"src"}),
     "meta": frozenset({"charset", "name", "content", "http-equiv"}),
     "link": frozenset({"rel", "href"}),
     "a": frozenset({"href", "download", "rel"}),
@@ -147,6 +152,7 @@ class _Checker(HTMLParser):
         self.in_head = False
         self.csp_seen = 0
         self.where: tuple[str, int] | None = None  # (text, offset) for the fast tokenizer
+        self.script_src = False
 
     def fail(self, what: str) -> SiteCheckError:
         if self.where is not None:
@@ -172,6 +178,8 @@ class _Checker(HTMLParser):
     def handle_endtag(self, tag: str) -> None:
         if tag in ("script", "style") and self.raw is not None:
             allowed = self.scripts if tag == "script" else self.styles
+            if tag == "script" and self.script_src:
+                allowed = {""}  # a script file's element holds no text
             if self.raw not in allowed:
                 raise self.fail(f"<{tag}> holds text that is not the site's own {tag}")
             self.raw = None
@@ -214,8 +222,12 @@ class _Checker(HTMLParser):
             if name not in allowed and (in_svg or not _DATA_ATTR.match(name)):
                 raise self.fail(f"attribute {name!r} is not allowed on <{tag}>")
             values[name] = value or ""
-        if tag in ("script", "style") and attrs:
-            raise self.fail(f"<{tag}> takes no attributes")
+        if tag == "style" and attrs:
+            raise self.fail("<style> takes no attributes")
+        if tag == "script":
+            self.script_src = "src" in values
+            if self.script_src and self._resolved(values["src"]) != SCRIPT_FILE:
+                raise self.fail(f"<script src={values['src']!r}> is not the site's {SCRIPT_FILE}")
         if tag == "meta":
             self._meta(values)
         elif tag == "input" and values.get("type") not in _INPUT_TYPES:
@@ -226,6 +238,9 @@ class _Checker(HTMLParser):
         for name in ("href", "src"):
             if name in values:
                 self._url(tag, name, values[name], values)
+
+    def _resolved(self, url: str) -> str | None:
+        return _resolve(self.rel, url)
 
     def _meta(self, values: Mapping[str, str]) -> None:
         if not self.in_head:
@@ -243,8 +258,13 @@ class _Checker(HTMLParser):
         parts = urlsplit(url.strip())
         scheme = parts.scheme.lower()
         if tag == "link":
+            if values.get("rel") == "stylesheet" and self._resolved(url) == STYLE_FILE:
+                self.counts["style"] = self.counts.get("style", 0) + 1
+                self.links.append((tag, attr, url))
+                return
             if url != "data:," or values.get("rel") != "icon":
-                raise self.fail(f"<link href={url!r}>: only the empty data: favicon is allowed")
+                raise self.fail(f"<link href={url!r}>: only the empty data: favicon and the "
+                                f"site's {STYLE_FILE} are allowed")
             return
         if tag == "a" and scheme in ("http", "https") and parts.netloc:
             if not {"noopener", "noreferrer"} <= set(values.get("rel", "").split()):
@@ -255,6 +275,16 @@ class _Checker(HTMLParser):
                             "allowed (local paths only; external links only on <a>, "
                             "http(s))")
         self.links.append((tag, attr, url))
+
+
+def _resolve(rel: str, url: str) -> str | None:
+    """``url`` as a path from the site's root, seen from page ``rel`` (None: not a
+    plain relative path)."""
+    parts = urlsplit(url.strip())
+    if parts.scheme or parts.netloc or parts.query or parts.fragment or not parts.path:
+        return None
+    return os.path.normpath((PurePosixPath(rel).parent / parts.path).as_posix()).replace(
+        os.sep, "/")
 
 
 def check_page(rel: str, text: str, *, scripts: Iterable[str] = (), styles: Iterable[str] = (),
@@ -323,6 +353,10 @@ def check_files(files: Mapping[str, bytes], *, scripts: Iterable[str], styles: I
     resolves to a file of the site. (HTML pages are HTML5, whose void elements
     and boolean attributes are not XML: :func:`check_page` is their parse.)"""
     scripts, styles = list(scripts), list(styles)
+    for rel, allowed in ((SCRIPT_FILE, scripts), (STYLE_FILE, styles)):
+        if rel in files and files[rel].decode("utf-8", "replace") not in allowed:
+            raise SiteCheckError(f"{rel} is not the site's own {rel}; this is a bug, please "
+                                 "report it")
     for rel in sorted(files):
         if not rel.endswith((".html", ".svg")):
             continue

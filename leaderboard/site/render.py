@@ -1,25 +1,24 @@
 """Render a :class:`Leaderboard` into the files of the static site (pure: no I/O
 besides reading the package's templates and static files).
 
-Pages are autoescaped Jinja2; CSS and the sorting script are inlined, and a
-Content-Security-Policy allows no network access at all and only the one inline
-script whose hash it names, so even a template mistake could not run injected
-script or fetch anything. What goes on the pages comes from :mod:`.formatting`
-(the filters), :mod:`.fit_plots`, :mod:`.bench_c_view`, :mod:`.overview` and
-:mod:`.downloads` (the CSV and JSON table).
+Pages are autoescaped Jinja2; the stylesheet and the script are one shared file
+each (``style.css``, ``site.js``: inlined in every page they were a quarter of a
+model page, issue 37.2; no integrity attribute, which would stop the script of a
+site opened from disk), and a Content-Security-Policy allows no network access
+beyond the site itself and no inline script at all, so even a template mistake could not run injected script
+or fetch anything from elsewhere. What goes on the pages comes from
+:mod:`.formatting` (the filters), :mod:`.fit_plots`, :mod:`.bench_c_view`,
+:mod:`.overview` and :mod:`.downloads` (the CSV and JSON table).
 """
 
 from __future__ import annotations
 
-import base64
-import hashlib
 from collections.abc import Mapping, Sequence
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
-from markupsafe import Markup
 
 from vlmrobust.benchmarks.citations import CITATIONS, VLMROBUST
 from vlmrobust.benchmarks.families import FAMILIES, seed_citation
@@ -50,6 +49,7 @@ from vlmrobust.leaderboard.pages.formatting import (
 from vlmrobust.leaderboard.pages.holistic import holistic_sections
 from vlmrobust.leaderboard.pages.overview_rows import overview_rows, table_rows
 from vlmrobust.leaderboard.pages.retrieval import retrieval_sections  # noqa: F401  (registers)
+from vlmrobust.leaderboard.site.check import SCRIPT_FILE, STYLE_FILE
 from vlmrobust.leaderboard.site.downloads import pairwise_csv, table_records, to_csv, to_json
 from vlmrobust.leaderboard.submission import QUADRANTS, TRANSITIONS
 from vlmrobust.leaderboard.trust.provenance import Provenance
@@ -74,18 +74,18 @@ def _env() -> Environment:
 
 
 def csp(script: str) -> str:
-    """The pages' Content-Security-Policy: nothing from the network, only the one
-    inline script whose hash it names, images and fetched data (the overview's
-    rows, shared charts inlined for their hover labels) only from the site itself."""
-    digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode()
-    return (f"default-src 'none'; script-src 'sha256-{digest}'; style-src 'unsafe-inline'; "
+    """The pages' Content-Security-Policy: nothing from the network, no inline
+    script (the site's one script is a file of the site; the site check allows no
+    other ``<script>``), images and fetched data (the overview's rows, shared charts
+    inlined for their hover labels) only from the site itself."""
+    return ("default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
             "img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'")
 
 
 def site_assets() -> tuple[str, str, str]:
-    """(script, style, csp) every page embeds: what the site check allows."""
-    script = _static("site.js")
-    return script, _static("style.css"), csp(script)
+    """(script, style, csp) every page loads: what the site check allows."""
+    script = _static(SCRIPT_FILE)
+    return script, _static(STYLE_FILE), csp(script)
 
 
 def plot_paths(lb: Leaderboard, fit_indices: Sequence[int],
@@ -119,11 +119,11 @@ def render_site(lb: Leaderboard, *, releases: Sequence[Mapping[str, Any]] = (),
     css = _static("style.css")
     prov = dict(provenances) if provenances is not None else dict(lb.provenance)
     common = {
-        "css": Markup(css), "script": Markup(script), "csp": csp(script),
+        "csp": csp(script),
         "lb": lb, "release": release, "code_version": code_version,
         "baselines": lb.spec, "n_models": len(lb.submissions),
     }
-    files: dict[str, str] = {}
+    files: dict[str, str] = {SCRIPT_FILE: script, STYLE_FILE: css}
 
     def page(path: str, template: str, **ctx: Any) -> None:
         depth = path.count("/")

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import base64
 import csv
 import dataclasses
-import hashlib
 import html
 import io
 import json
@@ -23,7 +21,7 @@ from scipy.special import ndtri
 from vlmrobust.leaderboard.aggregate import aggregate
 from vlmrobust.leaderboard.charts import svg
 from vlmrobust.leaderboard.load import load_submissions
-from vlmrobust.leaderboard.site.render import render_site
+from vlmrobust.leaderboard.site.render import render_site, site_assets
 from vlmrobust.leaderboard.synthetic import synthetic_submission, write_submission
 from vlmrobust.leaderboard.trust.baselines import BaselineSpec
 
@@ -117,18 +115,23 @@ def test_model_supplied_text_is_escaped_everywhere(site: tuple[dict[str, bytes],
     assert any(t.startswith(PAYLOAD + ":") for t in titles)
 
 
-def test_only_the_hashed_inline_script_may_run(site: tuple[dict[str, bytes], Path]) -> None:
+def test_only_the_sites_script_file_may_run(site: tuple[dict[str, bytes], Path]) -> None:
+    """One <script>: the site's site.js at the root, empty; no inline script, and a
+    policy that allows none (issue 37.2 moved the script and styles out of every
+    page: they were a quarter of a model page)."""
     files, _ = site
-    for name in ("index.html", "models/evil.html"):
+    script, style, _ = site_assets()
+    assert files["site.js"].decode() == script and files["style.css"].decode() == style
+    for name, root in (("index.html", ""), ("models/evil.html", "../")):
         text = files[name].decode()
-        scripts = re.findall(r"<script>(.*?)</script>", text, re.S)
-        assert len(scripts) == 1
-        digest = base64.b64encode(hashlib.sha256(scripts[0].encode()).digest()).decode()
+        assert re.findall(r"<script[^>]*>(.*?)</script>", text, re.S) == [""]
+        assert f'<script src="{root}site.js"></script>' in text
+        assert f'<link rel="stylesheet" href="{root}style.css">' in text
         csp = re.search(r'http-equiv="Content-Security-Policy" content="([^"]*)"', text)
         assert csp is not None
         policy = html.unescape(csp.group(1))  # as the browser reads the attribute
-        assert f"script-src 'sha256-{digest}'" in policy
-        assert "default-src 'none'" in policy
+        assert "script-src 'self';" in policy and "unsafe-inline'; img" in policy
+        assert "default-src 'none'" in policy and "'unsafe-eval'" not in policy
         assert not re.search(r'(?:src|href)="(?:https?:)?//', text)
 
 

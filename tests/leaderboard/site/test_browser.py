@@ -311,9 +311,9 @@ def test_no_console_errors_and_no_foreign_requests(driver: Any, base_url: str,
         for u in urls:
             if u.startswith(base_url):
                 assert (site[0] / u.removeprefix(base_url)).is_file(), u
-        if page == "index.html":  # the page and its rows (issue 37.2), nothing else
+        if page == "index.html":  # the page, its rows, script and styles (issue 37.2)
             assert {u for u in urls if u.startswith(base_url)} == {
-                base_url + page, base_url + "data/overview.json"}
+                base_url + p for p in (page, "data/overview.json", "site.js", "style.css")}
 
 
 def test_injected_markup_is_text_and_runs_nothing(driver: Any, base_url: str) -> None:

@@ -104,6 +104,42 @@ def test_second_script_style_or_policy_fails() -> None:
             _check(page, "fast")
 
 
+def _file_page(head: str, body: str = "") -> str:
+    return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+            f'<meta http-equiv="Content-Security-Policy" content="{CSP}">{head}'
+            f"<title>t</title></head><body><main>{body}</main></body></html>")
+
+
+@pytest.mark.parametrize("parser", PARSERS)
+def test_the_sites_script_and_stylesheet_files_pass_and_nothing_else(parser: str) -> None:
+    """Issue 37.2: pages load site.js and style.css from the site's root; any
+    other script or stylesheet, or text in the script element, fails."""
+    ok = _file_page('<link rel="stylesheet" href="../style.css">',
+                    '<script src="../site.js"></script>')
+    assert _check(ok, parser, "models/a.html") == ["style.css", "site.js"]
+    for head, body in (
+            ('<link rel="stylesheet" href="style.css">', ""),  # models/style.css
+            ('<link rel="stylesheet" href="../evil.css">', ""),
+            ('<link rel="stylesheet" href="https://evil.example/style.css">', ""),
+            ("", '<script src="../evil.js"></script>'),
+            ("", '<script src="//evil.example/site.js"></script>'),
+            ("", '<script src="../site.js">alert(1)</script>'),
+            ("", '<script src="../site.js" onload="alert(1)"></script>'),
+            ("", '<script src="../site.js"></script><script src="../site.js"></script>')):
+        with pytest.raises(SiteCheckError, match=r"models/a\.html:"):
+            _check(_file_page(head, body), parser, "models/a.html")
+
+
+def test_a_changed_script_file_fails() -> None:
+    page = _file_page('<link rel="stylesheet" href="style.css">',
+                      '<script src="site.js"></script>').encode()
+    files = {"index.html": page, "site.js": SCRIPT.encode(), "style.css": STYLE.encode()}
+    check_files(files, scripts=[SCRIPT], styles=[STYLE], csp=CSP)
+    for rel in ("site.js", "style.css"):
+        with pytest.raises(SiteCheckError, match=rf"{rel} is not the site's own"):
+            check_files({**files, rel: b"alert(1)"}, scripts=[SCRIPT], styles=[STYLE], csp=CSP)
+
+
 def test_stray_angle_bracket_fails_the_fast_parser() -> None:
     # A browser shows "a < b" as text, but the templates escape every "<": a raw one
     # means escaping was skipped somewhere.
