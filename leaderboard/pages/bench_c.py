@@ -1,5 +1,6 @@
 """What the site shows of Bench-C: the corruption order, per-corruption means and
-the corruption × severity heat maps (per model and mean over models)."""
+the mean corruption × severity heat maps over models (a model's own maps are drawn
+by the site script from its page's table of every cell)."""
 
 from __future__ import annotations
 
@@ -21,18 +22,6 @@ SEVERITIES = (1, 2, 3, 4, 5)
 
 def corruption_order(names: set[str]) -> list[str]:
     return [c for c in CORRUPTIONS if c in names] + sorted(names - set(CORRUPTIONS))
-
-
-def benchc_maps(s: Submission, text: bool) -> tuple[Markup, Markup] | None:
-    d = s.datasets.get(BENCH_C)
-    if d is None or d.bench_c is None or not d.bench_c.cells:
-        return None
-    rows = corruption_order({c.corruption for c in d.bench_c.cells})
-    ras = {(c.corruption, c.severity): c.metrics.get("ras") for c in d.bench_c.cells}
-    dacc = {(c.corruption, c.severity): c.metrics.get("delta_acc") for c in d.bench_c.cells}
-    # RAS lies in [−2, 1] and ΔAcc in [−1, 1]; a shared ±1 scale keeps models comparable.
-    return (svg.heatmap(rows, SEVERITIES, ras, title="RAS", vmax=1.0, cell_text=text),
-            svg.heatmap(rows, SEVERITIES, dacc, title="ΔAcc", vmax=1.0, cell_text=text))
 
 
 def mean_maps(subs: Sequence[Submission]) -> tuple[Markup, Markup] | None:

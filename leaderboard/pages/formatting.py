@@ -81,6 +81,17 @@ def data_v(v: object) -> str:
     return repr(v) if isinstance(v, float) else str(v)
 
 
+def sort_key(v: object) -> str:
+    """:func:`data_v` at 6 significant digits, for the long per-cell tables (a model
+    page's 95 Bench-C cells: repr's 17 digits were a quarter of the page); every
+    cell prints fewer digits, and the downloads keep full precision.
+
+    >>> sort_key(0.08720000000000001), sort_key(None), sort_key(95)
+    ('0.0872', '', '95')
+    """
+    return format(v, ".6g") if isinstance(v, float) and math.isfinite(v) else data_v(v)
+
+
 def tone(v: float | None) -> str:
     return "" if not _finite(v) or v == 0 else ("pos" if v > 0 else "neg")  # type: ignore[operator]
 

@@ -33,7 +33,7 @@ from vlmrobust.leaderboard.board import (
 from vlmrobust.leaderboard.charts import svg
 from vlmrobust.leaderboard.charts.fit_plots import fit_marker, fit_plot, shift_charts
 from vlmrobust.leaderboard.pages import overview, paged
-from vlmrobust.leaderboard.pages.bench_c import benchc_maps, mean_maps, per_corruption
+from vlmrobust.leaderboard.pages.bench_c import mean_maps, per_corruption
 from vlmrobust.leaderboard.pages.classification import classification_page
 from vlmrobust.leaderboard.pages.completeness import default_completeness
 from vlmrobust.leaderboard.pages.formatting import (
@@ -43,6 +43,7 @@ from vlmrobust.leaderboard.pages.formatting import (
     pct,
     pvalue,
     signed,
+    sort_key,
     times,
     tone,
 )
@@ -69,7 +70,7 @@ def _env() -> Environment:
                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True,
                       keep_trailing_newline=True)
     env.filters.update(pct=pct, signed=signed, num=num, pvalue=pvalue, params=params,
-                       data_v=data_v, tone=tone, times=times)
+                       data_v=data_v, sort_key=sort_key, tone=tone, times=times)
     return env
 
 
@@ -88,17 +89,10 @@ def site_assets() -> tuple[str, str, str]:
     return script, _static(STYLE_FILE), csp(script)
 
 
-def plot_paths(lb: Leaderboard, fit_indices: Sequence[int],
-               ) -> tuple[dict[int, str], dict[str, tuple[str, str]]]:
+def plot_paths(fit_indices: Sequence[int]) -> dict[int, str]:
     """Shared plot files: one SVG per fit that model pages mark (indexed, since
-    variant and strategy names are submission data) and the two Bench-C heat maps
-    of each model, named after its page."""
-    fits = {i: f"plots/fit-{i:03d}.svg" for i in fit_indices}
-    maps = {}
-    for m, page in lb.pages.items():
-        stem = page.removeprefix("models/").removesuffix(".html")
-        maps[m] = (f"plots/bench-c/{stem}-ras.svg", f"plots/bench-c/{stem}-dacc.svg")
-    return fits, maps
+    variant and strategy names are submission data)."""
+    return {i: f"plots/fit-{i:03d}.svg" for i in fit_indices}
 
 
 def render_site(lb: Leaderboard, *, releases: Sequence[Mapping[str, Any]] = (),
@@ -112,8 +106,8 @@ def render_site(lb: Leaderboard, *, releases: Sequence[Mapping[str, Any]] = (),
 
     Size grows linearly with the number of models: plots are shared SVG files
     (one per fit, drawn once with all the family's models), model pages lay a
-    one-point marker over them, and the per-model Bench-C heat maps are files the
-    Bench-C page loads only when a model's row is opened."""
+    one-point marker over them, and a model's Bench-C heat maps are drawn by the
+    script from the table of every cell its page holds (issue 37.2)."""
     env = _env()
     script = _static("site.js")
     css = _static("style.css")
@@ -132,7 +126,7 @@ def render_site(lb: Leaderboard, *, releases: Sequence[Mapping[str, Any]] = (),
 
     model_fits = [i for i, f in enumerate(lb.fits)
                   if f.kind == REFERENCE and f.strategy == lb.strategy]
-    fit_files, map_files = plot_paths(lb, model_fits)
+    fit_files = plot_paths(model_fits)
     for i, path in fit_files.items():
         files[path] = str(fit_plot(lb.fits[i]))
     strats = overview.strategies(lb)
@@ -168,17 +162,7 @@ def render_site(lb: Leaderboard, *, releases: Sequence[Mapping[str, Any]] = (),
         dr, cr = bc.aggregate.get("destructive_ras"), bc.aggregate.get("corrective_ras")
         if dr is not None or cr is not None:
             ras_points.append((s.meta.name, dr, cr))
-    has_maps: dict[str, tuple[str, str] | None] = {}
-    for s in lb.submissions:
-        # Values in tooltips only: printed cell values were 2.4 MB of a 400-model site;
-        # the model page prints them per corruption.
-        maps = benchc_maps(s, text=False)
-        has_maps[s.model_id] = None
-        if maps is not None:
-            files[map_files[s.model_id][0]] = str(maps[0])
-            files[map_files[s.model_id][1]] = str(maps[1])
-            has_maps[s.model_id] = map_files[s.model_id]
-    page("bench-c.html", "bench_c.html.j2", subs=bc_subs, maps=has_maps,
+    page("bench-c.html", "bench_c.html.j2", subs=bc_subs,
          mean_maps=mean_maps(bc_subs),
          ras_plot=svg.linear_scatter(ras_points, x_label="destructive RAS (RR ∪ RW)",
                                      y_label="corrective RAS (WW ∪ WR)",
@@ -216,7 +200,7 @@ def render_site(lb: Leaderboard, *, releases: Sequence[Mapping[str, Any]] = (),
             and any(p.model_id == s.model_id for p in f.points)))
         page(lb.pages[s.model_id], "model.html.j2", s=s, er=lb.er.get(s.model_id, ()),
              er_warnings=er_warnings,
-             datasets=datasets, maps=has_maps[s.model_id], per_corruption=per_corruption(s),
+             datasets=datasets, per_corruption=per_corruption(s),
              imagenet=IMAGENET, bench_c=BENCH_C, iwqa=IMAGEWIKIQA, quadrants=QUADRANTS,
              transitions=TRANSITIONS, plots=plots, prov=prov[s.model_id],
              missing=missing_by_id[s.model_id], rows_links=rows_links)

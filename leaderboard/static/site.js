@@ -329,4 +329,66 @@
   window.addEventListener("resize", cues);
   document.addEventListener("toggle", cues, true);
   cues();
+
+  // --- a model's Bench-C heat maps, drawn from its table of every cell (the page
+  // already holds the numbers: 400 models' map files were a fifth of the site).
+  // Colours as leaderboard/charts/svg.py's diverging_colour: red - white - blue on +-1.
+  var SVGNS = "http://www.w3.org/2000/svg";
+  function el(name, attrs, text) {
+    var e = document.createElementNS(SVGNS, name);
+    Object.keys(attrs).forEach(function (k) { e.setAttribute(k, attrs[k]); });
+    if (text !== undefined) e.textContent = text;
+    return e;
+  }
+  function colour(v) {
+    if (v === null || !isFinite(v)) return "#dddddd";
+    var s = Math.max(-1, Math.min(1, v)), a = Math.abs(s);
+    var c = s > 0 ? [0x21, 0x66, 0xAC] : [0xD6, 0x60, 0x4D];
+    return "#" + c.map(function (x) {
+      var y = Math.round(255 + (x - 255) * a).toString(16);
+      return y.length < 2 ? "0" + y : y;
+    }).join("");
+  }
+  function heatmap(fig) {
+    var table = byId(fig.getAttribute("data-cells"));
+    if (!table) return;
+    var col = parseInt(fig.getAttribute("data-col"), 10), label = fig.getAttribute("data-label");
+    var names = [], vals = {}, sevs = {};
+    Array.prototype.forEach.call(table.tBodies[0].rows, function (tr) {
+      var name = tr.cells[0].textContent, sev = tr.cells[1].getAttribute("data-v");
+      var raw = tr.cells[col].getAttribute("data-v");
+      if (!(name in vals)) { vals[name] = {}; names.push(name); }
+      vals[name][sev] = raw === "" ? null : parseFloat(raw);
+      sevs[sev] = true;
+    });
+    var cols = Object.keys(sevs).sort(function (a, b) { return a - b; });
+    var left = 120, top = 30, cw = 26, rh = 14;
+    var w = left + cw * cols.length + 10, h = top + rh * names.length + 24;
+    var svg = el("svg", { "class": "plot", role: "img", "aria-label": label, width: w, height: h,
+                          viewBox: "0 0 " + w + " " + h, "font-family": "system-ui,sans-serif",
+                          "font-size": "11" });
+    svg.appendChild(el("text", { x: 4, y: 14, "font-weight": "bold" }, label));
+    cols.forEach(function (c, j) {
+      svg.appendChild(el("text", { x: left + j * cw + cw / 2, y: top - 4, "text-anchor": "middle" }, c));
+    });
+    var g = el("g", { "class": "cells" });
+    names.forEach(function (name, i) {
+      var y = top + i * rh;
+      svg.appendChild(el("text", { x: left - 4, y: y + rh - 4, "text-anchor": "end" }, name));
+      cols.forEach(function (c, j) {
+        var v = c in vals[name] ? vals[name][c] : null;
+        var cell = el("rect", { x: left + j * cw, y: y, width: cw - 1, height: rh - 1,
+                                fill: colour(v), "class": "cell" });
+        cell.appendChild(el("title", {}, name + ", severity " + c + ": " +
+                            (v === null ? "n/a" : v.toFixed(3))));
+        g.appendChild(cell);
+      });
+    });
+    svg.appendChild(g);
+    svg.appendChild(el("text", { x: left, y: h - 6 }, "severity \u2192  scale \u00b11"));
+    fig.insertBefore(svg, fig.firstChild);
+    var note = fig.querySelector(".nojs");
+    if (note) note.hidden = true;
+  }
+  Array.prototype.forEach.call(document.querySelectorAll("figure.heatmap"), heatmap);
 })();

@@ -154,3 +154,26 @@ def test_clipped_point_is_marked_and_points_take_focus(driver: Any, base_url: st
     tip = driver.find_element(By.CSS_SELECTOR, "div.tip")
     assert tip.is_displayed()
     assert tip.text == point.find_element(By.TAG_NAME, "title").get_attribute("textContent")
+
+
+def test_model_heat_maps_are_drawn_from_the_cells_table(driver: Any, base_url: str,
+                                                       site: Path) -> None:
+    """Issue 37.2: no per-model heat-map files; the script draws the two maps from
+    the page's table of every cell, with the colours of charts/svg.py."""
+    from vlmrobust.leaderboard.charts.svg import diverging_colour
+
+    assert not (site / "plots" / "bench-c").exists()
+    _show(driver, base_url + "models/clip-0001.html", 1400)
+    maps = driver.execute_script(
+        "return Array.from(document.querySelectorAll('figure.heatmap svg')).map(s =>"
+        " Array.from(s.querySelectorAll('rect.cell')).map(r => [r.getAttribute('fill'),"
+        " r.querySelector('title').textContent]));")
+    assert [len(m) for m in maps] == [95, 95]
+    cells = driver.execute_script(
+        "return Array.from(document.querySelectorAll('#bench-c-cells tbody tr')).map(r =>"
+        " [r.cells[0].textContent, r.cells[1].getAttribute('data-v'),"
+        "  r.cells[6].getAttribute('data-v'), r.cells[4].getAttribute('data-v')]);")
+    by_label = {t: f for f, t in maps[0]}
+    for name, sev, ras, _ in cells:
+        label = f"{name}, severity {sev}: " + ("n/a" if ras == "" else f"{float(ras):.3f}")
+        assert by_label[label] == diverging_colour(float(ras) if ras else None, 1.0)
