@@ -160,3 +160,51 @@ def write_synthetic_submissions(root: Path, n: int, *, seed: int = 0,
         for i in range(n)]
 
 
+
+
+def copy_submissions(source: Path, root: Path, n: int) -> list[Path]:
+    """``n`` submissions made from the real ones in ``source`` (e.g. a demo's
+    ``submissions/``), round-robin: copy ``k`` of ``<id>`` is ``<id>-c<k>``, named
+    ``<name> #<k>``. Its predictions are the original's rows, rewritten with the
+    copy's name in the file's metadata: the leaderboard refuses a byte-for-byte
+    copied run, and these re-score to the original's numbers. Other files are
+    hard links (copies where links are not possible). Deterministic."""
+    import os
+    import shutil
+
+    import pyarrow.parquet as pq
+
+    folders = sorted(p for p in Path(source).iterdir()
+                     if p.is_dir() and (p / "meta.yaml").is_file())
+    if not folders:
+        raise ValueError(f"{source}: no submission folders (meta.yaml + scores.json) to copy")
+    out = []
+    for i in range(n):
+        src, k = folders[i % len(folders)], i // len(folders)
+        meta = yaml.safe_load((src / "meta.yaml").read_text(encoding="utf-8"))
+        scores = json.loads((src / "scores.json").read_text(encoding="utf-8"))
+        model_id = f"{meta['model_id']}-c{k}"
+        meta.update(model_id=model_id, name=f"{meta['name']} #{k}")
+        scores["model_id"] = model_id
+        folder = Path(root) / model_id
+        for path in sorted(src.rglob("*")):
+            rel = path.relative_to(src)
+            if path.is_dir() or rel.as_posix() in ("meta.yaml", "scores.json"):
+                continue
+            target = folder / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if path.name == "predictions.parquet":
+                table = pq.read_table(path)
+                table = table.replace_schema_metadata(
+                    {**(table.schema.metadata or {}), b"vlmrobust.copy": model_id.encode()})
+                pq.write_table(table, target)
+                section = scores["datasets"].get(rel.parts[0])
+                if isinstance(section, dict) and "predictions_sha256" in section:
+                    section["predictions_sha256"] = hashlib.sha256(target.read_bytes()).hexdigest()
+                continue
+            try:
+                os.link(path, target)
+            except OSError:
+                shutil.copyfile(path, target)
+        out.append(write_submission(root, meta, scores))
+    return out

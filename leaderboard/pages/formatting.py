@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import math
 
+from markupsafe import Markup, escape
+
 
 def _finite(v: object) -> bool:
     """A real number to print (releases.json is read back from disk: anything else
@@ -81,15 +83,18 @@ def data_v(v: object) -> str:
     return repr(v) if isinstance(v, float) else str(v)
 
 
-def sort_key(v: object) -> str:
-    """:func:`data_v` at 6 significant digits, for the long per-cell tables (a model
-    page's 95 Bench-C cells: repr's 17 digits were a quarter of the page); every
-    cell prints fewer digits, and the downloads keep full precision.
+def sort_attr(v: object) -> Markup:
+    """A cell's `` data-v="…"`` at 6 significant digits, or nothing when the value
+    is missing (the sort then reads the cell's "—" as not measured): for the long
+    per-cell tables (a model page's 95 Bench-C cells × 15 columns; repr's 17
+    digits were a quarter of the page). Every cell prints fewer digits, and the
+    downloads keep full precision.
 
-    >>> sort_key(0.08720000000000001), sort_key(None), sort_key(95)
-    ('0.0872', '', '95')
+    >>> str(sort_attr(0.08720000000000001)), str(sort_attr(None)), str(sort_attr(95))
+    (' data-v="0.0872"', '', ' data-v="95"')
     """
-    return format(v, ".6g") if isinstance(v, float) and math.isfinite(v) else data_v(v)
+    key = format(v, ".6g") if isinstance(v, float) and math.isfinite(v) else data_v(v)
+    return Markup(f' data-v="{escape(key)}"') if key else Markup("")
 
 
 def tone(v: float | None) -> str:

@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-PAGE_ROWS = 50
+PAGE_ROWS = 25  # 400 models: 6 kB an overview row, so about 170 kB a page
 Mark = tuple[str, str, str]  # (class, text, title) of a span after the cell text
 Variant = tuple[str, str, str, str]  # (data-v, text, title, tone class) per strategy
 

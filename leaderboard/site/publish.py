@@ -30,6 +30,7 @@ import json
 import os
 import re
 import stat
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -284,12 +285,14 @@ def _record(reference_runs: RecordArg) -> ReferenceRuns:
 
 def _leaderboard(submissions: Path | Sequence[Submission], baselines: Path | None,
                  datasets: Sequence[Path] = (), stores: Sequence[Path] = (),
-                 reference_runs: RecordArg = None) -> Leaderboard:
+                 reference_runs: RecordArg = None,
+                 timings: dict[str, float] | None = None) -> Leaderboard:
     """A folder is loaded and re-scored from its predictions and checked against
     the maintainers' reference-run record (``reference_runs``, default the
     packaged leaderboard/reference_runs.yaml); already-loaded submissions (e.g.
     from load_verified_submissions) are used as they are, and checked against a
     record only when one is given."""
+    clock = _Clock(timings)
     if isinstance(submissions, (str, Path)):
         from vlmrobust.leaderboard.trust.verify import load_verified_submissions
 
@@ -298,23 +301,43 @@ def _leaderboard(submissions: Path | Sequence[Submission], baselines: Path | Non
     else:
         record = None if reference_runs is None else _record(reference_runs)
         subs = tuple(submissions)
+    clock.lap("load + re-score")
     lb = aggregate(subs, load_baselines(baselines), record)
     root = Path(submissions) if isinstance(submissions, (str, Path)) else None
-    return replace(lb, failure_modes=failure_modes(datasets, stores, root))
+    lb = replace(lb, failure_modes=failure_modes(datasets, stores, root))
+    clock.lap("aggregate (fits, bootstrap, pairwise)")
+    return lb
+
+
+class _Clock:
+    """Seconds per build stage into ``timings`` (tests/perf), when one is given."""
+
+    def __init__(self, timings: dict[str, float] | None) -> None:
+        self.timings = timings
+        self.t = time.perf_counter()
+
+    def lap(self, stage: str) -> None:
+        now = time.perf_counter()
+        if self.timings is not None:
+            self.timings[stage] = self.timings.get(stage, 0.0) + now - self.t
+        self.t = now
 
 
 def build_site(submissions: Path | Sequence[Submission], out: Path, *,
                baselines: Path | None = None, progress: bool = False,
                datasets: Sequence[Path] = (), stores: Sequence[Path] = (),
-               reference_runs: RecordArg = None) -> Path:
+               reference_runs: RecordArg = None,
+               timings: dict[str, float] | None = None) -> Path:
     """Preview build: render ``submissions`` into ``out`` (no new release; the
     changelog of an existing site in ``out`` is kept). A submissions folder is
     re-scored against ``datasets`` / the dataset ``stores`` first
-    (vlmrobust.leaderboard.trust.verify). Returns ``out/index.html``."""
+    (vlmrobust.leaderboard.trust.verify). ``timings`` (when given) receives the
+    seconds of each stage. Returns ``out/index.html``."""
     out = Path(out)
     subs_dir = Path(submissions) if isinstance(submissions, (str, Path)) else None
     check_apart(out, "--out", [subs_dir, *datasets])
-    lb = _leaderboard(submissions, baselines, datasets, stores, reference_runs)
+    lb = _leaderboard(submissions, baselines, datasets, stores, reference_runs, timings)
+    clock = _Clock(timings)
     _refuse_foreign(out)  # before the lock file is created beside it
     with _site_lock(out):
         _refuse_foreign(out)
@@ -322,7 +345,9 @@ def build_site(submissions: Path | Sequence[Submission], out: Path, *,
         files = render_site(lb, releases=releases, code_version=__version__)
         if releases:
             files[RELEASES] = _releases_json(releases)
+        clock.lap("render")
         _write_site(out, files, len(lb.submissions), progress)
+        clock.lap("write + site check")
     return out / "index.html"
 
 

@@ -34,6 +34,7 @@ from vlmrobust.leaderboard.charts import svg
 from vlmrobust.leaderboard.charts.fit_plots import fit_marker, fit_plot, shift_charts
 from vlmrobust.leaderboard.pages import overview, paged
 from vlmrobust.leaderboard.pages.bench_c import mean_maps, per_corruption
+from vlmrobust.leaderboard.pages.bench_c_rows import aggregate_rows, sensitivity_rows
 from vlmrobust.leaderboard.pages.classification import classification_page
 from vlmrobust.leaderboard.pages.completeness import default_completeness
 from vlmrobust.leaderboard.pages.formatting import (
@@ -43,7 +44,7 @@ from vlmrobust.leaderboard.pages.formatting import (
     pct,
     pvalue,
     signed,
-    sort_key,
+    sort_attr,
     times,
     tone,
 )
@@ -70,7 +71,7 @@ def _env() -> Environment:
                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True,
                       keep_trailing_newline=True)
     env.filters.update(pct=pct, signed=signed, num=num, pvalue=pvalue, params=params,
-                       data_v=data_v, sort_key=sort_key, tone=tone, times=times)
+                       data_v=data_v, sort_attr=sort_attr, tone=tone, times=times)
     return env
 
 
@@ -162,7 +163,13 @@ def render_site(lb: Leaderboard, *, releases: Sequence[Mapping[str, Any]] = (),
         dr, cr = bc.aggregate.get("destructive_ras"), bc.aggregate.get("corrective_ras")
         if dr is not None or cr is not None:
             ras_points.append((s.meta.name, dr, cr))
-    page("bench-c.html", "bench_c.html.j2", subs=bc_subs,
+    bc_files = ("data/bench-c.json", "data/bench-c-sensitivity.json")
+    agg_rows, sens_rows = aggregate_rows(lb, bc_subs), sensitivity_rows(lb, bc_subs)
+    files[bc_files[0]] = paged.rows_json(agg_rows).decode("utf-8")
+    files[bc_files[1]] = paged.rows_json(sens_rows).decode("utf-8")
+    page("bench-c.html", "bench_c.html.j2", subs=bc_subs, rows_files=bc_files,
+         agg_rows=paged.first_page(agg_rows), sens_rows=paged.first_page(sens_rows),
+         page_rows=paged.PAGE_ROWS,
          mean_maps=mean_maps(bc_subs),
          ras_plot=svg.linear_scatter(ras_points, x_label="destructive RAS (RR ∪ RW)",
                                      y_label="corrective RAS (WW ∪ WR)",

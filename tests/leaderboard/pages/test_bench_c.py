@@ -84,9 +84,9 @@ def test_page_shows_plain_and_weighted_and_categories(tmp_path: Path) -> None:
         for label, key in (("Acc", "acc"), ("ΔAcc", "delta_acc"), ("RAS", "ras"),
                            ("Destructive RAS", "destructive_ras"), ("Corrective RAS", "corrective_ras")):
             want[f"{label} (plain)"], want[f"{label} (κ)"] = pl[key], a[key]
-        row = re.search(rf'<tr>\s*<td class="t name" data-v="Model {i}">(.*?)</tr>', table, re.S)
-        assert row is not None
-        cells = re.findall(r'<td data-v="([^"]*)"', row.group(1))
+        row = re.search(rf'<tr data-model="m{i}">(.*?)</tr>', table, re.S)
+        assert row is not None and 'data-v="Model ' + str(i) + '"' in row.group(1)
+        cells = re.findall(r'<td[^>]* data-v="([^"]*)"', row.group(1))[2:]  # after Model, Family
         assert len(cells) == len(heads) == len(want)
         for head, v in zip(heads, cells, strict=True):
             assert (float(v) if v else None) == want[head], (i, head, v)

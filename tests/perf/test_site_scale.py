@@ -1,0 +1,83 @@
+"""Benchmark (issue 37.2): the site of 400 and 4,000 models made from a real demo's
+submissions (leaderboard.synthetic.copy_submissions: each copy's predictions are
+the original's rows in a file of its own, so every model is re-scored from real
+predictions against the demo's datasets). Prints the site's size, its largest page
+and the seconds of each build stage.
+
+Goals: at 400 models the site is under 30 MB and no page over 300 kB; at 4,000 it
+is under 300 MB and builds, re-scoring included, in under 15 minutes.
+
+Needs a demo output: ``vlmrobust demo --out DIR`` (about 9 minutes), then
+``VLMROBUST_DEMO_OUT=DIR pytest tests/perf/test_site_scale.py -k 400-models -s``.
+``VLMROBUST_PERF_RECORDS=1`` builds from the copies' scores.json without re-scoring
+(the re-scoring stage then reads 0 s; the other stages and the sizes are the same)."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from vlmrobust.leaderboard.load import load_submissions
+from vlmrobust.leaderboard.site.publish import build_site
+from vlmrobust.leaderboard.synthetic import copy_submissions
+
+GOALS = {400: (30_000_000, 300_000, None), 4000: (300_000_000, None, 15 * 60)}
+
+
+def _demo() -> Path:
+    raw = os.environ.get("VLMROBUST_DEMO_OUT")
+    if not raw or not (Path(raw) / "submissions").is_dir():
+        pytest.fail("set VLMROBUST_DEMO_OUT to the folder of a `vlmrobust demo --out DIR` run "
+                    f"(it holds submissions/ and datasets/); got {raw!r}", pytrace=False)
+    return Path(raw)
+
+
+def _sizes(site: Path) -> dict[str, int]:
+    return {p.relative_to(site).as_posix(): p.stat().st_size
+            for p in site.rglob("*") if p.is_file()}
+
+
+@pytest.mark.parametrize("n", sorted(GOALS), ids=lambda n: f"{n}-models")
+def test_site_of_demo_copies(n: int, tmp_path: Path) -> None:
+    demo = _demo()
+    subs = tmp_path / "submissions"
+    t0 = time.perf_counter()
+    copy_submissions(demo / "submissions", subs, n)
+    copying = time.perf_counter() - t0
+    timings: dict[str, float] = {}
+    records = os.environ.get("VLMROBUST_PERF_RECORDS") == "1"
+    t0 = time.perf_counter()
+    if records:
+        source = load_submissions(subs)
+        timings["load scores.json (no re-scoring)"] = time.perf_counter() - t0
+        build_site(source, tmp_path / "site", timings=timings,
+                   reference_runs=demo / "reference-runs.yaml")
+    else:
+        build_site(subs, tmp_path / "site", timings=timings,
+                   datasets=sorted(p for p in (demo / "datasets").iterdir() if p.is_dir()),
+                   reference_runs=demo / "reference-runs.yaml")
+    total_s = time.perf_counter() - t0
+    sizes = _sizes(tmp_path / "site")
+    total = sum(sizes.values())
+    pages = {k: v for k, v in sizes.items() if k.endswith(".html")}
+    largest = max(pages, key=lambda k: pages[k])
+    folders: dict[str, int] = {}
+    for k, v in sizes.items():
+        top = k.split("/", 1)[0] if "/" in k else k
+        folders[top] = folders.get(top, 0) + v
+    print(f"\n{n} models (copies of {demo / 'submissions'}; copying {copying:.0f} s): "
+          f"{len(sizes)} files, {total / 1e6:.1f} MB; largest page {largest} "
+          f"{pages[largest] / 1e3:.0f} kB; build {total_s:.0f} s = " + ", ".join(
+              f"{stage} {s:.1f} s" for stage, s in timings.items()))
+    print("  by folder: " + ", ".join(f"{k} {v / 1e6:.2f} MB" for k, v in sorted(
+        folders.items(), key=lambda kv: -kv[1])[:8]))
+    assert len([k for k in pages if k.startswith("models/")]) == n
+    max_total, max_page, max_s = GOALS[n]
+    assert total < max_total, f"{total / 1e6:.1f} MB"
+    if max_page is not None:
+        assert pages[largest] < max_page, f"{largest}: {pages[largest] / 1e3:.0f} kB"
+    if max_s is not None and not records:
+        assert total_s < max_s, f"{total_s:.0f} s"
