@@ -355,7 +355,7 @@
     var col = parseInt(fig.getAttribute("data-col"), 10), label = fig.getAttribute("data-label");
     var names = [], vals = {}, sevs = {};
     Array.prototype.forEach.call(table.tBodies[0].rows, function (tr) {
-      var name = tr.cells[0].textContent, sev = tr.cells[1].getAttribute("data-v");
+      var name = tr.cells[0].textContent, sev = tr.cells[1].textContent;
       var raw = tr.cells[col].getAttribute("data-v");
       if (!(name in vals)) { vals[name] = {}; names.push(name); }
       vals[name][sev] = raw === "" ? null : parseFloat(raw);

@@ -171,7 +171,7 @@ def test_model_heat_maps_are_drawn_from_the_cells_table(driver: Any, base_url: s
     assert [len(m) for m in maps] == [95, 95]
     cells = driver.execute_script(
         "return Array.from(document.querySelectorAll('#bench-c-cells tbody tr')).map(r =>"
-        " [r.cells[0].textContent, r.cells[1].getAttribute('data-v'),"
+        " [r.cells[0].textContent, r.cells[1].textContent,"
         "  r.cells[6].getAttribute('data-v'), r.cells[4].getAttribute('data-v')]);")
     by_label = {t: f for f, t in maps[0]}
     for name, sev, ras, _ in cells:
