@@ -53,8 +53,8 @@ from vlmrobust.core.text.display import control_char, short_repr
 from vlmrobust.leaderboard.aggregate import aggregate
 from vlmrobust.leaderboard.board import Leaderboard
 from vlmrobust.leaderboard.pages.failure_modes import failure_modes
-from vlmrobust.leaderboard.pages.paged import PAGE_ROWS
 from vlmrobust.leaderboard.site.check import SiteCheckError, check_files
+from vlmrobust.leaderboard.site.paged import PAGE_ROWS
 from vlmrobust.leaderboard.site.releases import MAX_VERSION_CHARS, RELEASES_SCHEMA
 from vlmrobust.leaderboard.site.render import OVERVIEW_ROWS, render_site, site_assets
 from vlmrobust.leaderboard.submission import Submission

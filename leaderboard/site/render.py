@@ -32,9 +32,13 @@ from vlmrobust.leaderboard.board import (
 )
 from vlmrobust.leaderboard.charts import svg
 from vlmrobust.leaderboard.charts.fit_plots import fit_marker, fit_plot, shift_charts
-from vlmrobust.leaderboard.pages import overview, paged
-from vlmrobust.leaderboard.pages.bench_c import mean_maps, per_corruption
-from vlmrobust.leaderboard.pages.bench_c_rows import aggregate_rows, sensitivity_rows
+from vlmrobust.leaderboard.pages import overview
+from vlmrobust.leaderboard.pages.bench_c import (
+    aggregate_rows,
+    mean_maps,
+    per_corruption,
+    sensitivity_rows,
+)
 from vlmrobust.leaderboard.pages.classification import classification_page
 from vlmrobust.leaderboard.pages.completeness import default_completeness
 from vlmrobust.leaderboard.pages.formatting import (
@@ -49,8 +53,8 @@ from vlmrobust.leaderboard.pages.formatting import (
     tone,
 )
 from vlmrobust.leaderboard.pages.holistic import holistic_sections
-from vlmrobust.leaderboard.pages.overview_rows import overview_rows, table_rows
 from vlmrobust.leaderboard.pages.retrieval import retrieval_sections  # noqa: F401  (registers)
+from vlmrobust.leaderboard.site import paged
 from vlmrobust.leaderboard.site.check import SCRIPT_FILE, STYLE_FILE
 from vlmrobust.leaderboard.site.downloads import pairwise_csv, table_records, to_csv, to_json
 from vlmrobust.leaderboard.submission import QUADRANTS, TRANSITIONS
@@ -131,12 +135,12 @@ def render_site(lb: Leaderboard, *, releases: Sequence[Mapping[str, Any]] = (),
     for i, path in fit_files.items():
         files[path] = str(fit_plot(lb.fits[i]))
     strats = overview.strategies(lb)
-    rows = overview_rows(lb, strats, prov)
+    rows = overview.overview_rows(lb, strats, prov)
     prompts = overview.choices({o["s"].meta.prompt_id or "": o["s"].meta.prompt_id or "—"
                                 for o in rows})
     prompt_key = {p: str(i) for i, (p, _) in enumerate(prompts)}
     # the page holds the first page of rows; the script pages through all of them
-    table = table_rows(lb, rows, strats, prompt_key, overview.headline_strategy(lb))
+    table = overview.table_rows(lb, rows, strats, prompt_key, overview.headline_strategy(lb))
     files[OVERVIEW_ROWS] = paged.rows_json(table).decode("utf-8")
     page("index.html", "index.html.j2", rows=paged.first_page(table), n_rows=len(table),
          rows_file=OVERVIEW_ROWS, strategies=strats,

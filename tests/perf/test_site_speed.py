@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from vlmrobust.leaderboard.load import load_submissions
-from vlmrobust.leaderboard.pages.paged import PAGE_ROWS
+from vlmrobust.leaderboard.site.paged import PAGE_ROWS
 from vlmrobust.leaderboard.site.publish import build_site
 from vlmrobust.leaderboard.synthetic import write_synthetic_submissions
 

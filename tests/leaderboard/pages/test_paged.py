@@ -13,7 +13,7 @@ import pytest
 
 from vlmrobust.leaderboard.aggregate import aggregate
 from vlmrobust.leaderboard.load import load_submissions
-from vlmrobust.leaderboard.pages.paged import PAGE_ROWS, Cell, Row, rows_json
+from vlmrobust.leaderboard.site.paged import PAGE_ROWS, Cell, Row, rows_json
 from vlmrobust.leaderboard.site.render import OVERVIEW_ROWS, render_site
 from vlmrobust.leaderboard.synthetic import write_synthetic_submissions
 from vlmrobust.leaderboard.trust.baselines import load_baselines

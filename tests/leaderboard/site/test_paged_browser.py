@@ -13,7 +13,7 @@ import pytest
 
 from tests.fixtures.browser import chromium, serve
 from vlmrobust.leaderboard.load import load_submissions
-from vlmrobust.leaderboard.pages.paged import PAGE_ROWS
+from vlmrobust.leaderboard.site.paged import PAGE_ROWS
 from vlmrobust.leaderboard.site.publish import build_site
 from vlmrobust.leaderboard.synthetic import write_synthetic_submissions
 
