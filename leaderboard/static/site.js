@@ -93,6 +93,10 @@
       self.order = data.rows.map(function (_, i) { return i; });
       var note = byId(self.table.id + "-nojs");
       if (note) note.hidden = true;
+      // the rows arrive in the page's order: a sort of the first page alone is undone
+      Array.prototype.forEach.call(self.table.querySelectorAll("th[aria-sort]"), function (h) {
+        h.removeAttribute("aria-sort");
+      });
       self.render();
     });
   };
