@@ -162,13 +162,16 @@ def write_synthetic_submissions(root: Path, n: int, *, seed: int = 0,
 
 
 
-def copy_submissions(source: Path, root: Path, n: int) -> list[Path]:
+def copy_submissions(source: Path, root: Path, n: int, *,
+                     predictions: bool = True) -> list[Path]:
     """``n`` submissions made from the real ones in ``source`` (e.g. a demo's
     ``submissions/``), round-robin: copy ``k`` of ``<id>`` is ``<id>-c<k>``, named
     ``<name> #<k>``. Its predictions are the original's rows, rewritten with the
     copy's name in the file's metadata: the leaderboard refuses a byte-for-byte
     copied run, and these re-score to the original's numbers. Other files are
-    hard links (copies where links are not possible). Deterministic."""
+    hard links (copies where links are not possible). ``predictions=False`` writes
+    meta.yaml and scores.json only (a site built from the records, not re-scored).
+    Deterministic."""
     import os
     import shutil
 
@@ -187,7 +190,7 @@ def copy_submissions(source: Path, root: Path, n: int) -> list[Path]:
         meta.update(model_id=model_id, name=f"{meta['name']} #{k}")
         scores["model_id"] = model_id
         folder = Path(root) / model_id
-        for path in sorted(src.rglob("*")):
+        for path in sorted(src.rglob("*")) if predictions else ():
             rel = path.relative_to(src)
             if path.is_dir() or rel.as_posix() in ("meta.yaml", "scores.json"):
                 continue
