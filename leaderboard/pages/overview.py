@@ -248,7 +248,7 @@ def table_rows(lb: Leaderboard, rows: list[dict[str, Any]], strategies: list[str
         for v in lb.variants:
             sw, nt = o["acc_sw"][v], notes[f"imagenet-mcq:{v}"]
             cells.append(Cell(sw[hi][0], sw[hi][1], c="sw tied" if nt[0] else "sw", h=nt[1],
-                              s=tuple((raw, text, nt[1], "") for raw, text in sw)))
+                              s=tuple((raw, text) for raw, text in sw)))
         for key, value, text, cls in (
                 ("bench-c:acc", bc.get("acc"), pct(bc.get("acc")), ""),
                 ("bench-c:delta_acc", bc.get("delta_acc"), signed(bc.get("delta_acc"), 1, 100.0),

@@ -7,7 +7,8 @@ so the two renderings cannot drift apart.
 A cell in the JSON is a list, trailing defaults dropped:
 ``[v, t, c, h, a, m, s]`` = sort key (``data-v``), text, class, title, link
 (site-root relative), marks (spans after the text: ``[class, text, title]``; an empty class is plain text) and
-per-strategy variants (``[v, t, h, tone]``, the overview's strategy switch). The
+per-strategy variants (``[v, t]``, or ``[v, t, h, tone]`` where the title and
+colour change too: the overview's strategy switch). The
 script writes every string with ``textContent``: submission text stays text.
 """
 
@@ -20,7 +21,9 @@ from typing import Any
 
 PAGE_ROWS = 25  # 400 models: 6 kB an overview row, so about 170 kB a page
 Mark = tuple[str, str, str]  # (class, text, title) of a span after the cell text
-Variant = tuple[str, str, str, str]  # (data-v, text, title, tone class) per strategy
+# per strategy: (data-v, text) or (data-v, text, title, tone class); a pair keeps the
+# cell's own title and class (an accuracy's interval note does not change with it)
+Variant = tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -39,6 +42,9 @@ class Cell:
         for name in ("v", "t", "c", "h", "a"):
             if not isinstance(getattr(self, name), str):
                 raise TypeError(f"Cell.{name} must be a string, got {getattr(self, name)!r}")
+        bad = [x for x in self.s if len(x) not in (2, 4)]
+        if bad:
+            raise ValueError(f"Cell.s variants are (v, t) or (v, t, title, tone), got {bad!r}")
         if self.a.startswith(("/", "\\")) or ":" in self.a.split("/", 1)[0]:
             raise ValueError(f"Cell.a must be a site-relative path, got {self.a!r}")
 

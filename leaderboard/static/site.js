@@ -101,12 +101,16 @@
     });
   };
   Paged.prototype.cell = function (c) {
-    // [v, t, class, title, href, marks, variants]; a variant is [v, t, title, tone]
+    // [v, t, class, title, href, marks, variants]; a variant is [v, t] or
+    // [v, t, title, tone] (then the title and the colour change with it)
     var v = c[0], t = c[1], cls = c[2] || "", title = c[3] || "";
     if (c[6] && c[6].length && this.k !== null && c[6][this.k]) {
       var s = c[6][this.k];
-      v = s[0]; t = s[1] || "\u2014"; title = s[2] || "";
-      cls = (cls.replace(/\b(pos|neg)\b/g, "") + " " + (s[3] || "")).replace(/\s+/g, " ").trim();
+      v = s[0]; t = s[1] || "\u2014";
+      if (s.length > 2) {
+        title = s[2] || "";
+        cls = (cls.replace(/\b(pos|neg)\b/g, "") + " " + (s[3] || "")).replace(/\s+/g, " ").trim();
+      }
     }
     return { v: v, t: t, cls: cls, title: title };
   };
