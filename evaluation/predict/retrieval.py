@@ -20,9 +20,13 @@ import numpy as np
 
 from vlmrobust import __version__
 from vlmrobust.core.errors import VlmrobustError
-from vlmrobust.core.text.public_names import looks_like_path, publishable_meta
+from vlmrobust.core.text.public_names import publishable_meta
+from vlmrobust.evaluation.predict.model import is_local_path, load_model
 from vlmrobust.evaluation.predict.provenance import reference_info
 from vlmrobust.evaluation.predict.rows import DatasetReader
+from vlmrobust.evaluation.predict.spec import RunSpec
+from vlmrobust.evaluation.predict.threads import choose_threads, set_threads
+from vlmrobust.evaluation.predictions.write import partial_dir
 from vlmrobust.models.base import FAMILIES, Adapter, AdapterSpec
 from vlmrobust.models.runtime import to_pil
 
@@ -109,19 +113,19 @@ def embeddings_table(ids: Sequence[str], images: Sequence[Any],
     })
 
 
-def predict_retrieval(load: Callable[[], Adapter], spec: AdapterSpec, reader: DatasetReader,
-                      configs: Sequence[str], out: Path, *, batch_size: int,
-                      limit: int | None, progress: bool, threads: int,
-                      name: str | None) -> Path:
-    """Embed every image and caption of ``configs`` and write ``out`` with its
-    metadata, checked against the dataset before it is written."""
+def predict_retrieval(load: Callable[[], Adapter], run: RunSpec, spec: AdapterSpec,
+                      reader: DatasetReader, configs: Sequence[str], threads: int) -> Path:
+    """Embed every image and caption of ``configs`` and write ``run.out`` with
+    its metadata, checked against the dataset before it is written; ``threads``
+    is the run's torch CPU thread count, recorded in the metadata."""
     from vlmrobust.evaluation.predictions.retrieval import embeddings_from_table
     from vlmrobust.evaluation.predictions.write import write_predictions_file
     from vlmrobust.evaluation.validate.retrieval import check_embeddings
 
+    out, limit, batch_size = run.out, run.limit, run.backend.batch_size
     adapter = load()
     check_retrieval_adapter(adapter)
-    ids, images, texts = embed_dataset(adapter, reader, configs, batch_size, limit, progress)
+    ids, images, texts = embed_dataset(adapter, reader, configs, batch_size, limit, run.progress)
     table = embeddings_table(ids, images, texts)
     cols = {c: reader.read_columns(c, ["id", "captions"]) for c in configs}
     galleries = {}
@@ -150,29 +154,23 @@ def predict_retrieval(load: Callable[[], Adapter], spec: AdapterSpec, reader: Da
         **{k: v for k, v in (getattr(adapter, "model_groups", None) or {}).items()
            if v is not None},
     }
-    meta = publishable_meta(meta, name, lambda part: looks_like_path(part)
-                            or ("/" in part and Path(part).expanduser().exists()))
-    write_predictions_file(out, table, meta)
+    write_predictions_file(out, table, publishable_meta(meta, run.name, is_local_path))
     return out
 
 
-def run_retrieval(model: str | Adapter, spec: AdapterSpec, reader: DatasetReader,
-                  configs: list[str], out: Path, device: str | None, prompt: str | None,
-                  batch_size: int, limit: int | None, progress: bool, threads: int | None,
-                  name: str | None) -> Path:
+def run_retrieval(run: RunSpec, spec: AdapterSpec, reader: DatasetReader,
+                  configs: list[str]) -> Path:
     """predict_dataset's branch for kind retrieval: threads chosen as for every run
     (recorded in the metadata), the model loaded only once the dataset is known."""
-    from vlmrobust.evaluation.predict import dataset as p
-
-    chosen = p.choose_threads(threads, p.partial_dir(out))
-    saved = p._set_threads(chosen)
+    chosen = choose_threads(run.backend.threads, partial_dir(run.out))
+    saved = set_threads(chosen)
     try:
         return predict_retrieval(
-            lambda: model if not isinstance(model, str) else p._load(spec, device, prompt),
-            spec, reader, configs, out, batch_size=batch_size, limit=limit, progress=progress,
-            threads=chosen, name=name)
+            lambda: run.model if not isinstance(run.model, str) else load_model(
+                run, spec, None, run.reader.prompt),
+            run, spec, reader, configs, chosen)
     finally:
-        p._set_threads(saved)
+        set_threads(saved)
 
 
 def write_retrieval_predictions(dataset_dir: str | Path, ids: Sequence[str],

@@ -32,6 +32,7 @@ from vlmrobust.core.files.atomic import write_text_atomic
 from vlmrobust.core.files.bounded import MAX_SCORES_BYTES, read_json_bounded
 from vlmrobust.core.fingerprint import file_sha256
 from vlmrobust.evaluation.predict.distributed import init_distributed
+from vlmrobust.evaluation.predict.spec import BackendOptions
 from vlmrobust.evaluation.scoring.common import DEFAULT_SEED
 from vlmrobust.evaluation.suite.plan import Plan, PlanEntry
 from vlmrobust.evaluation.suite.results import (
@@ -61,13 +62,9 @@ class EvalOptions:
     submissions_dir: Path | None = None
     name: str | None = None
     limit: int | None = None
-    batch_size: int = 16
-    device: str | None = None
-    device_map: str | None = None
-    threads: int | None = None
-    trust_remote_code: bool = False
+    backend: BackendOptions = field(default_factory=BackendOptions)
+    # reaches the datasets whose reader generates (a suite mixes letter and generate)
     read_options: ReadOptions | None = None
-    endpoint: Mapping[str, Any] | None = None
     progress: bool = True
     extra_meta: Mapping[str, Any] = field(default_factory=dict)
 
@@ -82,8 +79,8 @@ class EvalOptions:
     def __post_init__(self) -> None:
         if self.limit is not None and self.limit < 1:
             raise VlmrobustError(f"--limit must be >= 1, got {self.limit}")
-        if self.batch_size < 1:
-            raise VlmrobustError(f"--batch-size must be >= 1, got {self.batch_size}")
+        if not isinstance(self.backend, BackendOptions):
+            raise VlmrobustError(f"backend {self.backend!r}: give a BackendOptions")
 
 
 def default_model_id(model: str) -> str:
@@ -147,19 +144,19 @@ def _read_options(plan: Plan, e: PlanEntry, opts: EvalOptions) -> ReadOptions | 
 
 def _predict(plan: Plan, e: PlanEntry, opts: EvalOptions) -> tuple[Path, float | None]:
     from vlmrobust.evaluation.predict.dataset import predict_dataset
+    from vlmrobust.evaluation.predict.spec import ReaderOptions, RunSpec
 
     assert e.path is not None  # a runnable entry was found on disk
     pred = opts.predictions / e.name / "predictions.parquet"
     timing = pred.parent / TIMING_NAME
     if not pred.is_file():
         t0 = time.perf_counter()
-        predict_dataset(
-            plan.model, e.path, pred,
-            config=",".join(e.configs), batch_size=opts.batch_size, device=opts.device,
-            limit=opts.limit, progress=opts.progress, prompt=e.reader.prompt,
-            threads=opts.threads, trust_remote_code=opts.trust_remote_code, mode=e.reader.mode,
-            read_options=_read_options(plan, e, opts), device_map=opts.device_map, endpoint=opts.endpoint,
-            name=opts.name, class_order=e.reader.class_order)
+        predict_dataset(RunSpec(
+            plan.model, e.path, pred, configs=tuple(e.configs), limit=opts.limit,
+            name=opts.name, progress=opts.progress, backend=opts.backend,
+            reader=ReaderOptions(prompt=e.reader.prompt, mode=e.reader.mode,
+                                 read_options=_read_options(plan, e, opts),
+                                 class_order=e.reader.class_order)))
         if not _is_main():
             return pred, None
         write_text_atomic(timing, json.dumps({"predict_s": round(time.perf_counter() - t0, 3)}))
@@ -236,9 +233,10 @@ def _shown(path: Path, out: Path) -> str:
 
 
 def _backend_record(opts: EvalOptions) -> dict[str, Any]:
-    endpoint = {k: str(v) if isinstance(v, Path) else v for k, v in (opts.endpoint or {}).items()}
-    return {"device": opts.device, "device_map": opts.device_map, "batch_size": opts.batch_size,
-            "threads": opts.threads, "world_size": int(os.environ.get("WORLD_SIZE", "1")),
+    b = opts.backend
+    endpoint = {k: str(v) if isinstance(v, Path) else v for k, v in (b.endpoint or {}).items()}
+    return {"device": b.device, "device_map": b.device_map, "batch_size": b.batch_size,
+            "threads": b.threads, "world_size": int(os.environ.get("WORLD_SIZE", "1")),
             "endpoint": endpoint or None,
             "read_options": None if opts.read_options is None else opts.read_options.record()}
 
@@ -261,7 +259,7 @@ def run_suite(plan: Plan, opts: EvalOptions) -> dict[str, Any] | None:
     done: dict[str, dict[str, Any]] = {}
     # one process group for the whole run, which every predict reuses (a group per
     # predict made a rank that arrived early fail to connect to a busy rank 0)
-    ctx = init_distributed(opts.device)
+    ctx = init_distributed(opts.backend.device)
     try:
         for e in runnable:
             bar.set_postfix_str(e.name)

@@ -14,6 +14,7 @@ from PIL import Image
 
 from tests.fixtures.clip import make_open_clip
 from vlmrobust.core.errors import VlmrobustError
+from vlmrobust.evaluation.predict.spec import BackendOptions, ReaderOptions, RunSpec
 from vlmrobust.models import load_adapter, parse_adapter_name
 from vlmrobust.models.clip.openclip import ClipAdapter
 from vlmrobust.models.prompts import PROMPTS, resolve_prompt
@@ -146,8 +147,9 @@ def test_predict_with_clip(tmp_path: Path, tiny_dir: Path) -> None:
     from vlmrobust.evaluation.predict.dataset import predict_dataset
 
     ds = write_mcq(tmp_path / "ds", {"default": 5}, with_class_ids=False)
-    out = predict_dataset(f"clip:local-dir:{tiny_dir}", ds, tmp_path / "p" / "predictions.parquet",
-                          batch_size=2, device="cpu", progress=False, prompt="itap")
+    out = predict_dataset(RunSpec(
+        f"clip:local-dir:{tiny_dir}", ds, tmp_path / "p" / "predictions.parquet", progress=False,
+        reader=ReaderOptions(prompt="itap"), backend=BackendOptions(batch_size=2, device="cpu")))
     table = pq.read_table(out).to_pylist()
     assert [len(r["logits"]) for r in table] == [2, 3, 4, 5, 2]
     from vlmrobust.evaluation.predictions.meta import read_prediction_meta

@@ -13,6 +13,7 @@ import pytest
 from scipy.special import softmax
 
 from vlmrobust.core.errors import VlmrobustError
+from vlmrobust.evaluation.predict.spec import BackendOptions, RunSpec
 from vlmrobust.models.describe import TEMPLATE, RecogniseThenDescribe, describe_weights
 
 pytest.importorskip("efficientnet_lite_pytorch")
@@ -95,8 +96,9 @@ def test_predict_and_score_on_the_retrieval_sample(tmp_path: Path) -> None:
     get_builder("retrieval")(load_spec_yaml(spec), spec,
                              BuildOptions(out=data, sample=True, limit=10, progress=False))
     pred = tmp_path / "pred.parquet"
-    predict_dataset("describe:efficientnet-lite0+minilm", data, pred, batch_size=4,
-                    progress=False)
+    predict_dataset(RunSpec(
+        "describe:efficientnet-lite0+minilm", data, pred, progress=False,
+        backend=BackendOptions(batch_size=4)))
     t = pq.read_table(pred).to_pylist()
     img = np.array([r["image_embedding"] for r in t], np.float64)
     txt = np.array([e for r in t for e in r["text_embeddings"]], np.float64)

@@ -24,6 +24,7 @@ from tests.fixtures.classification import index_rows, toy_label_space, write_cla
 from vlmrobust.cli.main import main
 from vlmrobust.core.errors import VlmrobustError
 from vlmrobust.evaluation.predict.dataset import predict_dataset
+from vlmrobust.evaluation.predict.spec import BackendOptions, RunSpec
 from vlmrobust.evaluation.predictions.meta import read_prediction_meta
 from vlmrobust.models import load_adapter
 from vlmrobust.models.backends.hf import HfBackend
@@ -166,13 +167,16 @@ def test_a_loaded_adapter_with_an_mcq_prompt_is_refused_before_the_journal(
     run = tmp_path / "run"
     run.mkdir()
     with pytest.raises(VlmrobustError, match="--prompt mcq-letter: a vlm over a label space"):
-        predict_dataset(adapter, dataset, run / "p.parquet", progress=False, threads=1)
+        predict_dataset(RunSpec(
+            adapter, dataset, run / "p.parquet", progress=False, backend=BackendOptions(threads=1)
+        ))
     assert list(run.iterdir()) == [] and sent == []
     # a loaded adapter given no prompt records the label-space default, not its MCQ one
     plain = load_adapter(f"vlm:{llava}", device="cpu", mode="likelihood:avg")
     assert isinstance(plain, VlmAdapter) and plain.prompt_id == "mcq-letter"
-    out = predict_dataset(plain, dataset, run / "p.parquet", progress=False, threads=1,
-                          config="toy-k3")
+    out = predict_dataset(RunSpec(
+        plain, dataset, run / "p.parquet", progress=False, configs="toy-k3",
+        backend=BackendOptions(threads=1)))
     assert read_prediction_meta(out)["prompt_id"] == "what-type"
     assert {t for t, _ in sent} == {WHAT_TYPE}
 

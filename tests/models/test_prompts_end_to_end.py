@@ -23,6 +23,7 @@ from tests.fixtures.predict import (
     mcq_features,
     png,
 )
+from vlmrobust.evaluation.predict.spec import BackendOptions, ReaderOptions, RunSpec
 from vlmrobust.models.prompts import SEED_PROMPT_IDS, SEED_PROMPTS, resolve_prompt
 
 pytest.importorskip("open_clip")
@@ -119,8 +120,9 @@ def test_five_prompts_three_families_to_scores_and_leaderboard(
             out = tmp_path / "pred" / family / prompt / "predictions.parquet"
             # one thread: the default follows the machine's load, and logits round
             # differently between thread counts (the classifier check below is exact)
-            predict_dataset(adapter, dataset, out, batch_size=8, progress=False, prompt=prompt,
-                            threads=1)
+            predict_dataset(RunSpec(
+                adapter, dataset, out, progress=False, reader=ReaderOptions(prompt=prompt),
+                backend=BackendOptions(batch_size=8, threads=1)))
             meta = read_prediction_meta(out)  # travels inside the parquet file
             assert meta["prompt_id"] == prompt and meta["family"] == family
             import pyarrow.parquet as pq

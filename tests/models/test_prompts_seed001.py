@@ -18,6 +18,7 @@ from tests.fixtures import vlm as vlm_fixtures
 from tests.fixtures.label_space import photos, write_classification
 from vlmrobust.core.errors import VlmrobustError
 from vlmrobust.core.label_space import ClassEntry, LabelSpace
+from vlmrobust.evaluation.predict.spec import BackendOptions, ReaderOptions, RunSpec
 from vlmrobust.models.prompt_tables import SEED001_DEFAULT_PROMPT_SET, SEED001_PROMPT_SETS
 from vlmrobust.models.prompts import (
     LABEL_SPACE_PROMPTS,
@@ -110,8 +111,9 @@ def test_predict_asks_a_vlm_on_imagenet_d_options_by_the_llava_prompt(tmp_path: 
     ds = write_classification(tmp_path / "ds", {"imagenet-d-texture-4opt": space},
                               {"imagenet-d-texture-4opt": rows})
     llava = vlm_fixtures.make_llava(tmp_path / "llava")
-    out = predict_dataset(f"vlm:{llava}", ds, tmp_path / "p.parquet", device="cpu",
-                          progress=False, threads=1, mode="letter")
+    out = predict_dataset(RunSpec(
+        f"vlm:{llava}", ds, tmp_path / "p.parquet", progress=False,
+        reader=ReaderOptions(mode="letter"), backend=BackendOptions(device="cpu", threads=1)))
     assert read_prediction_meta(out)["prompt_id"] == "llava-imagenet-d"
     texts = [r["prompt_text"] for r in pq.read_table(out).to_pylist()]
     assert all(LLAVA_LINES[0] in t and LLAVA_LINES[-1] in t for t in texts)

@@ -15,6 +15,7 @@ from PIL import Image
 
 from tests.fixtures import vlm as vlm_fixtures
 from vlmrobust.core.errors import VlmrobustError
+from vlmrobust.evaluation.predict.spec import BackendOptions, RunSpec
 from vlmrobust.models import load_adapter, parse_adapter_name
 from vlmrobust.models.backends.base import Prompt
 from vlmrobust.models.backends.hf import HfBackend
@@ -167,8 +168,9 @@ def test_predict_with_vlm(tmp_path: Path) -> None:
 
     folder = vlm_fixtures.make_qwen2vl(tmp_path / "model")
     ds = write_mcq(tmp_path / "ds", {"default": 5}, with_class_ids=False)
-    out = predict_dataset(f"vlm:{folder}", ds, tmp_path / "p" / "predictions.parquet", batch_size=3,
-                          device="cpu", progress=False)
+    out = predict_dataset(RunSpec(
+        f"vlm:{folder}", ds, tmp_path / "p" / "predictions.parquet", progress=False,
+        backend=BackendOptions(batch_size=3, device="cpu")))
     table = pq.read_table(out).to_pylist()
     assert [len(r["logits"]) for r in table] == [2, 3, 4, 5, 2]
     assert all(np.isfinite(r["logits"]).all() for r in table)

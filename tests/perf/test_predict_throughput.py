@@ -38,6 +38,8 @@ from typing import Any
 import numpy as np
 import pytest
 
+from vlmrobust.evaluation.predict.spec import BackendOptions, RunSpec
+
 torch = pytest.importorskip("torch")
 
 N_IMAGES = 48
@@ -221,8 +223,9 @@ def _compare(benchmark: Any, tmp_path: Path, adapter: Any, ds: Path,
 
     def run_predict(k: int) -> None:
         clf._LOGITS_CACHE.clear()
-        predict_dataset(adapter, ds, tmp_path / f"p{k}.parquet", batch_size=BATCH,
-                        progress=False, threads=threads)
+        predict_dataset(RunSpec(
+            adapter, ds, tmp_path / f"p{k}.parquet", progress=False,
+            backend=BackendOptions(batch_size=BATCH, threads=threads)))
 
     def run_hand(k: int) -> None:
         hand(adapter, ds)
@@ -328,7 +331,9 @@ def test_default_threads_on_a_loaded_machine(benchmark: Any, tmp_path: Path) -> 
         def go(k: int) -> None:
             clf._LOGITS_CACHE.clear()
             out = tmp_path / f"t{threads}-{k}.parquet"
-            predict_dataset(adapter, ds, out, batch_size=BATCH, progress=False, threads=threads)
+            predict_dataset(RunSpec(
+                adapter, ds, out, progress=False,
+                backend=BackendOptions(batch_size=BATCH, threads=threads)))
             if threads is None:
                 chosen.append(int(read_prediction_meta(out)["threads"]))
         return go

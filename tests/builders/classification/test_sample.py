@@ -14,6 +14,8 @@ from typing import Any
 import numpy as np
 import pytest
 
+from vlmrobust.evaluation.predict.spec import BackendOptions, RunSpec
+
 
 @pytest.fixture(scope="module")
 def sample(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
@@ -58,8 +60,9 @@ def test_efficientnet_lite0_predicts_and_scores_the_sample(sample: tuple[Path, d
 
     out, _ = sample
     pred = tmp_path / "lite0.parquet"
-    predict_dataset("classifier:efficientnet-lite0", out, pred, limit=3, progress=False,
-                    threads=1)
+    predict_dataset(RunSpec(
+        "classifier:efficientnet-lite0", out, pred, limit=3, progress=False,
+        backend=BackendOptions(threads=1)))
     got = {r["id"]: np.asarray(r["logits"]) for r in pq.read_table(pred).to_pylist()}
     adapter: Any = load_adapter("classifier:efficientnet-lite0", device="cpu")
     for config, k in (("sample-photo", None), ("sample-photo-k5", 5)):

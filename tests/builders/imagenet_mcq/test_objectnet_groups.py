@@ -21,6 +21,7 @@ from vlmrobust.cli.main import main
 from vlmrobust.core.datadir import read_table, shard_paths
 from vlmrobust.core.errors import VlmrobustError
 from vlmrobust.evaluation.predict.dataset import predict_dataset
+from vlmrobust.evaluation.predict.spec import BackendOptions, RunSpec
 from vlmrobust.models import load_adapter
 from vlmrobust.models.classifiers.adapter import ClassifierAdapter
 
@@ -129,7 +130,9 @@ def test_bad_group_in_a_dataset_fails_the_plan(dataset: Path, tmp_path: Path) ->
     bad = _rewrite(dataset, tmp_path / "bad", drop_own_id)
     with pytest.raises(VlmrobustError, match=r"data/imagenet-val-random row 2 \(id '.*'\): "
                        r"option 0's option_class_groups \[\d+\] lacks its option_class_ids") as e:
-        predict_dataset(MODEL, bad, tmp_path / "p.parquet", progress=False, device="cpu")
+        predict_dataset(RunSpec(
+            MODEL, bad, tmp_path / "p.parquet", progress=False,
+            backend=BackendOptions(device="cpu")))
     assert "\n" not in str(e.value)
     assert not (tmp_path / "p.parquet").exists()
 

@@ -41,6 +41,7 @@ import pytest
 from tests.fixtures.lmms_eval import REPO, lmms_eval_env, offline_env
 from tests.fixtures.score import write_mcq
 from tests.fixtures.trust import run_cli
+from vlmrobust.evaluation.predict.spec import BackendOptions, ReaderOptions, RunSpec
 
 CONFIGS = ("sample-photo-random", "sample-rendition-random")
 pytestmark = pytest.mark.slow
@@ -122,8 +123,9 @@ def test_exported_tasks_run_in_lmms_eval_and_import(env: Path, tmp_path: Path,
 
     # the same logits from our own likelihood reader on the same rows and prompt
     ours = tmp_path / "ours.parquet"
-    predict_dataset(f"vlm:{model}", ds, ours, mode="likelihood:avg", progress=False, threads=1,
-                    device="cpu")
+    predict_dataset(RunSpec(
+        f"vlm:{model}", ds, ours, progress=False, reader=ReaderOptions(mode="likelihood:avg"),
+        backend=BackendOptions(threads=1, device="cpu")))
     theirs = {r["id"]: r["logits"] for r in pq.read_table(preds).to_pylist()}
     mine = {r["id"]: r["logits"] for r in pq.read_table(ours).to_pylist()}
     assert set(theirs) == set(mine) and len(mine) == 8
@@ -143,8 +145,9 @@ def test_exported_tasks_run_in_lmms_eval_and_import(env: Path, tmp_path: Path,
     assert len(rows) == 8 and all(isinstance(r["text"], str) for r in rows)
     # the same lettered prompt through the processor's template: the same greedy text
     ours = tmp_path / "ours-gen.jsonl"
-    predict_dataset(f"vlm:{model}", ds, ours, mode="generate", progress=False, threads=1,
-                    device="cpu")
+    predict_dataset(RunSpec(
+        f"vlm:{model}", ds, ours, progress=False, reader=ReaderOptions(mode="generate"),
+        backend=BackendOptions(threads=1, device="cpu")))
     mine_text = {r["id"]: r["text"] for r in map(json.loads, ours.read_text().splitlines())}
     assert {r["id"]: r["text"] for r in rows} == mine_text
     rc, err = run_cli(["score", "--dataset", str(ds), "--predictions", str(preds), "--out",
@@ -207,8 +210,10 @@ def test_llava_hf_mean_also_covers_prompt_tokens_when_an_image_has_several(
     assert rc == 0, err
     theirs = {r["id"]: r["logits"] for r in pq.read_table(preds).to_pylist()}
     ours = tmp_path / "ours.parquet"
-    predict_dataset(f"vlm:{model_dir}", ds, ours, config=CONFIGS[0], mode="likelihood:avg",
-                    progress=False, threads=1, device="cpu")
+    predict_dataset(RunSpec(
+        f"vlm:{model_dir}", ds, ours, configs=CONFIGS[0], progress=False,
+        reader=ReaderOptions(mode="likelihood:avg"),
+        backend=BackendOptions(threads=1, device="cpu")))
     mine = {r["id"]: r["logits"] for r in pq.read_table(ours).to_pylist()}
     model = LlavaForConditionalGeneration.from_pretrained(model_dir, dtype="float32").eval()
     processor = AutoProcessor.from_pretrained(model_dir)

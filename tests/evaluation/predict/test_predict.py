@@ -13,11 +13,13 @@ import pyarrow.parquet as pq
 import pytest
 
 import vlmrobust.evaluation.predict.dataset as predict_mod
+import vlmrobust.evaluation.predict.model as predict_model
 from tests.fixtures.predict import write_mcq
 from vlmrobust.cli import main
 from vlmrobust.core.datadir import read_table
 from vlmrobust.core.errors import VlmrobustError
 from vlmrobust.evaluation.predict.dataset import predict_dataset
+from vlmrobust.evaluation.predict.spec import BackendOptions, ReaderOptions, RunSpec
 from vlmrobust.evaluation.predictions.meta import read_prediction_meta
 from vlmrobust.evaluation.predictions.write import partial_dir
 from vlmrobust.models import load_adapter
@@ -52,7 +54,8 @@ def dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def reference(tmp_path_factory: pytest.TempPathFactory, dataset: Path, lite0: Any) -> Path:
     out = tmp_path_factory.mktemp("ref") / "predictions.parquet"
     _LOGITS_CACHE.clear()  # computed here, not served by whatever ran before
-    return predict_dataset(lite0, dataset, out, batch_size=3, progress=False)
+    return predict_dataset(RunSpec(
+        lite0, dataset, out, progress=False, backend=BackendOptions(batch_size=3)))
 
 
 @pytest.fixture
@@ -145,8 +148,9 @@ def test_resume_after_crash_is_identical(tmp_path: Path, dataset: Path, referenc
             raise Crash
 
     with pytest.raises(Crash):
-        predict_dataset(lite0, dataset, out, batch_size=3, progress=False,
-                        after_batch=crash_after_two)
+        predict_dataset(RunSpec(
+            lite0, dataset, out, progress=False, backend=BackendOptions(batch_size=3)
+        ), after_batch=crash_after_two)
     assert not out.exists()
     journal = list(partial_dir(out).glob("rank-*.jsonl"))
     assert len(journal) == 1 and journal[0].read_text().count("\n") == 2
@@ -160,7 +164,9 @@ def test_resume_after_crash_is_identical(tmp_path: Path, dataset: Path, referenc
     _LOGITS_CACHE.clear()
     forwards.clear()
     seen: list[int] = []
-    predict_dataset(lite0, dataset, out, batch_size=3, progress=False, after_batch=seen.append)
+    predict_dataset(RunSpec(
+        lite0, dataset, out, progress=False, backend=BackendOptions(batch_size=3)
+    ), after_batch=seen.append)
     assert seen == [1, 2]  # only the 6 remaining rows were predicted
     # ... and their images went through the network again (no cached logits)
     assert sum(forwards) == distinct_images(dataset, remaining) > 0
@@ -172,8 +178,9 @@ def test_limit_and_single_config_and_jsonl(tmp_path: Path, dataset: Path, lite0:
                                            reference: Path, forwards: list[int]) -> None:
     _LOGITS_CACHE.clear()
     forwards.clear()
-    out = predict_dataset(lite0, dataset, tmp_path / "p.jsonl", config="other", limit=3,
-                          batch_size=2, progress=False)
+    out = predict_dataset(RunSpec(
+        lite0, dataset, tmp_path / "p.jsonl", configs="other", limit=3, progress=False,
+        backend=BackendOptions(batch_size=2)))
     wanted = {"other-000", "other-001", "other-002"}
     assert sum(forwards) == distinct_images(dataset, wanted) > 0
     lines = [json.loads(x) for x in out.read_text().splitlines()]
@@ -188,24 +195,24 @@ def no_model_load(monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(*args: Any, **kwargs: Any) -> Any:
         raise AssertionError("a model was loaded before the input was validated")
 
-    monkeypatch.setattr(predict_mod, "load_adapter", refuse)
+    monkeypatch.setattr(predict_model, "load_adapter", refuse)
 
 
 def test_errors_before_model_load(tmp_path: Path, dataset: Path, no_model_load: None) -> None:
     out = tmp_path / "p.parquet"
     with pytest.raises(VlmrobustError, match="did you mean 'efficientnet-lite0'"):
-        predict_dataset("classifier:efficientnet_lite0", dataset, out)
+        predict_dataset(RunSpec("classifier:efficientnet_lite0", dataset, out))
     bare = write_mcq(tmp_path / "bare", {"default": 3}, with_class_ids=False)
     with pytest.raises(VlmrobustError, match=r"missing column.*option_class_ids"):
-        predict_dataset(MODEL, bare, out)
+        predict_dataset(RunSpec(MODEL, bare, out))
     with pytest.raises(VlmrobustError, match="no config 'phto'; did you mean 'photo'"):
-        predict_dataset(MODEL, dataset, out, config="phto")
+        predict_dataset(RunSpec(MODEL, dataset, out, configs="phto"))
     with pytest.raises(VlmrobustError, match="not a hub id"):
-        predict_dataset(MODEL, tmp_path / "nowhere", out)
+        predict_dataset(RunSpec(MODEL, tmp_path / "nowhere", out))
     with pytest.raises(VlmrobustError, match="--limit"):
-        predict_dataset(MODEL, dataset, out, limit=0)
+        predict_dataset(RunSpec(MODEL, dataset, out, limit=0))
     with pytest.raises(VlmrobustError, match="unknown prompt 'photo-off'; did you mean 'photo-of'"):
-        predict_dataset(MODEL, dataset, out, prompt="photo-off")
+        predict_dataset(RunSpec(MODEL, dataset, out, reader=ReaderOptions(prompt="photo-off")))
     assert not out.exists() and not partial_dir(out).exists()
 
 
@@ -221,7 +228,7 @@ def test_mismatched_options_named(tmp_path: Path, no_model_load: None) -> None:
     table = table.set_column(idx, "option_class_ids", pa.array(ids, table.schema.field(idx).type))
     pq.write_table(table, shard)
     with pytest.raises(VlmrobustError, match=r"row 2 \(id 'default-002'\): 4 options but 3"):
-        predict_dataset(MODEL, ds, tmp_path / "p.parquet")
+        predict_dataset(RunSpec(MODEL, ds, tmp_path / "p.parquet"))
 
 
 def test_other_run_in_partial_dir_refused(tmp_path: Path, dataset: Path, lite0: Any) -> None:
@@ -231,9 +238,11 @@ def test_other_run_in_partial_dir_refused(tmp_path: Path, dataset: Path, lite0: 
         raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        predict_dataset(lite0, dataset, out, batch_size=2, progress=False, after_batch=stop)
+        predict_dataset(RunSpec(
+            lite0, dataset, out, progress=False, backend=BackendOptions(batch_size=2)
+        ), after_batch=stop)
     with pytest.raises(VlmrobustError, match=r"unfinished run with different .*limit"):
-        predict_dataset(lite0, dataset, out, limit=2, progress=False)
+        predict_dataset(RunSpec(lite0, dataset, out, limit=2, progress=False))
 
 
 def test_cli(tmp_path: Path, dataset: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -272,11 +281,13 @@ def test_resume_after_sigkill(tmp_path: Path, dataset: Path, reference: Path,
         "import vlmrobust.core.cpus as cpus\n"
         "cpus.other_load = lambda: 0.0  # an idle host at the first start\n"
         "from vlmrobust.evaluation.predict.dataset import predict_dataset\n"
+        "from vlmrobust.evaluation.predict.spec import BackendOptions, RunSpec\n"
         "def hook(n):\n"
         "    if n == 2:\n"
         "        os.kill(os.getpid(), signal.SIGKILL)\n"
-        f"predict_dataset({MODEL!r}, sys.argv[1], sys.argv[2], batch_size=3, device='cpu',\n"
-        "                progress=False, after_batch=hook)\n"
+        f"predict_dataset(RunSpec({MODEL!r}, sys.argv[1], sys.argv[2], progress=False,\n"
+        "                         backend=BackendOptions(batch_size=3, device='cpu')),\n"
+        "                after_batch=hook)\n"
     )
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).parents[3]))
     proc = subprocess.run([sys.executable, "-c", script, str(dataset), str(out)], env=env,
@@ -293,8 +304,9 @@ def test_resume_after_sigkill(tmp_path: Path, dataset: Path, reference: Path,
     _LOGITS_CACHE.clear()
     forwards.clear()
     seen: list[int] = []
-    predict_dataset(MODEL, dataset, out, batch_size=3, device="cpu", progress=False,
-                    after_batch=seen.append)
+    predict_dataset(RunSpec(
+        MODEL, dataset, out, progress=False, backend=BackendOptions(batch_size=3, device="cpu")
+    ), after_batch=seen.append)
     assert seen == [1, 2]
     remaining = {r["id"] for r in pq.read_table(reference).to_pylist()} - done
     assert sum(forwards) == distinct_images(dataset, remaining) > 0  # recomputed here
@@ -319,8 +331,9 @@ def test_hub_dataset_path(tmp_path: Path, dataset: Path, reference: Path, lite0:
     monkeypatch.setattr(datasets, "load_dataset", fake_load)
     monkeypatch.setattr(rows_mod, "_hub_manifest",
                         lambda source: json.loads((dataset / "manifest.json").read_text()))
-    out = predict_dataset(lite0, "someorg/tiny-mcq@v0.0.1", tmp_path / "predictions.parquet",
-                          batch_size=3, progress=False)
+    out = predict_dataset(RunSpec(
+        lite0, "someorg/tiny-mcq@v0.0.1", tmp_path / "predictions.parquet", progress=False,
+        backend=BackendOptions(batch_size=3)))
     assert {c for _, c, _ in calls} == {"photo", "other"}
     assert sum(forwards) == distinct_images(dataset, set(pq.read_table(reference)["id"].to_pylist()))
     assert {(r, v) for r, _, v in calls} == {("someorg/tiny-mcq", "v0.0.1")}

@@ -14,6 +14,7 @@ import pyarrow.parquet as pq
 from tests.fixtures.predict import write_mcq
 from vlmrobust.evaluation.predict.dataset import predict_dataset
 from vlmrobust.evaluation.predict.distributed import DistContext
+from vlmrobust.evaluation.predict.spec import BackendOptions, RunSpec
 from vlmrobust.evaluation.predictions.meta import read_prediction_meta
 from vlmrobust.evaluation.predictions.write import partial_dir
 
@@ -29,8 +30,9 @@ def test_round_robin_covers_every_row_once() -> None:
 
 def test_torchrun_two_processes_equals_single(tmp_path: Path) -> None:
     dataset = write_mcq(tmp_path / "ds", {"photo": 5, "other": 4})
-    single = predict_dataset(MODEL, dataset, tmp_path / "single" / "predictions.parquet",
-                             batch_size=2, device="cpu", progress=False)
+    single = predict_dataset(RunSpec(
+        MODEL, dataset, tmp_path / "single" / "predictions.parquet", progress=False,
+        backend=BackendOptions(batch_size=2, device="cpu")))
     out = tmp_path / "multi" / "predictions.parquet"
     env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(Path(__file__).parents[3]))
     proc = subprocess.run(

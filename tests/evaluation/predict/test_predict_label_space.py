@@ -13,6 +13,7 @@ from tests.fixtures.label_space import imagenet_space, photos, write_classificat
 from vlmrobust.core.errors import VlmrobustError
 from vlmrobust.core.label_space import ClassEntry, LabelSpace
 from vlmrobust.evaluation.predict.dataset import predict_dataset
+from vlmrobust.evaluation.predict.spec import BackendOptions, RunSpec
 from vlmrobust.evaluation.predictions.meta import read_prediction_meta
 from vlmrobust.evaluation.predictions.read import read_predictions
 from vlmrobust.models.label_logits import imagenet_groups, space_logits
@@ -67,8 +68,9 @@ def test_efficientnet_lite0_gives_its_own_forward_pass(tmp_path: Path) -> None:
     ds = write_classification(tmp_path / "ds", {"val": imagenet_space()},
                               {"val": [{"id": f"r{i}", "image": im, "label": y}
                                        for i, (im, y) in enumerate(zip(ims, labels, strict=True))]})
-    out = predict_dataset("classifier:efficientnet-lite0", ds, tmp_path / "p.parquet",
-                          device="cpu", batch_size=4, progress=False, threads=1)
+    out = predict_dataset(RunSpec(
+        "classifier:efficientnet-lite0", ds, tmp_path / "p.parquet", progress=False,
+        backend=BackendOptions(device="cpu", batch_size=4, threads=1)))
     pf = read_predictions(out)
     assert pf.logits_len is not None and pf.logits_flat is not None
     assert pf.logits_len.tolist() == [1000] * 4
@@ -97,8 +99,9 @@ def test_classifier_slices_groups_and_candidates(tmp_path: Path) -> None:
     rows = [{"id": "a", "image": ims[0], "label": 0, "candidates": [3, 0]},
             {"id": "b", "image": ims[1], "label": 2, "candidates": [2, 1]}]
     ds = write_classification(tmp_path / "ds", {"k2": space}, {"k2": rows})
-    out = predict_dataset("classifier:efficientnet-lite0", ds, tmp_path / "p.parquet",
-                          device="cpu", progress=False, threads=1)
+    out = predict_dataset(RunSpec(
+        "classifier:efficientnet-lite0", ds, tmp_path / "p.parquet", progress=False,
+        backend=BackendOptions(device="cpu", threads=1)))
     pf = read_predictions(out)
     assert pf.logits_len is not None and pf.logits_flat is not None
     assert pf.logits_len.tolist() == [2, 2]
@@ -118,8 +121,9 @@ def test_classifier_over_a_space_without_ids_is_refused_before_loading(tmp_path:
     ds = write_classification(tmp_path / "ds", {"f": space},
                               {"f": [{"id": "a", "image": photos()[0], "label": 0}]})
     with pytest.raises(VlmrobustError, match="no imagenet_ids"):
-        predict_dataset("classifier:efficientnet-lite0", ds, tmp_path / "p.parquet",
-                        device="cpu", progress=False)
+        predict_dataset(RunSpec(
+            "classifier:efficientnet-lite0", ds, tmp_path / "p.parquet", progress=False,
+            backend=BackendOptions(device="cpu")))
     assert not (tmp_path / "p.parquet").exists()
     assert not list(tmp_path.glob(".p.parquet.partial"))
 
@@ -136,13 +140,16 @@ def test_several_configs_in_one_file_skip_a_space_the_classifier_cannot_read(
     ds = write_classification(tmp_path / "ds", {"val": imagenet_space(), "shift": imagenet_space(),
                                                 "f": flowers}, rows)
     with pytest.raises(VlmrobustError, match="no imagenet_ids"):
-        predict_dataset("classifier:efficientnet-lite0", ds, tmp_path / "all.parquet",
-                        device="cpu", progress=False, threads=1)
+        predict_dataset(RunSpec(
+            "classifier:efficientnet-lite0", ds, tmp_path / "all.parquet", progress=False,
+            backend=BackendOptions(device="cpu", threads=1)))
     with pytest.raises(VlmrobustError, match="no config 'vall'; did you mean 'val'"):
-        predict_dataset("classifier:efficientnet-lite0", ds, tmp_path / "x.parquet",
-                        config="vall,shift", device="cpu", progress=False, threads=1)
-    out = predict_dataset("classifier:efficientnet-lite0", ds, tmp_path / "p.parquet",
-                          config="val, shift", device="cpu", progress=False, threads=1)
+        predict_dataset(RunSpec(
+            "classifier:efficientnet-lite0", ds, tmp_path / "x.parquet", configs="vall,shift",
+            progress=False, backend=BackendOptions(device="cpu", threads=1)))
+    out = predict_dataset(RunSpec(
+        "classifier:efficientnet-lite0", ds, tmp_path / "p.parquet", configs="val, shift",
+        progress=False, backend=BackendOptions(device="cpu", threads=1)))
     pf = read_predictions(out)
     assert sorted(pf.ids.tolist()) == ["shift-0", "shift-1", "val-0", "val-1"]
     assert pf.logits_len is not None and pf.logits_len.tolist() == [1000] * 4
@@ -166,9 +173,9 @@ def test_efficientnet_lite0_on_the_sample_classification_config(tmp_path: Path) 
 
     ds = tmp_path / "ds"
     assert main(["build", "classification", "--sample", "--out", str(ds)]) == 0
-    out = predict_dataset("classifier:efficientnet-lite0", ds, tmp_path / "p.parquet",
-                          config="sample-photo", device="cpu", progress=False, threads=1,
-                          batch_size=8)
+    out = predict_dataset(RunSpec(
+        "classifier:efficientnet-lite0", ds, tmp_path / "p.parquet", configs="sample-photo",
+        progress=False, backend=BackendOptions(device="cpu", threads=1, batch_size=8)))
     pf = read_predictions(out)
     assert pf.logits_len is not None and pf.logits_flat is not None
     rows = read_table(ds, "sample-photo", ["id", "image"]).to_pylist()
@@ -192,8 +199,9 @@ def test_efficientnet_lite0_on_the_sample_classification_config(tmp_path: Path) 
     np.testing.assert_array_equal(got, want)
     # the K=5 config's rows: the same images' logits at their candidates, in order
     k5 = read_table(ds, "sample-photo-k5", ["id", "candidates"]).to_pylist()
-    out5 = predict_dataset("classifier:efficientnet-lite0", ds, tmp_path / "k5.parquet",
-                           config="sample-photo-k5", device="cpu", progress=False, threads=1)
+    out5 = predict_dataset(RunSpec(
+        "classifier:efficientnet-lite0", ds, tmp_path / "k5.parquet", configs="sample-photo-k5",
+        progress=False, backend=BackendOptions(device="cpu", threads=1)))
     pf5 = read_predictions(out5)
     assert pf5.logits_len is not None and pf5.logits_flat is not None
     assert pf5.logits_len.tolist() == [5] * len(k5)

@@ -14,6 +14,7 @@ from tests.fixtures.clip import make_open_clip
 from tests.fixtures.label_space import photos, write_classification
 from vlmrobust.core.label_space import ClassEntry, LabelSpace
 from vlmrobust.evaluation.predict.dataset import predict_dataset
+from vlmrobust.evaluation.predict.spec import BackendOptions, ReaderOptions, RunSpec
 from vlmrobust.evaluation.predictions.meta import read_prediction_meta
 from vlmrobust.evaluation.predictions.read import read_predictions
 from vlmrobust.models.prompt_tables import OPENAI_IMAGENET_TEMPLATES
@@ -60,8 +61,9 @@ def _by_hand(folder: Path, templates: list[str]) -> np.ndarray:
 @pytest.mark.parametrize("prompt", [None, "openai-80"])
 def test_clip_logits_over_the_label_space_equal_a_hand_computation(
         tiny_dir: Path, dataset: Path, tmp_path: Path, prompt: str | None) -> None:
-    out = predict_dataset(f"clip:local-dir:{tiny_dir}", dataset, tmp_path / "p.parquet",
-                          device="cpu", progress=False, threads=1, prompt=prompt)
+    out = predict_dataset(RunSpec(
+        f"clip:local-dir:{tiny_dir}", dataset, tmp_path / "p.parquet", progress=False,
+        reader=ReaderOptions(prompt=prompt), backend=BackendOptions(device="cpu", threads=1)))
     pf = read_predictions(out)
     assert pf.logits_len is not None and pf.logits_flat is not None
     assert pf.logits_len.tolist() == [4] * 4 + [2] * 4
@@ -127,8 +129,9 @@ def test_transformers_clip_equals_its_own_forward(hf_clip_dir: Path, dataset: Pa
     "a photo of a <class>." (its forward normalises and scales itself)."""
     from transformers import AutoImageProcessor, AutoTokenizer, CLIPModel
 
-    out = predict_dataset(f"clip:hf:{hf_clip_dir}", dataset, tmp_path / "p.parquet",
-                          device="cpu", progress=False, threads=1, config="full")
+    out = predict_dataset(RunSpec(
+        f"clip:hf:{hf_clip_dir}", dataset, tmp_path / "p.parquet", progress=False, configs="full",
+        backend=BackendOptions(device="cpu", threads=1)))
     pf = read_predictions(out)
     assert pf.logits_flat is not None
     model = CLIPModel.from_pretrained(hf_clip_dir).eval()

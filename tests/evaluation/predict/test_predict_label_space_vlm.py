@@ -20,6 +20,7 @@ from vlmrobust.core.errors import VlmrobustError
 from vlmrobust.core.text.class_matcher import ClassMatcher
 from vlmrobust.core.text.matcher import names_in_text
 from vlmrobust.evaluation.predict.dataset import predict_dataset
+from vlmrobust.evaluation.predict.spec import BackendOptions, ReaderOptions, RunSpec
 from vlmrobust.evaluation.predictions.meta import read_prediction_meta
 from vlmrobust.models import load_adapter
 from vlmrobust.models.prompts import LABEL_SPACE_PROMPTS
@@ -55,8 +56,9 @@ def _rows_with_images(dataset: Path) -> list[dict[str, Any]]:
 @pytest.mark.parametrize("mode", ["likelihood:sum", "likelihood:avg"])
 def test_likelihood_over_class_names_equals_the_readers_option_scores(
         llava: Path, dataset: Path, tmp_path: Path, mode: str) -> None:
-    out = predict_dataset(f"vlm:{llava}", dataset, tmp_path / "p.parquet", device="cpu",
-                          progress=False, threads=1, mode=mode)
+    out = predict_dataset(RunSpec(
+        f"vlm:{llava}", dataset, tmp_path / "p.parquet", progress=False,
+        reader=ReaderOptions(mode=mode), backend=BackendOptions(device="cpu", threads=1)))
     got = _table(out)
     expected = index_rows(dataset)
     assert [len(r["logits"]) for r in got] == [e["k"] for e in expected] == [6] * 4 + [3] * 4
@@ -77,8 +79,9 @@ def test_likelihood_over_class_names_equals_the_readers_option_scores(
 def test_closed_world_lists_every_class_and_matches_the_output(
         llava: Path, dataset: Path, tmp_path: Path, order: str) -> None:
     kw: dict[str, Any] = {"class_order": order} if order == "fixed" else {}  # random: the default
-    out = predict_dataset(f"vlm:{llava}", dataset, tmp_path / "p.parquet", device="cpu",
-                          progress=False, threads=1, mode="generate", **kw)
+    out = predict_dataset(RunSpec(
+        f"vlm:{llava}", dataset, tmp_path / "p.parquet", progress=False,
+        reader=ReaderOptions(mode="generate", **kw), backend=BackendOptions(device="cpu", threads=1)))
     got = _table(out)
     matcher = ClassMatcher.for_space(SPACE)
     orders = set()
@@ -93,15 +96,17 @@ def test_closed_world_lists_every_class_and_matches_the_output(
     assert orders == {True} if order == "fixed" else False in orders
     assert read_prediction_meta(out)["class_order"] == order
     if order == "random":  # seeded per row: the same prompts on a second run
-        again = predict_dataset(f"vlm:{llava}", dataset, tmp_path / "q.parquet", device="cpu",
-                                progress=False, threads=1, mode="generate", class_order="random")
+        again = predict_dataset(RunSpec(
+            f"vlm:{llava}", dataset, tmp_path / "q.parquet", progress=False,
+            reader=ReaderOptions(mode="generate", class_order="random"),
+            backend=BackendOptions(device="cpu", threads=1)))
         assert [r["prompt_text"] for r in _table(again)] == [r["prompt_text"] for r in got]
 
 
 def test_open_world_asks_the_question_alone(llava: Path, dataset: Path, tmp_path: Path) -> None:
-    out = predict_dataset(f"vlm:{llava}", dataset, tmp_path / "p.parquet", device="cpu",
-                          progress=False, threads=1, mode="open-world",
-                          config="toy-k3")
+    out = predict_dataset(RunSpec(
+        f"vlm:{llava}", dataset, tmp_path / "p.parquet", progress=False, configs="toy-k3",
+        reader=ReaderOptions(mode="open-world"), backend=BackendOptions(device="cpu", threads=1)))
     for row, e in zip(_table(out), [e for e in index_rows(dataset) if e["config"] == "toy-k3"],
                       strict=True):
         assert "Choose one" not in row["prompt_text"] and DEFAULT_QUESTION in row["prompt_text"]
@@ -115,13 +120,17 @@ def test_a_context_too_short_for_the_label_space_is_refused(llava: Path, tmp_pat
                      {"in1k": [{"id": "a", "image": photos()[0], "label": 281}]})
     out = tmp_path / "p.parquet"
     with pytest.raises(VlmrobustError) as err:
-        predict_dataset(f"vlm:{llava}", ds, out, device="cpu", progress=False, mode="generate")
+        predict_dataset(RunSpec(
+            f"vlm:{llava}", ds, out, progress=False, reader=ReaderOptions(mode="generate"),
+            backend=BackendOptions(device="cpu")))
     msg = str(err.value)
     assert "\n" not in msg and "1000 classes" in msg and "max_position_embeddings 512" in msg
     assert not out.exists() and not list(tmp_path.glob(".p.parquet.partial"))
     # lettering a 1,000-class row is refused before the model loads
     with pytest.raises(VlmrobustError, match="letters at most 26"):
-        predict_dataset(f"vlm:{llava}", ds, out, device="cpu", progress=False, mode="letter")
+        predict_dataset(RunSpec(
+            f"vlm:{llava}", ds, out, progress=False, reader=ReaderOptions(mode="letter"),
+            backend=BackendOptions(device="cpu")))
     # the likelihood call holds the question and one name: within the context
     adapter = load_adapter(f"vlm:{llava}", device="cpu", mode="likelihood:sum")
     assert isinstance(adapter, VlmAdapter)
@@ -132,6 +141,8 @@ def test_a_context_too_short_for_the_label_space_is_refused(llava: Path, tmp_pat
 def test_class_order_outside_closed_world_is_refused(llava: Path, dataset: Path,
                                                      tmp_path: Path) -> None:
     with pytest.raises(VlmrobustError, match="--class-order"):
-        predict_dataset(f"vlm:{llava}", dataset, tmp_path / "p.parquet", device="cpu",
-                        progress=False, mode="likelihood:sum", class_order="random")
+        predict_dataset(RunSpec(
+            f"vlm:{llava}", dataset, tmp_path / "p.parquet", progress=False,
+            reader=ReaderOptions(mode="likelihood:sum", class_order="random"),
+            backend=BackendOptions(device="cpu")))
     assert not list(tmp_path.iterdir())

@@ -17,6 +17,7 @@ from tests.fixtures.predict import write_mcq
 from vlmrobust.cli.main import main
 from vlmrobust.core.errors import VlmrobustError
 from vlmrobust.evaluation.predict.dataset import predict_dataset
+from vlmrobust.evaluation.predict.spec import BackendOptions, ReaderOptions, RunSpec
 from vlmrobust.evaluation.predictions.meta import read_prediction_meta
 
 BUILDERS = {"qwen2vl": vlm_fixtures.make_qwen2vl, "llava": vlm_fixtures.make_llava}
@@ -128,28 +129,38 @@ def test_modes_differ_and_resume_key_holds_the_mode(model_dir: Path, dataset: Pa
         raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        predict_dataset(f"vlm:{model_dir}", dataset, out, batch_size=2, device="cpu",
-                        progress=False, mode="likelihood:sum", after_batch=stop)
+        predict_dataset(RunSpec(
+            f"vlm:{model_dir}", dataset, out, progress=False,
+            reader=ReaderOptions(mode="likelihood:sum"),
+            backend=BackendOptions(batch_size=2, device="cpu")), after_batch=stop)
     run = json.loads((tmp_path / ".p.parquet.partial" / "run.json").read_text())
     assert run["mode"] == "likelihood:sum" and run["backend"] == "hf"
     with pytest.raises(VlmrobustError, match="different mode"):
-        predict_dataset(f"vlm:{model_dir}", dataset, out, batch_size=2, device="cpu",
-                        progress=False, mode="letter")
+        predict_dataset(RunSpec(
+            f"vlm:{model_dir}", dataset, out, progress=False, reader=ReaderOptions(mode="letter"),
+            backend=BackendOptions(batch_size=2, device="cpu")))
     # the same mode resumes and finishes
-    predict_dataset(f"vlm:{model_dir}", dataset, out, batch_size=2, device="cpu",
-                    progress=False, mode="likelihood:sum")
+    predict_dataset(RunSpec(
+        f"vlm:{model_dir}", dataset, out, progress=False,
+        reader=ReaderOptions(mode="likelihood:sum"),
+        backend=BackendOptions(batch_size=2, device="cpu")))
     resumed = pq.read_table(out).column("logits").to_pylist()
-    fresh = predict_dataset(f"vlm:{model_dir}", dataset, tmp_path / "q.parquet", batch_size=2,
-                            device="cpu", progress=False, mode="likelihood:sum")
+    fresh = predict_dataset(RunSpec(
+        f"vlm:{model_dir}", dataset, tmp_path / "q.parquet", progress=False,
+        reader=ReaderOptions(mode="likelihood:sum"),
+        backend=BackendOptions(batch_size=2, device="cpu")))
     assert pq.read_table(fresh).column("logits").to_pylist() == resumed
-    letter = predict_dataset(f"vlm:{model_dir}", dataset, tmp_path / "l.parquet",
-                             batch_size=2, device="cpu", progress=False)
+    letter = predict_dataset(RunSpec(
+        f"vlm:{model_dir}", dataset, tmp_path / "l.parquet", progress=False,
+        backend=BackendOptions(batch_size=2, device="cpu")))
     assert pq.read_table(letter).column("logits").to_pylist() != resumed
 
 
 def test_device_map_reads_the_same(model_dir: Path, dataset: Path, tmp_path: Path) -> None:
-    plain = predict_dataset(f"vlm:{model_dir}", dataset, tmp_path / "a.parquet", batch_size=4,
-                            device="cpu", progress=False, mode="likelihood:avg")
+    plain = predict_dataset(RunSpec(
+        f"vlm:{model_dir}", dataset, tmp_path / "a.parquet", progress=False,
+        reader=ReaderOptions(mode="likelihood:avg"),
+        backend=BackendOptions(batch_size=4, device="cpu")))
     sharded = tmp_path / "b.parquet"
     assert main(["predict", "--model", f"vlm:{model_dir}", "--dataset", str(dataset),
                  "--out", str(sharded), "--batch-size", "4", "--no-progress",
@@ -221,6 +232,7 @@ def test_device_map_under_torchrun_is_refused(model_dir: Path, dataset: Path, tm
 
     monkeypatch.setattr(predict_mod, "init_distributed", lambda device: DistContext(0, 2))
     with pytest.raises(VlmrobustError, match="without torchrun") as exc:
-        predict_dataset(f"vlm:{model_dir}", dataset, tmp_path / "p.parquet", progress=False,
-                        device_map="auto")
+        predict_dataset(RunSpec(
+            f"vlm:{model_dir}", dataset, tmp_path / "p.parquet", progress=False,
+            backend=BackendOptions(device_map="auto")))
     assert "\n" not in str(exc.value) and not any(tmp_path.iterdir())

@@ -11,10 +11,11 @@ from typing import Any
 import pytest
 
 import vlmrobust.core.cpus as cpus
-import vlmrobust.evaluation.predict.dataset as predict_mod
+import vlmrobust.evaluation.predict.model as predict_model
 from tests.fixtures.predict import write_mcq
 from vlmrobust.core.errors import VlmrobustError
 from vlmrobust.evaluation.predict.dataset import choose_threads, predict_dataset
+from vlmrobust.evaluation.predict.spec import BackendOptions, RunSpec
 from vlmrobust.evaluation.predictions.meta import read_prediction_meta
 from vlmrobust.evaluation.predictions.write import partial_dir
 
@@ -59,7 +60,7 @@ def test_journal_keeps_the_count(tmp_path: Path, dataset: Path, eight_cpus: None
     import torch
 
     monkeypatch.setattr(cpus, "other_load", lambda: 0.0)
-    lite0 = predict_mod.load_adapter(MODEL, device="cpu")
+    lite0 = predict_model.load_adapter(MODEL, device="cpu")
     out = tmp_path / "p.parquet"
     seen: list[int] = []
 
@@ -68,16 +69,19 @@ def test_journal_keeps_the_count(tmp_path: Path, dataset: Path, eight_cpus: None
         raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        predict_dataset(lite0, dataset, out, batch_size=2, progress=False, after_batch=stop)
+        predict_dataset(RunSpec(
+            lite0, dataset, out, progress=False, backend=BackendOptions(batch_size=2)
+        ), after_batch=stop)
     assert seen == [8]
     run = json.loads((partial_dir(out) / "run.json").read_text())
     assert run["threads"] == 8
 
     monkeypatch.setattr(cpus, "other_load", lambda: 100.0)
     assert choose_threads(None, tmp_path / "other") == 1  # a new run would take 1
-    monkeypatch.setattr(predict_mod, "load_adapter", lambda *a, **k: pytest.fail("loaded"))
+    monkeypatch.setattr(predict_model, "load_adapter", lambda *a, **k: pytest.fail("loaded"))
     with pytest.raises(VlmrobustError) as err:
-        predict_dataset(MODEL, dataset, out, batch_size=2, progress=False, threads=1)
+        predict_dataset(RunSpec(
+            MODEL, dataset, out, progress=False, backend=BackendOptions(batch_size=2, threads=1)))
     msg = str(err.value)
     assert "--threads 8" in msg and "--overwrite" in msg and "\n" not in msg
     from vlmrobust.cli import main
@@ -90,8 +94,9 @@ def test_journal_keeps_the_count(tmp_path: Path, dataset: Path, eight_cpus: None
     assert json.loads((partial_dir(out) / "run.json").read_text()) == run  # untouched
 
     before = torch.get_num_threads()
-    predict_dataset(lite0, dataset, out, batch_size=2, progress=False,
-                    after_batch=lambda n: seen.append(torch.get_num_threads()))
+    predict_dataset(RunSpec(
+        lite0, dataset, out, progress=False, backend=BackendOptions(batch_size=2)
+    ), after_batch=lambda n: seen.append(torch.get_num_threads()))
     assert seen == [8, 8, 8]  # the two remaining batches, with the journal's count
     assert torch.get_num_threads() == before  # restored after the call
     assert read_prediction_meta(out)["threads"] == 8
@@ -99,10 +104,13 @@ def test_journal_keeps_the_count(tmp_path: Path, dataset: Path, eight_cpus: None
 
     # --overwrite discards the journal, so the count is chosen afresh
     with pytest.raises(KeyboardInterrupt):
-        predict_dataset(lite0, dataset, out, batch_size=2, progress=False, after_batch=stop)
+        predict_dataset(RunSpec(
+            lite0, dataset, out, progress=False, backend=BackendOptions(batch_size=2)
+        ), after_batch=stop)
     assert json.loads((partial_dir(out) / "run.json").read_text())["threads"] == 1
-    predict_dataset(lite0, dataset, out, batch_size=2, progress=False, threads=5,
-                    overwrite=True)
+    predict_dataset(RunSpec(
+        lite0, dataset, out, progress=False, overwrite=True,
+        backend=BackendOptions(batch_size=2, threads=5)))
     assert read_prediction_meta(out)["threads"] == 5
 
 

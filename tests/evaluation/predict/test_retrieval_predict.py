@@ -21,6 +21,7 @@ from tests.fixtures.retrieval import build_retrieval, write_flickr30k
 from vlmrobust.core.errors import VlmrobustError
 from vlmrobust.evaluation.predict.dataset import predict_dataset
 from vlmrobust.evaluation.predict.retrieval import check_retrieval_adapter
+from vlmrobust.evaluation.predict.spec import BackendOptions, RunSpec
 from vlmrobust.evaluation.predictions.meta import read_prediction_meta
 from vlmrobust.evaluation.scoring.dataset import score
 from vlmrobust.evaluation.validate.retrieval import validate_retrieval
@@ -43,9 +44,9 @@ def test_predict_writes_open_clips_own_embeddings(tiny_dir: Path, ds: Path,
     import datasets
     import open_clip
 
-    out = predict_dataset(f"clip:local-dir:{tiny_dir}", ds, tmp_path / "p.parquet",
-                          batch_size=2, device="cpu", progress=False, threads=1,
-                          name="tiny-clip")
+    out = predict_dataset(RunSpec(
+        f"clip:local-dir:{tiny_dir}", ds, tmp_path / "p.parquet", progress=False, name="tiny-clip",
+        backend=BackendOptions(batch_size=2, device="cpu", threads=1)))
     meta = read_prediction_meta(out)
     assert (meta["kind"], meta["mode"], meta["family"], meta["name"]) == (
         "retrieval", "embedding", "clip", "tiny-clip")
@@ -87,8 +88,9 @@ def test_a_model_without_caption_embeddings_is_refused(ds: Path, tmp_path: Path)
         check_retrieval_adapter(ImageOnly())
     assert "\n" not in str(exc.value)
     with pytest.raises(VlmrobustError, match="has no embed_captions"):
-        predict_dataset(ImageOnly(), ds, tmp_path / "x.parquet", progress=False,  # type: ignore[arg-type]
-                        threads=1)
+        predict_dataset(RunSpec(
+            ImageOnly(), ds, tmp_path / "x.parquet", progress=False,
+            backend=BackendOptions(threads=1)))
     assert not (tmp_path / "x.parquet").exists()
 
 
@@ -110,8 +112,9 @@ def test_a_limited_run_scores_as_partial_and_is_not_submitted(tiny_dir: Path, ds
     from vlmrobust.core.errors import SubmissionError
     from vlmrobust.evaluation.submissions import add_submission
 
-    out = predict_dataset(f"clip:local-dir:{tiny_dir}", ds, tmp_path / "p.parquet", limit=3,
-                          device="cpu", progress=False, threads=1)
+    out = predict_dataset(RunSpec(
+        f"clip:local-dir:{tiny_dir}", ds, tmp_path / "p.parquet", limit=3, progress=False,
+        backend=BackendOptions(device="cpu", threads=1)))
     assert len(pq.read_table(out)) == 3
     section = score(ds, out, tmp_path / "s.json")["datasets"]["retrieval"]
     assert section["partial"] == {"limit": 3, "rows": 3, "of": 5}

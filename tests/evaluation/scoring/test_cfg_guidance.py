@@ -22,6 +22,7 @@ from vlmrobust.cli.main import main
 from vlmrobust.core.datadir import read_table
 from vlmrobust.core.errors import SubmissionError
 from vlmrobust.evaluation.predict.dataset import predict_dataset
+from vlmrobust.evaluation.predict.spec import BackendOptions, ReaderOptions, RunSpec
 from vlmrobust.evaluation.predictions.meta import read_prediction_meta
 from vlmrobust.evaluation.predictions.write import write_predictions_file
 from vlmrobust.evaluation.scoring.dataset import score
@@ -49,8 +50,10 @@ def mcq(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def cfg_avg_run(llava: Path, classes: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Table 2's row, "Prob Inference (Avg) w/ CFG", over a label space at t = 2."""
-    return predict_dataset(f"vlm:{llava}", classes, tmp_path_factory.mktemp("run") / "p.parquet",
-                           device="cpu", progress=False, threads=1, mode="likelihood:cfg-avg=2")
+    return predict_dataset(RunSpec(
+        f"vlm:{llava}", classes, tmp_path_factory.mktemp("run") / "p.parquet", progress=False,
+        reader=ReaderOptions(mode="likelihood:cfg-avg=2"),
+        backend=BackendOptions(device="cpu", threads=1)))
 
 
 def _schema(name: str) -> Any:
@@ -110,8 +113,10 @@ def test_one_run_is_swept_over_t_and_the_headline_is_the_runs_t(
 
 def test_sum_cfg_over_jsonl_scores_like_its_parquet(llava: Path, mcq: Path,
                                                    tmp_path: Path) -> None:
-    outs = [predict_dataset(f"vlm:{llava}", mcq, tmp_path / name, device="cpu", progress=False,
-                            threads=1, mode="likelihood:cfg=2") for name in ("p.parquet", "p.jsonl")]
+    outs = [predict_dataset(RunSpec(
+        f"vlm:{llava}", mcq, tmp_path / name, progress=False,
+        reader=ReaderOptions(mode="likelihood:cfg=2"),
+        backend=BackendOptions(device="cpu", threads=1))) for name in ("p.parquet", "p.jsonl")]
     lines = [json.loads(line) for line in outs[1].read_text().splitlines()]
     assert all(set(TERMS) <= set(r) for r in lines)
     for r in lines:

@@ -19,6 +19,7 @@ from vlmrobust.benchmarks import load_spec_yaml, resolve_spec
 from vlmrobust.builders.cue_conflict.build import build
 from vlmrobust.builders.cue_conflict.categories import CATEGORIES, CATEGORY_CLASSES
 from vlmrobust.builders.families import BuildOptions
+from vlmrobust.evaluation.predict.spec import BackendOptions, RunSpec
 from vlmrobust.evaluation.predictions.api import write_predictions
 from vlmrobust.evaluation.scoring.dataset import score
 from vlmrobust.metrics.holistic.shape_bias import category_decisions
@@ -95,8 +96,9 @@ def test_classifier_decides_by_mean_probability_as_model_vs_human(tmp_path: Path
     from vlmrobust.models.classifiers.efficientnet_lite import lite_preprocess, load_lite
 
     ds, rows = _dataset(tmp_path, noise=True)
-    out = predict_dataset("classifier:efficientnet-lite0", ds, tmp_path / "p.parquet",
-                          device="cpu", batch_size=8, progress=False, threads=1)
+    out = predict_dataset(RunSpec(
+        "classifier:efficientnet-lite0", ds, tmp_path / "p.parquet", progress=False,
+        backend=BackendOptions(device="cpu", batch_size=8, threads=1)))
     pf = read_predictions(out)
     assert pf.logits_flat is not None
     got = pf.logits_flat.reshape(len(rows), 16).argmax(axis=1)

@@ -19,6 +19,7 @@ from sklearn.metrics import roc_auc_score
 from tests.fixtures.clip import make_open_clip
 from tests.fixtures.ood import SPACE, write_ood
 from vlmrobust.evaluation.predict.dataset import predict_dataset
+from vlmrobust.evaluation.predict.spec import BackendOptions, RunSpec
 from vlmrobust.evaluation.predictions.meta import read_prediction_meta
 from vlmrobust.evaluation.scoring.dataset import score
 from vlmrobust.evaluation.scoring.row_results import rows_path
@@ -55,8 +56,9 @@ def test_mcm_scored_from_predict_equals_hand_computation(tmp_path: Path, tiny_di
         for shard in sorted((ds / "data" / config).glob("*.parquet")):
             rows += pq.read_table(shard).to_pylist()
     images = [Image.open(io.BytesIO(r["image"]["bytes"])).convert("RGB") for r in rows]
-    preds = predict_dataset(f"clip:local-dir:{tiny_dir}", ds, tmp_path / "p.parquet",
-                            device="cpu", progress=False, threads=1)
+    preds = predict_dataset(RunSpec(
+        f"clip:local-dir:{tiny_dir}", ds, tmp_path / "p.parquet", progress=False,
+        backend=BackendOptions(device="cpu", threads=1)))
     assert read_prediction_meta(preds)["logit_scale"] == pytest.approx(SCALE)
     block = score(ds, preds, tmp_path / "s.json")["datasets"]["ood"]["ood"]
     assert block["score"] == "mcm" and block["logit_scale"] == pytest.approx(SCALE)

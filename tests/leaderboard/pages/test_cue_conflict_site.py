@@ -11,6 +11,7 @@ from pathlib import Path
 from vlmrobust.benchmarks import load_spec_yaml, resolve_spec
 from vlmrobust.builders.cue_conflict.build import build
 from vlmrobust.builders.families import BuildOptions
+from vlmrobust.evaluation.predict.spec import BackendOptions, RunSpec
 
 
 def test_sample_predicted_submitted_and_shown(tmp_path: Path) -> None:
@@ -21,8 +22,9 @@ def test_sample_predicted_submitted_and_shown(tmp_path: Path) -> None:
     spec = resolve_spec("cue-conflict")
     ds = tmp_path / "ds"
     build(load_spec_yaml(spec), spec, BuildOptions(out=ds, sample=True, progress=False))
-    pred = predict_dataset("classifier:efficientnet-lite0", ds, tmp_path / "p.parquet",
-                           device="cpu", batch_size=16, progress=False, threads=1)
+    pred = predict_dataset(RunSpec(
+        "classifier:efficientnet-lite0", ds, tmp_path / "p.parquet", progress=False,
+        backend=BackendOptions(device="cpu", batch_size=16, threads=1)))
     subs = tmp_path / "subs"
     add_submission(subs, "efficientnet-lite0", ds, pred, meta={"name": "EfficientNet-Lite0"})
     scores = json.loads((subs / "efficientnet-lite0" / "scores.json").read_text())

@@ -16,6 +16,7 @@ import pytest
 
 from vlmrobust.cli import main
 from vlmrobust.core.errors import VlmrobustError
+from vlmrobust.evaluation.predict.spec import BackendOptions, RunSpec
 
 
 class ToyAdapter:
@@ -46,9 +47,10 @@ def test_two_predict_runs_into_one_folder_keep_their_model_ids(
 
     ds = write_photo_mcq(tmp_path / "ds", {"photo": 6}, with_class_ids=False)
     folder = tmp_path / "runs"
-    a = predict_dataset(ToyAdapter("toy-first", "first"), ds, folder / "a.parquet",
-                        progress=False)
-    b = predict_dataset(ToyAdapter("toy-last", "last"), ds, folder / "b.jsonl", progress=False)
+    a = predict_dataset(RunSpec(
+        ToyAdapter("toy-first", "first"), ds, folder / "a.parquet", progress=False))
+    b = predict_dataset(RunSpec(
+        ToyAdapter("toy-last", "last"), ds, folder / "b.jsonl", progress=False))
     assert sorted(p.name for p in folder.iterdir()) == ["a.parquet", "b.jsonl",
                                                         "b.jsonl.meta.yaml"]
     for path, model in ((a, "toy-first"), (b, "toy-last")):
@@ -76,21 +78,23 @@ def test_journal_only_after_the_model_loads_and_overwrite(
     def cannot_load(*args: Any, **kwargs: Any) -> Any:
         raise VlmrobustError("clip:x: could not load the model (no weights)")
 
-    monkeypatch.setattr(predict_mod, "_load", cannot_load)
+    monkeypatch.setattr(predict_mod, "load_model", cannot_load)
     with pytest.raises(VlmrobustError, match="could not load"):
-        predict_dataset("clip:ViT-B-32:none", ds, out, progress=False)
+        predict_dataset(RunSpec("clip:ViT-B-32:none", ds, out, progress=False))
     assert not partial_dir(out).exists() and not out.exists()
 
     def stop(n: int) -> None:
         raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        predict_dataset(ToyAdapter("toy", "first"), ds, out, batch_size=2, progress=False,
-                        after_batch=stop)
+        predict_dataset(RunSpec(
+            ToyAdapter("toy", "first"), ds, out, progress=False,
+            backend=BackendOptions(batch_size=2)), after_batch=stop)
     assert partial_dir(out).exists()
     with pytest.raises(VlmrobustError, match="--overwrite"):
-        predict_dataset(ToyAdapter("toy", "first"), ds, out, limit=2, progress=False)
-    predict_dataset(ToyAdapter("toy", "first"), ds, out, limit=2, progress=False, overwrite=True)
+        predict_dataset(RunSpec(ToyAdapter("toy", "first"), ds, out, limit=2, progress=False))
+    predict_dataset(RunSpec(
+        ToyAdapter("toy", "first"), ds, out, limit=2, progress=False, overwrite=True))
     assert pq.read_table(out).num_rows == 2 and not partial_dir(out).exists()
 
 

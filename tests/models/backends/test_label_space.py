@@ -16,6 +16,7 @@ from tests.fixtures.classification import write_classification
 from tests.fixtures.endpoint import FakeServer, completion
 from vlmrobust.core.errors import VlmrobustError
 from vlmrobust.evaluation.predict.dataset import predict_dataset
+from vlmrobust.evaluation.predict.spec import BackendOptions, ReaderOptions, RunSpec
 
 MODEL = "tiny-served"
 
@@ -37,9 +38,11 @@ class Tokenizing:
         return 200, {}, json.dumps(completion(body)).encode()
 
 
-def _predict(url: str, ds: Path, out: Path, **kw: Any) -> Path:
-    return predict_dataset(f"endpoint:{MODEL}", ds, out, progress=False, mode="generate",
-                           endpoint={"url": url, "use_cache": False, "retries": 0}, **kw)
+def _predict(url: str, ds: Path, out: Path, **reader: Any) -> Path:
+    return predict_dataset(RunSpec(
+        f"endpoint:{MODEL}", ds, out, progress=False,
+        reader=ReaderOptions(mode="generate", **reader),
+        backend=BackendOptions(endpoint={"url": url, "use_cache": False, "retries": 0})))
 
 
 def test_advertised_limit_refuses_a_closed_world_prompt_that_cannot_fit(tmp_path: Path) -> None:

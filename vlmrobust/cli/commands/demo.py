@@ -173,6 +173,7 @@ def run(args: argparse.Namespace) -> int:
         ledger.save()
         _done(t0)
 
+    from vlmrobust.evaluation.predict.spec import BackendOptions
     from vlmrobust.evaluation.suite.plan import make_plan
     from vlmrobust.evaluation.suite.results import results_table
     from vlmrobust.evaluation.suite.run import EvalOptions, run_suite
@@ -189,7 +190,8 @@ def run(args: argparse.Namespace) -> int:
         results = run_suite(plan, EvalOptions(
             out=out / "eval" / model_id, model_id=model_id,
             predictions_dir=out / "predictions" / model_id, submissions_dir=submissions,
-            batch_size=opts.batch_size, extra_meta={"name": display_name}))
+            backend=BackendOptions(batch_size=opts.batch_size),
+            extra_meta={"name": display_name}))
         assert results is not None  # one process: rank 0
         for line in results_table(results):
             print(f"    {line}")

@@ -8,7 +8,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from vlmrobust.cli.commands.predict import add_backend_args, endpoint_options, read_options
+from vlmrobust.cli.commands.predict import add_backend_args, backend_options, read_options
 
 
 @dataclass(frozen=True)
@@ -83,10 +83,8 @@ def run(args: argparse.Namespace) -> int:
     out = resolve(args.out or EvalDefaults.out_root / model_id, "--out")
     refuse_non_folder(out, "--out")
     opts = EvalOptions(out=out, model_id=model_id, name=args.name, limit=args.limit,
-                       batch_size=args.batch_size, device=args.device,
-                       device_map=args.device_map, threads=args.threads,
-                       trust_remote_code=args.trust_remote_code, read_options=read_options(args),
-                       endpoint=endpoint_options(args), progress=not args.no_progress)
+                       backend=backend_options(args), read_options=read_options(args),
+                       progress=not args.no_progress)
     results = run_suite(plan, opts)
     if results is None:  # a torchrun rank other than 0: rank 0 reports
         return 0

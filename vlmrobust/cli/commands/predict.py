@@ -137,18 +137,27 @@ def endpoint_options(args: argparse.Namespace) -> dict[str, Any] | None:
     return opts or None
 
 
+def backend_options(args: argparse.Namespace) -> Any:
+    """The run's BackendOptions from the flags of :func:`add_backend_args`."""
+    from vlmrobust.evaluation.predict.spec import BackendOptions
+
+    return BackendOptions(batch_size=args.batch_size, device=args.device,
+                          device_map=args.device_map, threads=args.threads,
+                          trust_remote_code=args.trust_remote_code,
+                          endpoint=endpoint_options(args))
+
+
 def run(args: argparse.Namespace) -> int:
     from vlmrobust.evaluation.predict.dataset import predict_dataset
+    from vlmrobust.evaluation.predict.spec import ReaderOptions, RunSpec
 
-    out = predict_dataset(
-        args.model, args.dataset, args.out, config=args.config, batch_size=args.batch_size,
-        device=args.device, limit=args.limit, progress=not args.no_progress,
-        prompt=args.prompt, threads=args.threads, overwrite=args.overwrite,
-        trust_remote_code=args.trust_remote_code, mode=args.mode,
-        read_options=read_options(args), device_map=args.device_map,
-        endpoint=endpoint_options(args),
-        name=args.name, class_order=args.class_order,
-    )
+    spec = RunSpec(
+        args.model, args.dataset, args.out, configs=args.config, limit=args.limit,
+        name=args.name, overwrite=args.overwrite, progress=not args.no_progress,
+        reader=ReaderOptions(prompt=args.prompt, mode=args.mode,
+                             read_options=read_options(args), class_order=args.class_order),
+        backend=backend_options(args))
+    out = predict_dataset(spec)
     print(out)
     if args.limit is not None:
         print(f"note: --limit {args.limit}: a partial run if a config has more rows; `score` "
