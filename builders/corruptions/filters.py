@@ -96,6 +96,9 @@ def _correlate(flat: np.ndarray, centre: int, lo: np.ndarray, hi: np.ndarray, w:
             out[m] += (a1[m] + b1[m]) * w1
 
 
+_STRIP = 384  # values per strip of the vertical pass: 3 KiB a row, 147 KiB for 49 rows
+
+
 @numba.njit(cache=True, nogil=True)
 def _gauss_rows_cols(src: np.ndarray, channels: int, w: np.ndarray, reflect: bool,
                      tmp: np.ndarray, out: np.ndarray) -> None:  # pragma: no cover - compiled
@@ -108,11 +111,15 @@ def _gauss_rows_cols(src: np.ndarray, channels: int, w: np.ndarray, reflect: boo
     lo = np.empty(r + 1, np.int64)
     hi = np.empty(r + 1, np.int64)
     flat = src.reshape(-1)
-    for i in range(h):
-        for d in range(1, r + 1):
-            lo[d] = _edge(i - d, h, reflect) * wc
-            hi[d] = _edge(i + d, h, reflect) * wc
-        _correlate(flat, i * wc, lo, hi, w, tmp[i])
+    # the vertical pass reads 2r + 1 rows at once: in strips of _STRIP values
+    # they stay in cache (a 1024x768 image's whole rows did not, at sigma 6)
+    for s0 in range(0, wc, _STRIP):
+        s1 = min(s0 + _STRIP, wc)
+        for i in range(h):
+            for d in range(1, r + 1):
+                lo[d] = _edge(i - d, h, reflect) * wc
+                hi[d] = _edge(i + d, h, reflect) * wc
+            _correlate(flat[s0:], i * wc, lo, hi, w, tmp[i, s0:s1])
     line = np.empty((n + 2 * r) * channels)
     for d in range(1, r + 1):
         lo[d] = (r - d) * channels
