@@ -183,6 +183,9 @@ def render_site(lb: Leaderboard, *, releases: Sequence[Mapping[str, Any]] = (),
     page("holistic.html", "holistic.html.j2", sections=holistic_sections(lb))
     cls_context, cls_files = classification_page(lb)
     page("classification.html", "classification.html.j2", **cls_context)
+    for name in ("classification.html", "holistic.html"):  # a row per model and dataset
+        files[name], extra = paged.page_tables(name, files[name], "")
+        files.update({k: v.decode("utf-8") for k, v in extra.items()})
     page("failure-modes.html", "failure_modes.html.j2", datasets=lb.failure_modes)
     page("releases.html", "releases.html.j2", releases=list(reversed(list(releases))))
     complete = default_completeness()

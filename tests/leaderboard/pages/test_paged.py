@@ -80,3 +80,37 @@ def test_render_site_without_index_rows_is_refused(tmp_path: Path) -> None:
         (tmp_path / "site" / rel).write_bytes(data)
     with pytest.raises(PublishError, match="overview rows"):
         check_site(tmp_path / "site", files, 3)
+
+
+def _table(n: int, cell: str = '<td data-v="{i}" title="t{i}">{i}<span class="tie">≈</span></td>'
+           ) -> str:
+    rows = "".join(f'<tr data-model="m{i}">\n<td class="t name" data-v="M &amp; {i}">'
+                   f'<a href="models/m{i}.html">M &amp; {i}</a></td>' + cell.format(i=i)
+                   + "</tr>\n" for i in range(n))
+    return ('<h3>x</h3>\n<div class="wrap"><table class="sortable">\n<thead><tr><th>Model</th>'
+            f"<th>v</th></tr></thead>\n<tbody>\n{rows}</tbody></table></div>")
+
+
+def test_long_rendered_tables_keep_their_first_page() -> None:
+    """classification.html and holistic.html: a sortable table longer than a page
+    keeps its first page (the same markup) and moves every row to a JSON file."""
+    from vlmrobust.leaderboard.site.paged import page_tables
+
+    html = _table(PAGE_ROWS + 9)
+    out, files = page_tables("classification.html", html, "")
+    assert list(files) == ["data/classification-0.json"]
+    rows = json.loads(files["data/classification-0.json"])["rows"]
+    assert len(rows) == PAGE_ROWS + 9
+    assert rows[3]["a"] == {"model": "m3"}
+    assert rows[3]["c"] == [["M & 3", "M & 3", "t name", "", "models/m3.html"],
+                            ["3", "3", "", "t3", "", [["tie", "≈", ""]]]]
+    kept = re.findall(r"<tr data-model=.*?</tr>", out, re.S)
+    assert len(kept) == PAGE_ROWS
+    # the first page is the original markup, attribute for attribute
+    assert kept[0].replace("\n", "") == re.findall(r"<tr data-model=.*?</tr>", html, re.S)[0] \
+        .replace("\n", "")
+    assert 'data-rows="data/classification-0.json"' in out and 'id="classification-t0-pager"' in out
+    # short tables and cells the model cannot carry stay whole
+    assert page_tables("holistic.html", _table(PAGE_ROWS), "") == (_table(PAGE_ROWS), {})
+    odd = _table(PAGE_ROWS + 1, '<td data-v="{i}"><b>{i}</b></td>')
+    assert page_tables("holistic.html", odd, "") == (odd, {})
