@@ -5,8 +5,8 @@ sorts, filters and pages through. Both come from the same :class:`Cell` values,
 so the two renderings cannot drift apart.
 
 A cell in the JSON is a list, trailing defaults dropped:
-``[v, t, c, h, a, m, s]`` = sort key (``data-v``), text, class, title, link
-(site-root relative), marks (spans after the text: ``[class, text, title]``; an empty class is plain text) and
+``[v, t, c, h, a, m, s, d]`` = sort key (``data-v``), text, class, title, link
+(site-root relative; ``d`` = 1: a download link), marks (spans after the text: ``[class, text, title]``; an empty class is plain text) and
 per-strategy variants (``[v, t]``, or ``[v, t, h, tone]`` where the title and
 colour change too: the overview's strategy switch). The
 script writes every string with ``textContent``: submission text stays text.
@@ -41,6 +41,7 @@ class Cell:
     a: str = ""
     m: tuple[Mark, ...] = ()
     s: tuple[Variant, ...] = ()
+    d: bool = False  # the link is a download (<a download>)
 
     def __post_init__(self) -> None:
         for name in ("v", "t", "c", "h", "a"):
@@ -59,7 +60,7 @@ class Cell:
         (['0.5', '50.0'], ['', '—', 't', '', '', [['tie', '=', '']]])
         """
         out: list[Any] = [self.v, self.t, self.c, self.h, self.a,
-                          [list(x) for x in self.m], [list(x) for x in self.s]]
+                          [list(x) for x in self.m], [list(x) for x in self.s], int(self.d)]
         while len(out) > 2 and not out[-1]:
             out.pop()
         return out
@@ -112,6 +113,7 @@ class _RowParser(HTMLParser):
         self.td: dict[str, str] | None = None
         self.text: list[str] = []
         self.href = ""
+        self.download = False
         self.marks: list[Mark] = []
         self.span: tuple[str, str] | None = None
         self.text_before_span = ""
@@ -127,9 +129,11 @@ class _RowParser(HTMLParser):
             if set(a) - {"class", "data-v", "title"}:
                 raise _Unsupported("td attributes")
             self.td, self.text, self.href, self.marks = a, [], "", []
+            self.download = False
         elif tag == "a" and self.td is not None and not self.href and not self.marks \
-                and set(a) == {"href"}:
+                and set(a) in ({"href"}, {"href", "download"}) and not a.get("download"):
             self.href, self.in_a = a["href"].removeprefix(self.root), True
+            self.download = "download" in a
         elif tag == "span" and self.td is not None and self.span is None \
                 and set(a) <= {"class", "title"} and a.get("class"):
             self.span = (a["class"], a.get("title", ""))
@@ -150,7 +154,7 @@ class _RowParser(HTMLParser):
             td = self.td
             v = td.get("data-v", text.strip())
             self.cells.append(Cell(v, text, c=td.get("class", ""), h=td.get("title", ""),
-                                   a=self.href, m=tuple(self.marks)))
+                                   a=self.href, m=tuple(self.marks), d=self.download))
             self.td = None
         elif tag == "tr" and self.td is None:
             self.rows.append(Row(self.attrs, tuple(self.cells)))
@@ -217,7 +221,9 @@ def _row_html(r: Row, root: str) -> str:
         if c.h:
             parts.append(f' title="{escape(c.h)}"')
         parts.append(">")
-        parts.append(f'<a href="{escape(root + c.a)}">{escape(c.t)}</a>' if c.a else str(escape(c.t)))
+        dl = " download" if c.d else ""
+        parts.append(f'<a href="{escape(root + c.a)}"{dl}>{escape(c.t)}</a>' if c.a
+                     else str(escape(c.t)))
         for cls, text, title in c.m:
             parts.append(f'<span class="{escape(cls)}"' + (f' title="{escape(title)}"' if title
                                                             else "") + f">{escape(text)}</span>"

@@ -101,7 +101,7 @@
     });
   };
   Paged.prototype.cell = function (c) {
-    // [v, t, class, title, href, marks, variants]; a variant is [v, t] or
+    // [v, t, class, title, href, marks, variants, download]; a variant is [v, t] or
     // [v, t, title, tone] (then the title and the colour change with it)
     var v = c[0], t = c[1], cls = c[2] || "", title = c[3] || "";
     if (c[6] && c[6].length && this.k !== null && c[6][this.k]) {
@@ -138,6 +138,7 @@
       if (c[4]) {
         var a = document.createElement("a");
         a.setAttribute("href", self.root + c[4]);
+        if (c[7]) a.setAttribute("download", "");
         a.textContent = x.t;
         td.appendChild(a);
       } else if (x.t) {

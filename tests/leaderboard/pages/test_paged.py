@@ -112,5 +112,11 @@ def test_long_rendered_tables_keep_their_first_page() -> None:
     assert 'data-rows="data/classification-0.json"' in out and 'id="classification-t0-pager"' in out
     # short tables and cells the model cannot carry stay whole
     assert page_tables("holistic.html", _table(PAGE_ROWS), "") == (_table(PAGE_ROWS), {})
+    # a download link (classification's per-class CSVs) keeps its download attribute
+    dl = _table(PAGE_ROWS + 1, '<td class="t"><a href="downloads/m{i}.csv" download>csv</a></td>')
+    out, files = page_tables("classification.html", dl, "")
+    assert json.loads(files["data/classification-0.json"])["rows"][0]["c"][1] == \
+        ["csv", "csv", "t", "", "downloads/m0.csv", [], [], 1]
+    assert '<a href="downloads/m0.csv" download>csv</a>' in out
     odd = _table(PAGE_ROWS + 1, '<td data-v="{i}"><b>{i}</b></td>')
     assert page_tables("holistic.html", odd, "") == (odd, {})
