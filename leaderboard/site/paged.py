@@ -194,7 +194,8 @@ def page_tables(page: str, html: str, root: str) -> tuple[str, dict[str, bytes]]
         k = len(files)
         rel = f"data/{stem}-{k}.json"
         files[rel] = rows_json(rows)
-        ident = f"{stem}-t{k}"
+        # a table keeps its own id (pages link to it); the pager is named after it
+        ident = m.group(2)[5:-1] if m.group(2) else f"{stem}-t{k}"
         head = m.group(3)
         first = "".join(_row_html(r, root) for r in rows[:PAGE_ROWS])
         pager = (f'<p class="note paged-note" id="{ident}-nojs">The first {PAGE_ROWS} of '
