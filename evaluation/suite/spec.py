@@ -6,7 +6,7 @@ is taken through by ``vlmrobust eval`` and, per model family, how each is read.
     datasets:
       - {name: imagenet-mcq, store: imagenet-mcq}         # a folder of the dataset store
       - {name: bench-c, path: ../builds/bench-c}           # a local folder (relative to the suite)
-      - {name: ood, hub: ORG/ood, revision: v1.0.0}      # a hub dataset at a tag
+      - {name: ood, hub: vlmrobust/ood, revision: v1.0.0}  # a hub dataset at a tag (benchmarks/hub_names.py)
       - {name: failure-discovery, store: failure-discovery, configs: [mcq]}
     readers:
       vlm:
