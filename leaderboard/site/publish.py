@@ -54,6 +54,7 @@ from vlmrobust.leaderboard.aggregate import aggregate
 from vlmrobust.leaderboard.board import Leaderboard
 from vlmrobust.leaderboard.pages.failure_modes import failure_modes
 from vlmrobust.leaderboard.site.check import SiteCheckError, check_files
+from vlmrobust.leaderboard.site.details import default_details_dir, publish_details
 from vlmrobust.leaderboard.site.paged import PAGE_ROWS
 from vlmrobust.leaderboard.site.releases import MAX_VERSION_CHARS, RELEASES_SCHEMA
 from vlmrobust.leaderboard.site.render import OVERVIEW_ROWS, render_site, site_assets
@@ -327,15 +328,18 @@ def build_site(submissions: Path | Sequence[Submission], out: Path, *,
                baselines: Path | None = None, progress: bool = False,
                datasets: Sequence[Path] = (), stores: Sequence[Path] = (),
                reference_runs: RecordArg = None,
-               timings: dict[str, float] | None = None) -> Path:
+               timings: dict[str, float] | None = None, details: Path | None = None) -> Path:
     """Preview build: render ``submissions`` into ``out`` (no new release; the
-    changelog of an existing site in ``out`` is kept). A submissions folder is
-    re-scored against ``datasets`` / the dataset ``stores`` first
+    changelog of an existing site in ``out`` is kept), and the per-row details
+    dataset into ``details`` when given (version ``preview``). A submissions
+    folder is re-scored against ``datasets`` / the dataset ``stores`` first
     (vlmrobust.leaderboard.trust.verify). ``timings`` (when given) receives the
     seconds of each stage. Returns ``out/index.html``."""
     out = Path(out)
     subs_dir = Path(submissions) if isinstance(submissions, (str, Path)) else None
     check_apart(out, "--out", [subs_dir, *datasets])
+    if details is not None:
+        check_apart(details, "--details", [subs_dir, *datasets, out])
     lb = _leaderboard(submissions, baselines, datasets, stores, reference_runs, timings)
     clock = _Clock(timings)
     _refuse_foreign(out)  # before the lock file is created beside it
@@ -346,6 +350,9 @@ def build_site(submissions: Path | Sequence[Submission], out: Path, *,
         if releases:
             files[RELEASES] = _releases_json(releases)
         clock.lap("render")
+        if details is not None:
+            publish_details(lb, details, "preview", [subs_dir, *datasets, out])
+            clock.lap("details")
         _write_site(out, files, len(lb.submissions), progress)
         clock.lap("write + site check")
     return out / "index.html"
@@ -360,21 +367,31 @@ def publish_site(submissions: Path | Sequence[Submission], site: Path, *,
                  version: str | None = None, baselines: Path | None = None,
                  now: dt.datetime | None = None, progress: bool = False,
                  datasets: Sequence[Path] = (), stores: Sequence[Path] = (),
-                 reference_runs: RecordArg = None) -> dict[str, Any]:
+                 reference_runs: RecordArg = None, details: Path | None = None,
+                 push: bool = False, hub_api: Any = None) -> dict[str, Any]:
     """Render, check and atomically swap in a new release of the site at ``site``
-    (submissions re-scored as in build_site); returns the release record
-    appended to ``releases.json``."""
+    (submissions re-scored as in build_site), after writing the per-row details
+    dataset (``details``, default ``details/`` beside the site) and, with
+    ``push``, pushing it to hub_names.DETAILS_REPO through ``hub_api``
+    (builders/hub.py's interface; default huggingface_hub's). Returns the release
+    record appended to ``releases.json`` (its ``details``: repo, configs,
+    fingerprint, hub tag or null)."""
     site = Path(site)
+    details = default_details_dir(site) if details is None else Path(details)
     subs_dir = Path(submissions) if isinstance(submissions, (str, Path)) else None
     check_apart(site, "--site", [subs_dir, *datasets])
+    check_apart(details, "--details", [subs_dir, *datasets, site])
     lb = _leaderboard(submissions, baselines, datasets, stores, reference_runs)
     # Read the changelog under the lock: two publishes must not both append to v1.
     _refuse_foreign(site)  # before the lock file is created beside it
     with _site_lock(site):
         _refuse_foreign(site)
         previous = read_releases(site) if site.is_dir() else []
-        release = make_release(lb, previous, _next_version(previous, version),
-                               now or dt.datetime.now(dt.timezone.utc))
+        number = _next_version(previous, version)
+        release = make_release(lb, previous, number, now or dt.datetime.now(dt.timezone.utc))
+        # the details go first: a failed push leaves the previous site in place
+        release["details"] = publish_details(lb, details, number, [subs_dir, *datasets, site],
+                                            push, hub_api)
         releases = [*previous, release]
         files = render_site(lb, releases=releases, release=release, code_version=__version__)
         files[RELEASES] = _releases_json(releases)

@@ -22,6 +22,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from vlmrobust.benchmarks.citations import CITATIONS, VLMROBUST
 from vlmrobust.benchmarks.families import FAMILIES, seed_citation
+from vlmrobust.benchmarks.hub_names import DETAILS_REPO
 from vlmrobust.leaderboard.board import (
     BENCH_C,
     IMAGENET,
@@ -56,6 +57,7 @@ from vlmrobust.leaderboard.pages.holistic import holistic_sections
 from vlmrobust.leaderboard.pages.retrieval import retrieval_sections  # noqa: F401  (registers)
 from vlmrobust.leaderboard.site import paged
 from vlmrobust.leaderboard.site.check import SCRIPT_FILE, STYLE_FILE
+from vlmrobust.leaderboard.site.details import details_links
 from vlmrobust.leaderboard.site.downloads import pairwise_csv, table_records, to_csv, to_json
 from vlmrobust.leaderboard.submission import QUADRANTS, TRANSITIONS
 from vlmrobust.leaderboard.trust.provenance import Provenance
@@ -193,15 +195,10 @@ def render_site(lb: Leaderboard, *, releases: Sequence[Mapping[str, Any]] = (),
     page("about.html", "about.html.j2", citations=(VLMROBUST, *CITATIONS), families=[
         (f, [(n, *seed_citation(n)) for n in f.seeds]) for f in FAMILIES], complete=complete)
     missing_by_id = {o["r"].model_id: o["missing"] for o in rows}
-    binary: dict[str, bytes] = {}
     for s in lb.submissions:
-        rows_links = {}
-        for key, ev in s.evidence.items():
-            if ev.rows_jsonl_gz is not None:  # re-scored from the predictions (not synthetic)
-                # the page's stem: ids differing only in case stay apart (page_names)
-                stem = lb.pages[s.model_id].rsplit("/", 1)[-1].removesuffix(".html")
-                rows_links[key] = f"downloads/{stem}/{key}.rows.jsonl.gz"
-                binary[rows_links[key]] = ev.rows_jsonl_gz
+        # per-row results live in the details dataset (leaderboard/site/details.py),
+        # not in the site: the page links the model's configs there
+        details = details_links(s)
         order = {IMAGENET: 0, BENCH_C: 1, IMAGEWIKIQA: 2}
         datasets = sorted(s.datasets.items(), key=lambda kv: (order.get(kv[0], 3), kv[0]))
         plots = []
@@ -217,10 +214,9 @@ def render_site(lb: Leaderboard, *, releases: Sequence[Mapping[str, Any]] = (),
              datasets=datasets, per_corruption=per_corruption(s),
              imagenet=IMAGENET, bench_c=BENCH_C, iwqa=IMAGEWIKIQA, quadrants=QUADRANTS,
              transitions=TRANSITIONS, plots=plots, prov=prov[s.model_id],
-             missing=missing_by_id[s.model_id], rows_links=rows_links)
+             missing=missing_by_id[s.model_id], details=details, details_repo=DETAILS_REPO)
     columns, records = table_records(lb)
     out = {k: v.encode("utf-8") for k, v in files.items()}
-    out.update(binary)
     out.update(cls_files)
     out["leaderboard.csv"] = to_csv(columns, records).encode("utf-8")
     out["leaderboard.json"] = to_json(lb, columns, records).encode("utf-8")

@@ -10,7 +10,6 @@ of a baseline line, not several (issue 22, item 2).
 
 from __future__ import annotations
 
-import gzip
 import hashlib
 import json
 from collections.abc import Mapping
@@ -36,9 +35,10 @@ class DatasetEvidence:
     adapter: str | None
     checkpoint: str | None
     meta: Mapping[str, Any]
-    # the per-row results (evaluation.row_results) recomputed from the predictions,
-    # as gzip'd JSONL for the site's downloads (never the submitted rows.jsonl)
-    rows_jsonl_gz: bytes | None = field(default=None, repr=False, compare=False)
+    # the per-row details (evaluation.scoring.row_details: row_results' records plus
+    # logits and text) recomputed from the predictions, as parquet: one config of the
+    # details dataset (leaderboard/site/details.py; never the submitted rows.jsonl)
+    details: bytes | None = field(default=None, repr=False, compare=False)
     # Per-question answers for paired tests (vlmrobust.leaderboard.fits.pairwise): the
     # dataset index (shared by every submission of one build), whether each row
     # was answered correctly, and per Bench-C pair (corrupted row) its RAS.
@@ -113,27 +113,26 @@ def evidence_from_report(report: Any) -> DatasetEvidence:
         adapter=str(adapter) if adapter else None,
         checkpoint=_checkpoint(meta),
         meta=meta,
-        rows_jsonl_gz=rows_download(report),
+        details=details_download(report),
         index=report.index,
         correct=np.asarray(aligned.predicted == report.index.answer, dtype=bool),
         ras=_pair_ras(report),
     )
 
 
-def rows_download(report: Any) -> bytes:
-    """The report's per-row results as gzip'd JSONL, byte-identical for the same
-    predictions (no timestamp in the gzip header)."""
+def details_download(report: Any) -> bytes:
+    """The report's per-row details as parquet, byte-identical for the same predictions."""
     from vlmrobust.evaluation.scoring.dataset import row_results
-    from vlmrobust.evaluation.scoring.row_results import rows_jsonl
+    from vlmrobust.evaluation.scoring.row_details import details_parquet
 
-    return gzip.compress(rows_jsonl(row_results(report)).encode("utf-8"), mtime=0)
+    return details_parquet(report, row_results(report))
 
 
 def retrieval_evidence(report: Any) -> DatasetEvidence:
     """The evidence of a :class:`vlmrobust.evaluation.validate.retrieval.RetrievalReport`:
     the content digest covers each config's ids and its image and caption embeddings."""
     from vlmrobust.evaluation.scoring.retrieval import retrieval_rows
-    from vlmrobust.evaluation.scoring.row_results import rows_jsonl
+    from vlmrobust.evaluation.scoring.row_details import details_parquet
 
     meta = dict(report.meta or {})
     digest = hashlib.sha256()
@@ -142,18 +141,18 @@ def retrieval_evidence(report: Any) -> DatasetEvidence:
         digest.update("\x1f".join(cfg.ids.tolist()).encode("utf-8"))
         digest.update(img.tobytes())
         digest.update(txt.tobytes())
-    rows = gzip.compress(rows_jsonl(retrieval_rows(report)).encode("utf-8"), mtime=0)
+    rows = details_parquet(report, retrieval_rows(report))
     adapter = meta.get("adapter")
     return DatasetEvidence(
         predictions_sha256=str(report.sha256), content_sha256=digest.hexdigest(),
         model=str(meta.get("model") or ""), adapter=str(adapter) if adapter else None,
-        checkpoint=None, meta=meta, rows_jsonl_gz=rows)
+        checkpoint=None, meta=meta, details=rows)
 
 
 def file_evidence(report: Any, rows: list[dict[str, Any]]) -> DatasetEvidence:
     """The evidence of a kind that registers none: the predictions file's sha256
-    stands for its content, ``rows`` (its scorer's) for the download."""
-    from vlmrobust.evaluation.scoring.row_results import rows_jsonl
+    stands for its content, ``rows`` (its scorer's) for the details."""
+    from vlmrobust.evaluation.scoring.row_details import details_parquet
 
     meta = dict(report.meta or {})
     adapter = meta.get("adapter")
@@ -161,7 +160,7 @@ def file_evidence(report: Any, rows: list[dict[str, Any]]) -> DatasetEvidence:
         predictions_sha256=str(report.sha256), content_sha256=str(report.sha256),
         model=str(meta.get("model") or ""), adapter=str(adapter) if adapter else None,
         checkpoint=_checkpoint(meta), meta=meta,
-        rows_jsonl_gz=gzip.compress(rows_jsonl(rows).encode("utf-8"), mtime=0))
+        details=details_parquet(report, rows))
 
 
 def model_identity(model_id: str, evidence: Mapping[str, DatasetEvidence]) -> tuple[str, ...]:

@@ -52,7 +52,7 @@ def test_submit_and_leaderboard_rescore(ds: Path, tmp_path: Path) -> None:
     (sub,) = load_verified_submissions(subs, store)
     assert sub.meta.training_data == "laion-2b"
     ev = sub.evidence["retrieval"]
-    assert ev.model == "emb-0" and ev.rows_jsonl_gz
+    assert ev.model == "emb-0" and ev.details
     # a tampered number is refused, naming the field
     path = subs / "emb-a" / "scores.json"
     data = json.loads(path.read_text())

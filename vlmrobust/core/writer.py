@@ -96,18 +96,24 @@ class BuildInfo:
             raise ValueError(f"seed must be an int, got {self.seed!r}")
 
 
-def _card_yaml(configs: list[str], extra: Mapping[str, Any] | None = None) -> str:
+def card_yaml(configs: list[str], extra: Mapping[str, Any] | None = None,
+               folders: Mapping[str, str] | None = None) -> str:
+    """The card's YAML header: ``extra`` and one ``configs:`` entry per config, whose
+    files are ``data/<folder>/test-*.parquet`` (the folder: the config's name
+    unless ``folders`` names another)."""
     header = {
         **{k: v for k, v in (extra or {}).items() if k != "configs"},
         "configs": [
             {
                 "config_name": name,
-                "data_files": [{"split": SPLIT, "path": f"data/{name}/{SPLIT}-*.parquet"}],
+                "data_files": [{"split": SPLIT, "path":
+                                f"data/{(folders or {}).get(name, name)}/{SPLIT}-*.parquet"}],
             }
             for name in configs
         ]
     }
     return "---\n" + yaml.safe_dump(header, sort_keys=False) + "---\n"
+
 
 
 # A shard closes once its encoded rows reach SHARD_BYTES (the Hub's advice is a
@@ -380,5 +386,5 @@ def write_dataset(
                                  f"(vlmrobust.core.files.output_guard.DATASET_ENTRIES)")
             write_bytes_atomic(tmp / name, data)
         write_text_atomic(tmp / "README.md",
-                          _card_yaml(list(configs), extra) + "\n" + card.strip() + "\n")
+                          card_yaml(list(configs), extra) + "\n" + card.strip() + "\n")
     return manifest

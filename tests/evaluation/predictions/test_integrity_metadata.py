@@ -6,7 +6,6 @@ local dataset path in predictions metadata."""
 from __future__ import annotations
 
 import datetime as dt
-import gzip
 import json
 import shutil
 from pathlib import Path
@@ -304,12 +303,12 @@ def test_predictions_symlink_inside_the_tree_is_followed(board: Path, tmp_path: 
     shutil.move(target, kept)
     target.symlink_to(kept)
     rc, err = run_cli(["leaderboard", "build", "--submissions", str(subs), "--out",
-                       str(tmp_path / "site"), "--quiet"], capsys)
+                       str(tmp_path / "site"), "--details", str(tmp_path / "details"),
+                       "--quiet"], capsys)
     assert rc == 0, err
-    # the site's rows of model-1 were read through the link: each row's arg-max is the
+    # the details rows of model-1 were read through the link: each row's arg-max is the
     # linked file's, and the accuracies are those of the stored scores.json
-    rows_gz = tmp_path / "site" / "downloads" / "model-1" / "imagenet-mcq.rows.jsonl.gz"
-    rows = [json.loads(x) for x in gzip.decompress(rows_gz.read_bytes()).decode().splitlines()]
+    rows = pq.read_table(tmp_path / "details" / "data" / "model-1--imagenet-mcq").to_pylist()
     linked = {r["id"]: max(range(len(r["logits"])), key=r["logits"].__getitem__)
               for r in pq.read_table(kept).to_pylist()}
     assert len(rows) == len(linked) > 0

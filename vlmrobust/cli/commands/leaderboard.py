@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from vlmrobust.benchmarks.hub_names import DETAILS_REPO
+
 
 def _dataset_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--datasets", type=Path, nargs="+", default=[], metavar="DIR",
@@ -31,6 +33,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     b.add_argument("--baselines", type=Path, default=None,
                    help="baselines YAML (default: the packaged leaderboard/baselines.yaml)")
     b.add_argument("--quiet", action="store_true", help="no progress bar")
+    b.add_argument("--details", type=Path, default=None, metavar="DIR",
+                   help="also write the per-row details dataset there (default: none)")
     _dataset_args(b)
     b.set_defaults(func=run_build)
 
@@ -44,6 +48,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     q.add_argument("--baselines", type=Path, default=None,
                    help="baselines YAML (default: the packaged leaderboard/baselines.yaml)")
     q.add_argument("--quiet", action="store_true", help="no progress bar")
+    q.add_argument("--details", type=Path, default=None, metavar="DIR",
+                   help="the per-row details dataset, one config <model>--<dataset> each, "
+                   "loadable with datasets.load_dataset (default: details/ beside --site)")
+    q.add_argument("--push-details", action="store_true",
+                   help=f"upload the details dataset to the hub repo {DETAILS_REPO} and tag it "
+                   "v<release> (needs network and a hub token)")
     _dataset_args(q)
     q.set_defaults(func=run_publish)
 
@@ -66,20 +76,29 @@ def run_build(args: argparse.Namespace) -> int:
 
     index = build_site(args.submissions, args.out, baselines=args.baselines,
                        progress=not args.quiet, datasets=args.datasets,
-                       stores=args.dataset_store, reference_runs=args.reference_runs)
+                       stores=args.dataset_store, reference_runs=args.reference_runs,
+                       details=args.details)
     print(index)
     return 0
 
 
 def run_publish(args: argparse.Namespace) -> int:
+    from vlmrobust.leaderboard.site.details import default_details_dir
     from vlmrobust.leaderboard.site.publish import publish_site
 
     release = publish_site(args.submissions, args.site, version=args.release_version,
                            baselines=args.baselines, progress=not args.quiet,
                            datasets=args.datasets, stores=args.dataset_store,
-                           reference_runs=args.reference_runs)
+                           reference_runs=args.reference_runs, details=args.details,
+                           push=args.push_details)
     print(f"published release {release['version']} ({release['n_models']} models) "
           f"to {Path(args.site) / 'index.html'}")
+    d = release.get("details")
+    if d:
+        where = args.details or default_details_dir(args.site)
+        pushed = (f"pushed to {d['repo']} as {d['hub_tag']}" if d["hub_tag"] else
+                  f"hub repo {d['repo']}: push with --push-details")
+        print(f"per-row details: {where} ({d['configs']} configs); {pushed}")
     return 0
 
 
