@@ -16,7 +16,7 @@ from vlmrobust.core.extras import missing_extra_message
 
 # Order is the order shown in --help.
 COMMAND_MODULES = ("eval", "build", "convert", "predict", "validate", "score", "submit", "leaderboard",
-                   "demo", "models", "prompts", "export", "import_", "discover")  # import_: "import" is a keyword
+                   "compare", "demo", "models", "prompts", "export", "import_", "discover")  # import_: "import" is a keyword
 
 
 def make_parser() -> argparse.ArgumentParser:
