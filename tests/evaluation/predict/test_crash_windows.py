@@ -34,6 +34,7 @@ CHILD = textwrap.dedent("""
     from vlmrobust.core.files import swap
 
     mode, what, args = sys.argv[1], sys.argv[2], sys.argv[3:]
+    only = os.environ.get("KILL_ONLY")  # the one target whose swap is cut (default: the first)
     def die():
         os.kill(os.getpid(), signal.SIGKILL)
     if mode == "two-renames":
@@ -41,14 +42,16 @@ CHILD = textwrap.dedent("""
         real_rename = os.rename
         def rename(src, dst, *a, **k):
             real_rename(src, dst, *a, **k)
-            if ".old-" in os.path.basename(os.fspath(dst)):
+            name = os.path.basename(os.fspath(dst))
+            if ".old-" in name and (only is None or name.startswith(f".{only}.old-")):
                 die()  # the target is moved aside, the new folder not yet in place
         os.rename = rename
     elif mode == "exchange":
         real_exchange = swap.exchange
         def exchange(a, b):
             assert real_exchange(a, b)
-            die()  # swapped; the previous content not yet removed
+            if only is None or only in (Path(a).name, Path(b).name):
+                die()  # swapped; the previous content not yet removed
         swap.exchange = exchange
     elif mode == "after-sidecar":
         real_replace = os.replace
@@ -77,9 +80,10 @@ def state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return d
 
 
-def _killed(mode: str, what: str, *args: str) -> None:
+def _killed(mode: str, what: str, *args: str, only: str | None = None) -> None:
     env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1",
-           "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+           "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
+           **({"KILL_ONLY": only} if only else {})}
     proc = subprocess.run([sys.executable, "-c", CHILD, mode, what, *args], cwd=REPO, env=env,
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == -9, (proc.returncode, proc.stderr[-2000:])
@@ -167,7 +171,7 @@ def test_publish_killed_between_the_renames_is_undone_by_any_command(
 
     _, site, argv = _published(tmp_path)
     before = snapshot(site)
-    _killed("two-renames", "cli", *argv)
+    _killed("two-renames", "cli", *argv, only="site")
     assert not site.exists()
     _any_command(capsys)
     assert snapshot(site) == before
@@ -180,11 +184,30 @@ def test_publish_killed_right_after_the_exchange_never_leaves_the_site_missing(
     from vlmrobust.leaderboard.site.publish import read_releases
 
     _, site, argv = _published(tmp_path)
-    _killed("exchange", "cli", *argv)
+    _killed("exchange", "cli", *argv, only="site")
     assert (site / "index.html").is_file() and (site / "CNAME").is_file()
     assert [r["version"] for r in read_releases(site)] == ["1", "2"]  # the checked new site
     assert _leftovers(tmp_path)  # the previous version, not yet removed
     _any_command(capsys)
+    assert not _leftovers(tmp_path) and not _records(state)
+
+
+@pytest.mark.parametrize("mode", ["two-renames", "exchange"])
+def test_publish_killed_in_the_details_swap_keeps_the_previous_release(
+        tmp_path: Path, state: Path, capsys: pytest.CaptureFixture[str], mode: str) -> None:
+    """The details dataset is swapped in before the site (issue 37.1): a kill there
+    leaves release 1 published and the details folder whole, old or new."""
+    from vlmrobust.leaderboard.site.publish import read_releases
+
+    _, site, argv = _published(tmp_path)
+    details = tmp_path / "details"
+    before = snapshot(site)
+    configs = sorted(p.name for p in (details / "data").iterdir())
+    _killed(mode, "cli", *argv, only="details")
+    _any_command(capsys)
+    assert snapshot(site) == before and [r["version"] for r in read_releases(site)] == ["1"]
+    assert sorted(p.name for p in (details / "data").iterdir()) == configs
+    assert (details / "README.md").is_file() and (details / "manifest.json").is_file()
     assert not _leftovers(tmp_path) and not _records(state)
 
 
