@@ -16,7 +16,10 @@ Files in the site folder that the site did not create (``CNAME``,
 version as hard links; a --out/--site that is a link, a FIFO, a device node or
 someone else's folder, or that overlaps the submissions or datasets, is refused.
 
-Hosting is a separate, documented step: upload the folder as it is, e.g.
+The per-row results are not in the site: ``publish`` writes them as the details
+dataset beside it (leaderboard/site/details.py), swapped in before the site, and
+pushes it to the hub with ``push=True``; ``build`` writes it only when given a
+folder. Hosting the site is a separate, documented step: upload the folder as it is, e.g.
 ``huggingface_hub.upload_folder(repo_id=..., repo_type="space", folder_path=SITE)``
 for a static Space, or any static file host.
 """
