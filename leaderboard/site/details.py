@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from vlmrobust.benchmarks.hub_names import DATASET_REPOS, DETAILS_REPO
+from vlmrobust.core.errors import VlmrobustError
 from vlmrobust.leaderboard.board import Leaderboard
 from vlmrobust.leaderboard.submission import Submission
 
@@ -40,9 +41,8 @@ def details_config(model_id: str, dataset: str) -> str:
     >>> details_config("efficientnet-lite0", "bench-c")
     'efficientnet-lite0--bench-c'
     """
-    if not model_id or not dataset or SEP in dataset:
-        raise ValueError(f"model {model_id!r} / dataset {dataset!r}: both non-empty, the "
-                         f"dataset without {SEP!r}")
+    if not model_id or not dataset:
+        raise ValueError(f"model {model_id!r} and dataset {dataset!r} must not be empty")
     return f"{model_id}{SEP}{dataset}"
 
 
@@ -65,12 +65,19 @@ def details_entries(lb: Leaderboard) -> list[tuple[str, str, str, bytes]]:
     """(config, data folder, dataset, parquet bytes) of every re-scored section,
     in model then dataset order (synthetic submissions have none)."""
     out = []
+    seen: dict[str, tuple[str, str]] = {}
     for s in sorted(lb.submissions, key=lambda s: s.model_id):
         for key in sorted(s.evidence):
             data = s.evidence[key].details
-            if data is not None:
-                out.append((details_config(s.model_id, key),
-                            f"{_stem(lb, s.model_id)}{SEP}{key}", key, data))
+            if data is None:
+                continue
+            config = details_config(s.model_id, key)
+            other = seen.setdefault(config, (s.model_id, key))
+            if other != (s.model_id, key):  # "a--b" on "c" and "a" on "b--c"
+                raise VlmrobustError(
+                    f"details config {config!r} would hold both model {other[0]!r} on "
+                    f"{other[1]!r} and model {s.model_id!r} on {key!r}; rename one model id")
+            out.append((config, f"{_stem(lb, s.model_id)}{SEP}{key}", key, data))
     return out
 
 
@@ -202,7 +209,6 @@ def push_details(target: Path, api: Any = None, repo_id: str = DETAILS_REPO) -> 
     huggingface_hub's). Returns the tag."""
     from vlmrobust.builders.hub import push_dataset
     from vlmrobust.core.datadir import read_manifest
-    from vlmrobust.core.errors import VlmrobustError
 
     if read_manifest(target).get("sample"):
         raise VlmrobustError(f"{target}: details of submissions on embedded-sample datasets are "

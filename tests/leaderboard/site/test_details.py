@@ -151,3 +151,19 @@ def test_details_never_replace_someone_elses_folder(tmp_path: Path) -> None:
         publish_site(subs, tmp_path / "site", datasets=datasets, details=subs / "details")
     assert (mine / "notes.txt").read_text() == "keep" and list(mine.iterdir()) == [mine / "notes.txt"]
     assert not (tmp_path / "site").exists() and not (subs / "details").exists()
+
+
+def test_two_sections_never_share_a_config() -> None:
+    from types import SimpleNamespace
+
+    from vlmrobust.leaderboard.site.details import details_entries
+
+    def sub(model: str, key: str) -> SimpleNamespace:
+        return SimpleNamespace(model_id=model, evidence={key: SimpleNamespace(details=b"x")})
+
+    lb: Any = SimpleNamespace(submissions=[sub("a--b", "c"), sub("a", "b--c")],
+                              pages={"a--b": "models/a--b.html", "a": "models/a.html"})
+    with pytest.raises(VlmrobustError, match="'a--b--c' would hold both model 'a' on 'b--c'"):
+        details_entries(lb)
+    lb.submissions = [sub("a--b", "c"), sub("a", "c")]
+    assert [e[:3] for e in details_entries(lb)] == [("a--c", "a--c", "c"), ("a--b--c", "a--b--c", "c")]
