@@ -16,10 +16,8 @@ Files in the site folder that the site did not create (``CNAME``,
 version as hard links; a --out/--site that is a link, a FIFO, a device node or
 someone else's folder, or that overlaps the submissions or datasets, is refused.
 
-The per-row results are not in the site: ``publish`` writes them as the details
-dataset beside it (leaderboard/site/details.py), swapped in before the site, and
-pushes it to the hub with ``push=True``; ``build`` writes it only when given a
-folder. Hosting the site is a separate, documented step: upload the folder as it is, e.g.
+Per-row results are the details dataset beside the site (leaderboard/site/details.py).
+Hosting the site is a separate, documented step: upload the folder as it is, e.g.
 ``huggingface_hub.upload_folder(repo_id=..., repo_type="space", folder_path=SITE)``
 for a static Space, or any static file host.
 """
@@ -373,12 +371,10 @@ def publish_site(submissions: Path | Sequence[Submission], site: Path, *,
                  reference_runs: RecordArg = None, details: Path | None = None,
                  push: bool = False, hub_api: Any = None) -> dict[str, Any]:
     """Render, check and atomically swap in a new release of the site at ``site``
-    (submissions re-scored as in build_site), after writing the per-row details
-    dataset (``details``, default ``details/`` beside the site) and, with
-    ``push``, pushing it to hub_names.DETAILS_REPO through ``hub_api``
-    (builders/hub.py's interface; default huggingface_hub's). Returns the release
-    record appended to ``releases.json`` (its ``details``: repo, configs,
-    fingerprint, hub tag or null)."""
+    (submissions re-scored as in build_site), after the per-row details dataset
+    (``details``, default ``details/`` beside the site; ``push``: to the hub through
+    ``hub_api``, builders/hub.py's interface). Returns the release record appended
+    to ``releases.json`` (its ``details``: repo, configs, fingerprint, hub tag)."""
     site = Path(site)
     details = default_details_dir(site) if details is None else Path(details)
     subs_dir = Path(submissions) if isinstance(submissions, (str, Path)) else None
