@@ -220,8 +220,23 @@ def frost(x: np.ndarray, severity: int, draws: Draws) -> np.ndarray:
     layer = frost_layer(index, h, w)
     top = int(draws.integers(0, layer.shape[0] - h))
     left = int(draws.integers(0, layer.shape[1] - w))
-    patch = layer[top:top + h, left:left + w][..., ::-1]
-    return np.clip(w_img * x + w_frost * patch, 0, 255)
+    out = np.empty((h, w, 3), np.uint8)
+    _blend(np.ascontiguousarray(x), layer[top:top + h, left:left + w], w_img, w_frost, out)
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
+def _blend(x: np.ndarray, bgr: np.ndarray, w_img: float, w_frost: float,
+           out: np.ndarray) -> None:  # pragma: no cover - compiled
+    """uint8(clip(w_img·x + w_frost·rgb, 0, 255)) with rgb the BGR patch's
+    channels reversed: the reference's float64 expression and truncation in
+    one pass (four whole float64 images at 1024x768 made frost 1.9x the
+    reference; this is the same arithmetic per value)."""
+    for i in range(x.shape[0]):
+        for j in range(x.shape[1]):
+            for c in range(3):
+                v = w_img * np.float64(x[i, j, c]) + w_frost * np.float64(bgr[i, j, 2 - c])
+                out[i, j, c] = np.uint8(min(max(v, 0.0), 255.0))
 
 
 def snow(x: np.ndarray, severity: int, draws: Draws) -> np.ndarray:
