@@ -8,7 +8,7 @@ from typing import Any
 
 from vlmrobust.core.errors import VlmrobustError
 from vlmrobust.core.files.bounded import MAX_MANIFEST_BYTES, parse_json_bounded, read_bytes_bounded
-from vlmrobust.core.writer import MANIFEST, READ_CHECKSUMS, SPLIT
+from vlmrobust.core.layout import MANIFEST, READ_CHECKSUMS, SPLIT
 
 
 def read_manifest(dataset_dir: Path) -> dict[str, Any]:

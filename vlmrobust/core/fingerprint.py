@@ -15,6 +15,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from vlmrobust.core.files.digest import file_sha256
+
+__all__ = ["file_sha256"]
+
 
 def _image_bytes(image: Any) -> bytes:
     if image is None:
@@ -114,14 +118,6 @@ class ContentHasher:
         return self._h.hexdigest()
 
 
-def file_sha256(path: Path, chunk: int = 1 << 20) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while block := f.read(chunk):
-            h.update(block)
-    return h.hexdigest()
-
-
 def tree_fingerprint(paths: list[Path], root: Path) -> str:
     """sha256 over (relative path, file sha256) of ``paths`` in sorted order: the
     fingerprint of a source folder."""
@@ -156,7 +152,7 @@ def recompute_fingerprints(dataset_dir: Path, manifest: Mapping[str, Any]) -> se
     import pyarrow.parquet as pq
 
     from vlmrobust.core.files.bounded import read_bytes_bounded
-    from vlmrobust.core.label_space import label_space_file
+    from vlmrobust.core.layout import label_space_file
 
     prompt = manifest.get("question_prompt", manifest.get("prompt"))
     as_stored = ContentHasher(None if prompt is None else str(prompt))

@@ -33,9 +33,9 @@ from typing import Any
 
 from vlmrobust.core.errors import VlmrobustError
 from vlmrobust.core.files.bounded import parse_json_bounded, read_bytes_bounded
+from vlmrobust.core.layout import label_space_file
 
 SCHEMA = 1
-LABEL_SPACE_DIR = "label_spaces"
 MAX_CLASSES = 100_000
 MAX_LABEL_SPACE_BYTES = 64 * 2**20
 GROUP_RULES = ("max", "mean-prob")
@@ -180,11 +180,6 @@ def _entry(raw: Any) -> ClassEntry:
                       wnid=None if wnid is None else str(wnid),
                       imagenet_ids=tuple(raw.get("imagenet_ids") or ()),
                       text=None if text is None else str(text))
-
-
-def label_space_file(config: str) -> str:
-    """Path of a config's label space, relative to the dataset directory."""
-    return f"{LABEL_SPACE_DIR}/{config}.json"
 
 
 def manifest_records(spaces: Mapping[str, LabelSpace]) -> dict[str, dict[str, Any]]:

@@ -30,16 +30,15 @@ from vlmrobust.core.files.atomic import atomic_directory, write_bytes_atomic, wr
 from vlmrobust.core.files.output_guard import DATASET_ENTRIES, check_dataset_output, dataset_carry
 from vlmrobust.core.fingerprint import FINGERPRINT_VERSION, ContentHasher, file_sha256
 from vlmrobust.core.kinds import CLASSIFICATION, MCQ, check_kind, question_kind
-from vlmrobust.core.label_space import LabelSpace, label_space_file, manifest_records
+from vlmrobust.core.label_space import LabelSpace, manifest_records
+from vlmrobust.core.layout import (  # noqa: F401  (the writer's names, imported from here too)
+    MANIFEST,
+    READ_CHECKSUMS,
+    SPLIT,
+    WRITE_CHECKSUMS,
+    label_space_file,
+)
 
-SPLIT = "test"
-MANIFEST = "manifest.json"
-# Parquet's CRC32 of every page: every parquet file the project writes carries
-# one and every read of a predictions file or dataset shard verifies it, so a
-# damaged copy is refused instead of scored (issue 28.11). Files written without
-# checksums (older builds, other tools) have none to verify and read as before.
-WRITE_CHECKSUMS: dict[str, Any] = {"write_page_checksum": True}
-READ_CHECKSUMS: dict[str, Any] = {"page_checksum_verification": True}
 CORE_COLUMNS = ("id", "image", "question", "options", "answer")
 TRACKED_LIBRARIES = (
     "datasets", "pyarrow", "numpy", "pillow", "torch", "torchvision", "nltk",

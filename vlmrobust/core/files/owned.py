@@ -21,6 +21,7 @@ from pathlib import Path
 from vlmrobust.core.errors import VlmrobustError
 from vlmrobust.core.files.atomic import atomic_directory
 from vlmrobust.core.files.bounded import MIB, read_bytes_bounded
+from vlmrobust.core.files.digest import file_sha256
 from vlmrobust.core.files.output_guard import (
     check_apart,
     check_not_input,
@@ -29,7 +30,6 @@ from vlmrobust.core.files.output_guard import (
     refuse_non_folder,
     resolve,
 )
-from vlmrobust.core.fingerprint import file_sha256
 
 MARK = ".vlmrobust-owned.json"
 _MAX_MARK = 64 * MIB
