@@ -69,7 +69,7 @@ class Scripted:
 def test_the_reader_records_what_the_scorer_reads(mode: str) -> None:
     """predict's prediction equals the scorer's reading (validate refuses a
     prediction that disagrees with the text), under inclusion in both worlds."""
-    from vlmrobust.models.readers.base import parse_mode
+    from vlmrobust.models.readers import parse_mode
     from vlmrobust.models.readers.label_space import LabelSpaceReads
 
     space = imagenet_space("in1k", tuple(range(1000)))

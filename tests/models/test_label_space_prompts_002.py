@@ -12,7 +12,7 @@ from vlmrobust.builders.classification.spaces import imagenet_space
 from vlmrobust.core.errors import VlmrobustError
 from vlmrobust.evaluation.predict.label_rows import label_space_meta
 from vlmrobust.models.prompts import LABEL_SPACE_PROMPTS, resolve_label_space_prompt
-from vlmrobust.models.readers.base import parse_mode
+from vlmrobust.models.readers import parse_mode
 from vlmrobust.models.readers.label_space import LabelSpaceReads
 from vlmrobust.models.vlm import VlmAdapter
 

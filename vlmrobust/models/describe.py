@@ -90,7 +90,7 @@ def _split(target: str) -> str:
 
 
 def _parse(name: str, target: str) -> AdapterSpec:
-    from vlmrobust.models.registration import parse_adapter_name
+    from vlmrobust.models.lookup import parse_adapter_name
 
     classifier = _split(target)
     parse_adapter_name(f"classifier:{classifier}")  # unknown classifier: suggest the closest
@@ -101,7 +101,7 @@ def _parse(name: str, target: str) -> AdapterSpec:
 def _load(spec: AdapterSpec, device: str | None, **opts: Any) -> RecogniseThenDescribe:
     from vlmrobust.core.classes import load_imagenet_classes
     from vlmrobust.models.encoders.minilm import TextEmbedder, load_minilm
-    from vlmrobust.models.registration import load_adapter
+    from vlmrobust.models.lookup import load_adapter
 
     classifier = load_adapter(f"classifier:{_split(spec.target)}", device=device)
     if not isinstance(classifier, ClassifierAdapter):  # pragma: no cover - registry invariant

@@ -75,7 +75,7 @@ def _split(target: str) -> tuple[str, str]:
 
 
 def _parse(name: str, target: str) -> AdapterSpec:
-    from vlmrobust.models.registration import parse_adapter_name
+    from vlmrobust.models.lookup import parse_adapter_name
 
     classifier, _ = _split(target)
     parse_adapter_name(f"classifier:{classifier}")  # unknown classifier: suggest the closest
@@ -85,7 +85,7 @@ def _parse(name: str, target: str) -> AdapterSpec:
 def _load(spec: AdapterSpec, device: str | None, **opts: Any) -> RecogniseThenAnswer:
     from vlmrobust.core.classes import load_imagenet_classes
     from vlmrobust.models.encoders.minilm import MiniLMGuesser, TextEmbedder, load_minilm
-    from vlmrobust.models.registration import load_adapter
+    from vlmrobust.models.lookup import load_adapter
 
     classifier_name, _ = _split(spec.target)
     classifier = load_adapter(f"classifier:{classifier_name}", device=device)

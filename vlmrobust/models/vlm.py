@@ -36,11 +36,11 @@ from vlmrobust.models.readers.base import (
     Reading,
     ReadOptions,
     format_question,
-    parse_mode,
     refuse_missing,
     row_where,
 )
 from vlmrobust.models.readers.label_space import DEFAULT_CLASS_ORDER, LabelSpaceReads
+from vlmrobust.models.readers.modes import parse_mode
 
 DEFAULT_PROMPT = DEFAULT_VLM_PROMPT
 # kept for callers of the former names

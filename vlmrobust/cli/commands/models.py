@@ -40,7 +40,8 @@ def run(args: argparse.Namespace) -> int:
     import vlmrobust.models.registration  # noqa: F401  (fills the registries)
     from vlmrobust.models.backends.base import BACKENDS
     from vlmrobust.models.base import ADAPTER_FAMILIES
-    from vlmrobust.models.classifiers.adapter import CLASSIFIERS, _ensure_registered
+    from vlmrobust.models.classifiers.adapter import CLASSIFIERS
+    from vlmrobust.models.classifiers.family import _ensure_registered
     from vlmrobust.models.pipeline import ANSWERERS
     from vlmrobust.models.readers.base import CLASS_LOGITS, EMBEDDING, READERS
 

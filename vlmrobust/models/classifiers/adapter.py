@@ -24,17 +24,13 @@ from vlmrobust.core.errors import VlmrobustError
 from vlmrobust.core.label_space import LabelSpace
 from vlmrobust.core.registry import Registry
 from vlmrobust.models.base import (
-    ADAPTER_FAMILIES,
     NUM_IMAGENET_CLASSES,
-    AdapterFamily,
-    AdapterSpec,
     option_groups,
     pad_rows,
     row_options,
 )
 from vlmrobust.models.label_logits import ImagenetGroups, imagenet_groups, per_row, space_logits
-from vlmrobust.models.prompts import resolve_classifier_prompt
-from vlmrobust.models.runtime import preferred_dtype, resolve_device, to_pil
+from vlmrobust.models.runtime import preferred_dtype, to_pil
 
 NUM_CLASSES = NUM_IMAGENET_CLASSES
 CPU_MICRO_BATCH = 4
@@ -238,43 +234,3 @@ def gather_options(class_logits: np.ndarray, scoring: np.ndarray | list[np.ndarr
     if isinstance(scoring, np.ndarray):
         return class_logits[scoring]
     return np.array([class_logits[g].max() for g in scoring], dtype=class_logits.dtype)
-
-
-def _parse(name: str, target: str) -> AdapterSpec:
-    if target.startswith("timm:"):
-        from vlmrobust.models.classifiers.timm_models import check_timm_target
-
-        check_timm_target(name, target[len("timm:"):])
-    else:
-        _ensure_registered()
-        CLASSIFIERS.get(target)  # raises with the closest known name
-    return AdapterSpec(name=name, family="classifier", target=target,
-                       required_columns=CLASSIFIER_COLUMNS)
-
-
-def _load(spec: AdapterSpec, device: str | None, prompt: str | None = None,
-          **opts: Any) -> ClassifierAdapter:
-    if opts:
-        raise VlmrobustError(f"{spec.name}: unexpected options {sorted(opts)}")
-    prompt_id = resolve_classifier_prompt(prompt)
-    dev = resolve_device(device)
-    if spec.target.startswith("timm:"):
-        from vlmrobust.models.classifiers.timm_models import load_timm
-
-        model = load_timm(spec.target[len("timm:"):], dev)
-    else:
-        _ensure_registered()
-        model = CLASSIFIERS.get(spec.target)(dev)
-    adapter = ClassifierAdapter(spec.name, model, dev)
-    adapter.prompt_id = prompt_id
-    return adapter
-
-
-def _ensure_registered() -> None:
-    from vlmrobust.models.classifiers import efficientnet_lite  # noqa: F401
-
-
-ADAPTER_FAMILIES.add(
-    "classifier",
-    AdapterFamily("classifier", _parse, _load, help="ImageNet-1k classifiers"),
-)

@@ -27,7 +27,7 @@ def batched_rows(items: Sequence[T], size: int) -> list[list[T]]:
 @functools.lru_cache(maxsize=4)
 def cached_adapter(model: str, device: str | None = None) -> Adapter:
     """One loaded adapter per (model, device) per process."""
-    from vlmrobust.models.registration import load_adapter
+    from vlmrobust.models.lookup import load_adapter
 
     return load_adapter(model, device=device)
 

@@ -131,7 +131,7 @@ def load_image_encoder(name: str, device: str | None = None) -> Any:
     if kind != "adapter" and not target:
         raise VlmrobustError(f"image encoder {name!r}: give a model after '{kind}:'")
     if kind == "adapter":
-        from vlmrobust.models.registration import load_adapter
+        from vlmrobust.models.lookup import load_adapter
 
         return load_adapter(name, device=device)
     dev = resolve_device(device)

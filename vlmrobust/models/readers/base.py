@@ -116,25 +116,6 @@ class ReaderKind:
 READERS: Registry[ReaderKind] = Registry("answer mode")
 
 
-def parse_mode(mode: str | None, options: ReadOptions | None = None) -> Reader:
-    """The reader for ``mode`` (default ``letter``); a bad mode fails in one line.
-
-    >>> parse_mode("likelihood:avg").mode
-    'likelihood:avg'
-    """
-    from vlmrobust.models import readers  # noqa: F401  (registers the readers)
-
-    mode = DEFAULT_MODE if mode is None else mode
-    name, sep, arg = mode.partition(":")
-    if name not in READERS:
-        raise VlmrobustError(f"--mode {mode!r}: {READERS.unknown_message(name)}")
-    reader = READERS.get(name).build(arg if sep else None, options or ReadOptions())
-    if not reader.decides and options is not None and options != ReadOptions():
-        raise VlmrobustError(f"--max-new-tokens, --stop and --answer-cue apply to --mode "
-                             f"generate / open-world, not {reader.mode}")
-    return reader
-
-
 def refuse_missing(backend: Backend, reader: Reader) -> None:
     """One line naming the backend, the mode and the primitive it lacks."""
     missing = sorted(reader.needs - set(backend.capabilities))
