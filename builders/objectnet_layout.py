@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from vlmrobust.builders.sources import SourceImage, _images_in, _subdirs
+from vlmrobust.builders.source_image import SourceImage, _images_in, _subdirs
 from vlmrobust.core.classes import load_objectnet_folders
 from vlmrobust.core.errors import SourceError
 from vlmrobust.core.files.bounded import MIB, read_json_bounded

@@ -47,7 +47,6 @@ import csv
 import functools
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
 from vlmrobust.builders.labels import (
@@ -57,6 +56,12 @@ from vlmrobust.builders.labels import (
     load_clean_label_set,
     load_clean_labels,
     parse_label,
+)
+from vlmrobust.builders.source_image import (  # noqa: F401  (IMAGE_SUFFIXES: re-exported)
+    IMAGE_SUFFIXES,
+    SourceImage,
+    _images_in,
+    _subdirs,
 )
 
 __all__ = ["SourceImage", "load_clean_labels", "read_val_label_file", "read_variant",
@@ -71,7 +76,6 @@ from vlmrobust.core.classes import (
 )
 from vlmrobust.core.errors import SourceError, VlmrobustError
 
-IMAGE_SUFFIXES = frozenset({".jpg", ".jpeg", ".png", ".bmp", ".webp"})
 _WNID = re.compile(r"^n\d{8}$")
 _VAL_FILE = re.compile(r"^ILSVRC2012_val_\d{8}$")
 
@@ -98,38 +102,6 @@ VARIANT_DIRS: dict[str, tuple[str, ...]] = {
     "objectnet": ("objectnet", "objectnet-1.0"),
 }
 VAL_LABEL_FILES = ("LOC_val_solution.csv", "val.txt", "val_labels.txt")
-
-
-
-@dataclass(frozen=True)
-class SourceImage:
-    """One source image: ``key`` (posix path relative to the variant folder; stable
-    id material), its ``path`` and its valid IN-1k ``labels`` (first = the
-    dataset's own label when valid; empty = no valid label)."""
-
-    key: str
-    path: Path
-    labels: tuple[int, ...]
-
-    def __post_init__(self) -> None:
-        if not self.key or self.key.startswith("/"):
-            raise ValueError(f"source key must be a relative path, got {self.key!r}")
-        if len(set(self.labels)) != len(self.labels):
-            raise ValueError(f"{self.key}: duplicate labels {self.labels}")
-        if not all(0 <= x < N_CLASSES for x in self.labels):
-            raise ValueError(f"{self.key}: labels {self.labels} outside 0..{N_CLASSES - 1}")
-
-
-def _is_image(p: Path) -> bool:
-    return p.suffix.lower() in IMAGE_SUFFIXES and not p.name.startswith(".")
-
-
-def _subdirs(d: Path) -> list[Path]:
-    return sorted((p for p in d.iterdir() if p.is_dir() and not p.name.startswith(".")), key=lambda p: p.name)
-
-
-def _images_in(d: Path) -> list[Path]:
-    return sorted((p for p in d.iterdir() if p.is_file() and _is_image(p)), key=lambda p: p.name)
 
 
 def _looks_like(variant: str, d: Path) -> bool:

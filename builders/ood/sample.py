@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from vlmrobust.builders.families import BuildOptions
-from vlmrobust.builders.ood.build import IdImage, OodSpec, write_ood
+from vlmrobust.builders.ood.dataset import IdImage, OodSpec, write_ood
 from vlmrobust.builders.ood.layouts import OodImage, OodSet
 
 ID_CONFIG = "sample-photo"

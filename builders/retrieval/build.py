@@ -13,15 +13,15 @@ caption embeddings (vlmrobust.evaluation.scoring.retrieval)."""
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from vlmrobust.builders import card_meta
 from vlmrobust.builders.families import BuildOptions
-from vlmrobust.builders.image_files import checked_image
 from vlmrobust.builders.retrieval.card import render_card
+from vlmrobust.builders.retrieval.dataset import FAMILY, features, rows
 from vlmrobust.builders.retrieval.karpathy import (
     LAYOUTS,
     SOURCE_DIRS,
@@ -33,7 +33,6 @@ from vlmrobust.core.fingerprint import file_sha256
 from vlmrobust.core.kinds import RETRIEVAL
 from vlmrobust.core.writer import BuildInfo, write_dataset
 
-FAMILY = "retrieval"
 DEFAULT_SOURCES = {"flickr30k": "flickr30k", "mscoco-5k": "mscoco"}
 
 
@@ -67,29 +66,6 @@ def parse_spec(raw: Mapping[str, Any], spec_path: Path) -> RetrievalSpec:
         return RetrievalSpec(str(raw["name"]), str(raw["version"]), seed, dict(sources))
     except (ValueError, KeyError) as exc:
         raise SpecError(f"{spec_path}: {exc}") from None
-
-
-def features() -> Any:
-    from datasets import Features, List, Value
-    from datasets import Image as HFImage
-
-    return Features({
-        "id": Value("string"), "image": HFImage(), "captions": List(Value("string")),
-        "source": Value("string"), "source_file": Value("string"),
-        "source_id": Value("int64"),
-    })
-
-
-def image_bytes(path: Path) -> bytes:
-    """The file's bytes once PIL has decoded them."""
-    return checked_image(path, "retrieval image", "restore the file from the published images")[0]
-
-
-def rows(split: KarpathySplit) -> Iterator[dict[str, Any]]:
-    for im in split.images:
-        yield {"id": im.key, "image": {"bytes": image_bytes(im.path), "path": None},
-               "captions": list(im.captions), "source": split.source,
-               "source_file": im.filename, "source_id": im.source_id}
 
 
 def _present(source: str, root: Path) -> bool:

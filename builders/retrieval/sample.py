@@ -40,7 +40,7 @@ def read_captions(path: Path = CAPTIONS_YAML) -> dict[str, tuple[str, ...]]:
 
 def sample_rows(captions: Mapping[str, Sequence[str]]) -> list[dict[str, Any]]:
     """One row per captioned photo (file order); every key must be a sample photo."""
-    from vlmrobust.builders.retrieval.build import image_bytes
+    from vlmrobust.builders.retrieval.dataset import image_bytes
     from vlmrobust.builders.sample import load_sample
 
     photos = {im.key: im for im in load_sample() if im.group == "photo"}
@@ -86,7 +86,7 @@ def _card(rows: Sequence[Mapping[str, Any]], licences: Sequence[tuple[str, str, 
 
 def build_sample(spec: Any, options: BuildOptions) -> dict[str, Any]:
     """Write the sample dataset (kind retrieval) to ``options.out``."""
-    from vlmrobust.builders.retrieval.build import FAMILY, features
+    from vlmrobust.builders.retrieval.dataset import FAMILY, features
     from vlmrobust.builders.sample import load_sample
     from vlmrobust.core.fingerprint import file_sha256
     from vlmrobust.core.kinds import RETRIEVAL
