@@ -23,6 +23,10 @@ from vlmrobust.evaluation.discover.prompts import conme_ask_prompt, questioner_p
 from vlmrobust.models.backends.base import Backend, GenerationConfig, Prompt
 
 STRATEGIES = ("zero-shot", "conme")
+# What ``discover train`` writes beside the trained questioner: not part of the
+# model (its id leaves them out). Named here, below the trainer that imports them.
+RUN_RECORD = "discover_run.json"
+JOURNAL = "journal.jsonl"
 
 
 class TextGenerator(Protocol):
@@ -41,7 +45,6 @@ def local_questioner_id(folder: Path) -> str:
     record holds timestamps and the journal names this very id."""
     from vlmrobust.core.fingerprint import tree_fingerprint
     from vlmrobust.core.text.public_names import public_name
-    from vlmrobust.evaluation.discover.train import JOURNAL, RUN_RECORD
 
     files = [p for p in folder.iterdir() if p.is_file() and p.name not in (RUN_RECORD, JOURNAL)]
     return public_name(f"local:{folder}", tree_fingerprint(files, folder),

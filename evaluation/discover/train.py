@@ -34,11 +34,10 @@ from vlmrobust.core.files.atomic import write_text_atomic
 from vlmrobust.core.files.bounded import MIB, read_json_bounded
 from vlmrobust.evaluation.discover.images import list_images
 from vlmrobust.evaluation.discover.prompts import questioner_prompt
+from vlmrobust.evaluation.discover.questioner import JOURNAL, RUN_RECORD
 from vlmrobust.evaluation.discover.roles import Answerer, Verifier
 from vlmrobust.metrics.discovery.reward import DiscoveryReward, RewardConfig
 
-RUN_RECORD = "discover_run.json"
-JOURNAL = "journal.jsonl"
 # TRL 1.x's loss aggregations (GRPOConfig.loss_type); "grpo" is Eq. 1's
 LOSS_TYPES = ("grpo", "dr_grpo", "dapo", "bnpo", "cispo", "sapo")
 # The seed gives no β. 0.04 is the KL coefficient of DeepSeekMath (Shao et al.

@@ -32,7 +32,7 @@ from vlmrobust.core.kinds import CLASSIFICATION, OOD
 from vlmrobust.core.label_space import LabelSpace, candidate_check, read_label_space
 from vlmrobust.core.registry import Registry
 from vlmrobust.core.text.class_matcher import ClassMatcher
-from vlmrobust.evaluation.validate.dataset_index import FAMILY_COLUMNS, DatasetIndex, _class_names
+from vlmrobust.evaluation.validate.index import FAMILY_COLUMNS, DatasetIndex, _class_names
 
 CANDIDATES = "candidates"
 # Read into ``columns`` when present: every valid label of a row (ImageNet val's

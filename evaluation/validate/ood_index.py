@@ -24,7 +24,7 @@ from numpy.typing import NDArray
 from vlmrobust.core.errors import VlmrobustError
 from vlmrobust.core.kinds import OOD
 from vlmrobust.core.label_space import MAX_CLASSES, read_label_space
-from vlmrobust.evaluation.validate.dataset_index import DatasetIndex, answer_column, answer_problem
+from vlmrobust.evaluation.validate.index import DatasetIndex, answer_column, answer_problem
 
 #: Family columns of the ood kind read for scoring (when the dataset has them).
 OOD_COLUMNS = ("is_ood", "ood_source", "ood_class")

@@ -5,32 +5,11 @@ from __future__ import annotations
 
 import argparse
 import json
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from vlmrobust.cli.discover.options import D, make_roles, role_args
 
-@dataclass(frozen=True)
-class DiscoverDefaults:
-    """Every default of the discover commands, in one place (docs/discover.md
-    states why each is what it is)."""
-
-    k: int = 2
-    seed: int = 0
-    temperature: float = 1.0
-    top_p: float = 1.0
-    max_new_tokens: int = 128
-    answer_max_new_tokens: int = 64
-    judge_max_new_tokens: int = 512
-    samples_per_image: int = 1
-    batch_size: int = 8
-    planted_images: int = 64
-    min_skill_questions: int = 20
-    prefix_words: int = 2
-    ld_normalise: str = "n_questions"
-
-
-D = DiscoverDefaults()
 # numpy's and torch's generators take seeds in [0, 2**63); item seeds are derived below that
 MAX_SEED = 2**63 - 1
 
@@ -62,29 +41,6 @@ def check_numbers(args: argparse.Namespace) -> None:
         raise VlmrobustError(f"--top-p {top_p}: give a number in (0, 1]")
 
 
-def _role_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--answerer", required=True,
-                   help="vlm:DIR_OR_HUB_ID, endpoint:NAME (with --answerer-url) or "
-                   "rule:blind=TYPE[,TYPE] (the planted rule answerer)")
-    p.add_argument("--verifier", required=True,
-                   help="vlm:DIR_OR_HUB_ID, endpoint:NAME (with --verifier-url) or rule:planted")
-    p.add_argument("--answerer-url", default=None, help="base URL of the answerer's server")
-    p.add_argument("--verifier-url", default=None, help="base URL of the verifier's server")
-    p.add_argument("--api-key-env", default=None,
-                   help="environment variable holding the servers' API key")
-    p.add_argument("--device", default=None, help="torch device for in-process models")
-    p.add_argument("--answer-max-new-tokens", type=int, default=D.answer_max_new_tokens)
-    p.add_argument("--judge-max-new-tokens", type=int, default=D.judge_max_new_tokens,
-                   help="room for the verifier's reasoning before its verdict lines")
-    p.add_argument("--images", type=Path, required=True, help="folder of PNG/JPEG images")
-    p.add_argument("--limit", type=int, default=None, help="first N images only")
-    p.add_argument("--k", type=int, default=D.k, help="questions per completion (seed: 2)")
-    p.add_argument("--seed", type=int, default=D.seed)
-    p.add_argument("--skills", default="none",
-                   help="skill tagger written into the records: none or rule:planted "
-                   "(`discover taxonomy` tags with a model)")
-
-
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("discover", help="seed 004: an RL questioner that finds a VLM's failures",
                        description="Failure-mode discovery (seed 004): a questioner asks k "
@@ -106,7 +62,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="model folder (sampled; e.g. a `discover train` output) or "
                    "vlm:HUB_ID / endpoint:NAME (greedy)")
     s.add_argument("--questioner-url", default=None, help="base URL of the questioner's server")
-    _role_args(s)
+    role_args(s)
     s.add_argument("--out", type=Path, required=True, help="records file (.jsonl)")
     s.add_argument("--strategy", choices=("zero-shot", "conme"), default="zero-shot",
                    help="one-turn prompt, or ConMe-style describe-then-ask")
@@ -172,17 +128,6 @@ def skill_tagger(name: str) -> Any:
 
         return lambda images, questions: [tag_skills(q) for q in questions]
     raise VlmrobustError(f"--skills {name!r}: use none or rule:planted")
-
-
-def make_roles(args: argparse.Namespace) -> tuple[Any, Any]:
-    from vlmrobust.evaluation.discover.roles import make_answerer, make_verifier
-
-    common = {"api_key_env": args.api_key_env, "device": args.device}
-    answerer = make_answerer(args.answerer, args.answer_max_new_tokens,
-                             endpoint_url=args.answerer_url, **common)
-    verifier = make_verifier(args.verifier, args.judge_max_new_tokens,
-                             endpoint_url=args.verifier_url, **common)
-    return answerer, verifier
 
 
 def run_sample(args: argparse.Namespace) -> int:

@@ -10,14 +10,14 @@ from typing import Any
 
 
 def register_train(cmd: Any) -> None:
-    from vlmrobust.cli.commands.discover import _role_args
+    from vlmrobust.cli.discover.options import role_args
     from vlmrobust.evaluation.discover.train import LOSS_TYPES, TrainConfig
     from vlmrobust.metrics.discovery.reward import RewardConfig
 
     t, r = TrainConfig(), RewardConfig()
     p = cmd.add_parser("train", help="GRPO on the questioner with the Eq. 5 reward (TRL)")
     p.add_argument("--questioner", required=True, help="model folder to train")
-    _role_args(p)
+    role_args(p)
     p.add_argument("--out", type=Path, required=True,
                    help="run folder (same command again: resume from its last checkpoint)")
     p.add_argument("--steps", type=int, default=t.steps)
@@ -63,7 +63,7 @@ def register_train(cmd: Any) -> None:
 def run_train(args: argparse.Namespace) -> int:
     import trl  # noqa: F401  (first: a missing extra is named before any work)
 
-    from vlmrobust.cli.commands.discover import make_roles
+    from vlmrobust.cli.discover.options import make_roles
     from vlmrobust.core.errors import VlmrobustError
     from vlmrobust.evaluation.discover.train import TrainConfig, check_run_folder
     from vlmrobust.evaluation.discover.train import run_train as train
