@@ -7,16 +7,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from vlmrobust.core.errors import SubmissionError
 from vlmrobust.evaluation.model_meta import ModelMeta
+from vlmrobust.leaderboard.score_records import BenchCExtras, OodScores, ShapeBiasScore
 from vlmrobust.leaderboard.trust.evidence import DatasetEvidence
-
-if TYPE_CHECKING:
-    from vlmrobust.leaderboard.pages.bench_c_stats import BenchCExtras
-    from vlmrobust.leaderboard.pages.holistic_scores import ShapeBiasScore
-    from vlmrobust.leaderboard.pages.ood_scores import OodScores
 
 QUADRANTS = ("degraded", "overconfident", "hesitant", "stable")
 TRANSITIONS = ("RR", "RW", "WR", "WW")

@@ -25,7 +25,6 @@ from __future__ import annotations
 import dataclasses
 import itertools
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -35,6 +34,7 @@ from vlmrobust.evaluation.scoring.bench_c_stats import Pairing, pairing_for
 from vlmrobust.leaderboard.board import BENCH_C, IMAGENET, IMAGEWIKIQA, REFERENCE, Leaderboard
 from vlmrobust.leaderboard.fits import lines as fit
 from vlmrobust.leaderboard.fits.bootstrap import seeded_rng
+from vlmrobust.leaderboard.fits.pair_test import PairTest
 from vlmrobust.leaderboard.submission import Submission
 from vlmrobust.leaderboard.trust.evidence import DatasetEvidence
 from vlmrobust.metrics.clustered import (
@@ -43,9 +43,8 @@ from vlmrobust.metrics.clustered import (
     cluster_multiplicities,
     percentile_interval,
 )
-from vlmrobust.metrics.paired import McNemar, bootstrap_p_value, mcnemar_exact
+from vlmrobust.metrics.paired import bootstrap_p_value, mcnemar_exact
 
-ALPHA = 0.05
 N_BOOT = 1000
 LEVEL = 0.95
 BENCH_C_COLUMNS = ("acc", "delta_acc", "ras")
@@ -53,44 +52,6 @@ MCNEMAR = "McNemar exact test"
 BOOT_Q = "paired bootstrap over shared questions"
 BOOT_CLUSTER = "paired bootstrap over shared source questions (copies kept together)"
 BOOT_ER = "paired bootstrap of the ER difference over shared questions (line fixed)"
-
-
-@dataclass(frozen=True)
-class PairTest:
-    """One adjacent pair of one column: ``higher`` is ranked just above ``lower``."""
-
-    column: str
-    higher: str
-    lower: str
-    n_shared: int
-    difference: float | None  # higher − lower on the shared questions
-    ci: tuple[float, float] | None
-    p_value: float | None  # what decides the tie
-    test: str
-    p_bootstrap: float | None = None
-    mcnemar: McNemar | None = None
-    note: str | None = None
-
-    @property
-    def tie(self) -> bool:
-        return self.p_value is not None and self.p_value >= ALPHA
-
-    def summary(self) -> str:
-        if self.p_value is None:
-            return f"no paired test: {self.note or 'not computable'}"
-        verdict = "within noise" if self.tie else "significant"
-        diff = "" if self.difference is None else f"Δ = {self.difference:+.4g}, "
-        return f"{verdict}: {diff}p = {self.p_value:.3g} ({self.test}, n = {self.n_shared})"
-
-    def as_record(self) -> dict[str, Any]:
-        return {"column": self.column, "higher": self.higher, "lower": self.lower,
-                "n_shared": self.n_shared, "difference": self.difference,
-                "ci": None if self.ci is None else list(self.ci), "p_value": self.p_value,
-                "test": self.test, "tie": self.tie, "p_bootstrap": self.p_bootstrap,
-                "mcnemar_only_higher": None if self.mcnemar is None else self.mcnemar.only_a,
-                "mcnemar_only_lower": None if self.mcnemar is None else self.mcnemar.only_b,
-                "p_mcnemar": None if self.mcnemar is None else self.mcnemar.p_value,
-                "note": self.note}
 
 
 def _rows(ev: DatasetEvidence, configs: Sequence[str]) -> NDArray[np.int64]:

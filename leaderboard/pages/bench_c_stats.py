@@ -8,10 +8,10 @@ the field."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from vlmrobust.leaderboard.fields import Where
+from vlmrobust.leaderboard.score_records import BenchCExtras
 from vlmrobust.leaderboard.submission import METRIC_BOUNDS, QUADRANTS, WEIGHTINGS
 
 EFFECT_METRICS = ("acc", "S", "C")
@@ -19,20 +19,6 @@ _EFFECT_FIELDS = ("mean_change", "t", "p", "z")
 _E_ABS_Z = ("e_abs_z_ras", "e_abs_z_delta_acc")
 _GAIN_NUMBERS = ("delta_acc", "delta_S", "delta_C")
 CLEAN_PREFIX = "clean:"
-
-
-@dataclass(frozen=True)
-class BenchCExtras:
-    # weighting -> metric ("clean:acc" for the clean copies) -> interval
-    intervals: Mapping[str, Mapping[str, tuple[float, float] | None]] = field(
-        default_factory=dict)
-    # seed 003's Table 2 for one model: e_abs_z_ras, e_abs_z_delta_acc, t, df, p,
-    # n_pairs, tested, left_out and corruptions: name -> {n_pairs, e_abs_z_*}
-    sensitivity: Mapping[str, Any] = field(default_factory=dict)
-    # metric -> corruption ("all" too) -> {n_questions, mean_change, t, df, p, z}
-    corruption_effect: Mapping[str, Mapping[str, Mapping[str, float | int | None]]] = field(
-        default_factory=dict)
-    accuracy_gain: tuple[Mapping[str, Any], ...] = ()
 
 
 def _interval(w: Where, raw: Any, where: str, bounds: tuple[float, float],

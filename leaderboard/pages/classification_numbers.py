@@ -16,12 +16,16 @@ Pure: records in, records out.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from vlmrobust.leaderboard.board import ERValue, MeanER, ShiftFit, family_key, variant_key
+from vlmrobust.leaderboard.board import variant_key
 from vlmrobust.leaderboard.fits.shifts import Accuracies, strategy_fits
+from vlmrobust.leaderboard.pages.classification_records import (
+    ClassificationBoard,
+    ClassificationER,
+    KPoint,
+)
 from vlmrobust.leaderboard.submission import ConfigScore, DatasetScores, Submission
 from vlmrobust.leaderboard.trust.baselines import BaselineSpec
 
@@ -73,45 +77,6 @@ def full_acc(d: DatasetScores) -> dict[tuple[str, str], float]:
 
 def full_n(d: DatasetScores) -> dict[tuple[str, str], int]:
     return {(LABEL_SPACE, c.config): c.n for c in _er_configs(d)}
-
-
-@dataclass(frozen=True)
-class ClassificationER:
-    """Lines and ER of one classification dataset, on full-label-space accuracy."""
-
-    dataset: str
-    fits: tuple[ShiftFit, ...]
-    er: Mapping[str, tuple[ERValue, ...]]
-    mean_er: Mapping[str, MeanER]
-
-
-@dataclass(frozen=True)
-class KPoint:
-    """One point of a K curve: a model's accuracy with ``k`` classes to choose
-    from (``k`` = n_classes for the full label space)."""
-
-    model_id: str
-    variant: str
-    k: int
-    accuracy: float
-    full: bool
-
-
-@dataclass(frozen=True)
-class ClassificationBoard:
-    """Everything the Classification page shows (one entry per classification dataset)."""
-
-    datasets: tuple[str, ...]
-    er: Mapping[str, ClassificationER]
-    # model id -> seed 002 setting
-    settings: Mapping[str, str]
-
-    def sections(self, subs: Sequence[Submission]) -> list[tuple[Submission, DatasetScores]]:
-        """(submission, section) of every submission with a classification section,
-        in family, name order."""
-        out = [(s, s.datasets[k]) for s in subs for k in self.datasets if k in s.datasets]
-        return sorted(out, key=lambda p: (family_key(p[0].meta.family), p[0].meta.name, p[0].model_id,
-                                          p[1].key))
 
 
 def classification_keys(subs: Sequence[Submission]) -> tuple[str, ...]:

@@ -13,14 +13,12 @@ page.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from markupsafe import Markup
 
-from vlmrobust.core.registry import Registry
-from vlmrobust.leaderboard.board import IMAGENET, Leaderboard, family_key
+from vlmrobust.leaderboard.board import IMAGENET, Leaderboard
 from vlmrobust.leaderboard.charts.probit import (
     REFERENCE_COLOUR,
     ChartLine,
@@ -29,7 +27,19 @@ from vlmrobust.leaderboard.charts.probit import (
     shift_chart,
 )
 from vlmrobust.leaderboard.fits.factor_intervals import factor_er_intervals
-from vlmrobust.leaderboard.pages.formatting import data_v, params, pct, signed, tone
+from vlmrobust.leaderboard.pages import holistic_3dcc, holistic_ood  # noqa: F401  (their sections register)
+from vlmrobust.leaderboard.pages.formatting import data_v, pct
+from vlmrobust.leaderboard.pages.holistic_table import (
+    ORDER,
+    SECTIONS,
+    Cell,
+    Section,
+    acc_cell,
+    er_ci_cell,
+    group_label,
+    grouped,
+    make_row,
+)
 from vlmrobust.leaderboard.submission import Submission
 from vlmrobust.metrics.lines.factor_er import FactorLine, factor_effective_robustness
 from vlmrobust.metrics.lines.factors import NAMED_FACTORS
@@ -40,96 +50,6 @@ ANNOTATED = "annotated"
 FIT_NAMES = {"huber": "Huber-robust regression, as seed 001 Fig. 1",
              "least-squares": "least squares, not seed 001's robust regression "
                               "(baselines.yaml holistic_fit)"}
-
-
-@dataclass(frozen=True)
-class Cell:
-    text: str
-    sort: str = ""  # data-v: the raw value the table sorts by ("" = not measured)
-    title: str = ""
-    tone: str = ""
-
-
-@dataclass(frozen=True)
-class HolisticRow:
-    model_id: str
-    name: str
-    page: str
-    family: str
-    group: str
-    cells: tuple[Cell, ...]
-
-
-@dataclass(frozen=True)
-class Section:
-    key: str  # the anchor
-    title: str
-    intro: str
-    columns: tuple[str, ...]
-    rows: tuple[HolisticRow, ...]
-    notes: tuple[str, ...] = field(default=())
-    charts: tuple[Markup, ...] = field(default=())  # inline SVG (built with escaped text)
-
-    def __post_init__(self) -> None:
-        bad = [r.model_id for r in self.rows if len(r.cells) != len(self.columns)]
-        if bad:
-            raise ValueError(f"section {self.key}: row {bad[0]!r} has a cell count that differs "
-                             f"from the {len(self.columns)} columns")
-
-
-SectionMaker = Callable[[Leaderboard], Sequence[Section]]
-SECTIONS: Registry[SectionMaker] = Registry("holistic section")
-ORDER = ("ood", "shape-bias", "imagenet-x", "3dcc", "retrieval")
-
-
-def group_label(s: Submission) -> str:
-    """The model-group fields a submission states, joined ("—" when none).
-
-    >>> from types import SimpleNamespace as N
-    >>> group_label(N(meta=N(architecture="vit", training_data="laion-2b", loss="contrastive",
-    ...                      fine_tuned_on=None, training_size=2_000_000_000)))
-    'vit · laion-2b (2B) · contrastive'
-    """
-    m = s.meta
-    data = getattr(m, "training_data", None)
-    size = getattr(m, "training_size", None)
-    if data and size:
-        data = f"{data} ({params(size)})"
-    tuned = getattr(m, "fine_tuned_on", None)
-    parts = [getattr(m, "architecture", None), data, getattr(m, "loss", None),
-             f"fine-tuned on {tuned}" if tuned else None]
-    return " · ".join(p for p in parts if p) or "—"
-
-
-def make_row(lb: Leaderboard, s: Submission, cells: Sequence[Cell]) -> HolisticRow:
-    return HolisticRow(s.model_id, s.meta.name, lb.pages.get(s.model_id, ""), s.meta.family,
-                       group_label(s), tuple(cells))
-
-
-def grouped(rows: Sequence[HolisticRow]) -> tuple[HolisticRow, ...]:
-    """Rows ordered by group (stated groups first), family, then name."""
-    return tuple(sorted(rows, key=lambda r: (r.group == "—", r.group, family_key(r.family),
-                                             r.name.casefold(), r.model_id)))
-
-
-def acc_cell(v: float | None, title: str = "") -> Cell:
-    return Cell(pct(v), data_v(v), title)
-
-
-def er_cell(v: float | None, title: str = "") -> Cell:
-    return Cell(signed(v, 1, 100.0), data_v(v), title, tone(v))
-
-
-def er_ci_cell(v: float | None, ci: tuple[tuple[float, float] | None, str | None],
-               level: float) -> Cell:
-    """An ER in points with its bootstrap interval beside it (the reason in the
-    title when there is none)."""
-    bounds, why = ci
-    if v is None or bounds is None:
-        return er_cell(v, why or "")
-    text = f"{signed(v, 1, 100.0)} [{signed(bounds[0], 1, 100.0)} … {signed(bounds[1], 1, 100.0)}]"
-    return Cell(text, data_v(v), f"{level:.0%} bootstrap interval over images and reference "
-                "models", tone(v))
 
 
 @SECTIONS.register("shape-bias")
@@ -275,6 +195,3 @@ def holistic_sections(lb: Leaderboard) -> list[Section]:
     names = [n for n in ORDER if n in SECTIONS] + [n for n in SECTIONS if n not in ORDER]
     return [sec for n in names for sec in SECTIONS.get(n)(lb)]
 
-
-# sections that live in their own modules register on import
-from vlmrobust.leaderboard.pages import holistic_3dcc, holistic_ood  # noqa: E402, F401

@@ -25,7 +25,13 @@ from markupsafe import Markup
 from vlmrobust.leaderboard.board import Leaderboard
 from vlmrobust.leaderboard.charts import svg
 from vlmrobust.leaderboard.fits import lines as fit
-from vlmrobust.leaderboard.pages.holistic import SECTIONS, Section, acc_cell, grouped, make_row
+from vlmrobust.leaderboard.pages.holistic_table import (
+    SECTIONS,
+    Section,
+    acc_cell,
+    grouped,
+    make_row,
+)
 from vlmrobust.leaderboard.submission import Submission
 from vlmrobust.metrics.holistic.corruption_3d import (
     SEED_CORRUPTIONS,

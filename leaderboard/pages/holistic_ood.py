@@ -16,7 +16,7 @@ from vlmrobust.leaderboard.board import Leaderboard
 from vlmrobust.leaderboard.charts.probit import ChartLine, ChartPoint, colours, shift_chart
 from vlmrobust.leaderboard.fits import lines as fit
 from vlmrobust.leaderboard.pages.formatting import data_v, pct
-from vlmrobust.leaderboard.pages.holistic import (
+from vlmrobust.leaderboard.pages.holistic_table import (
     SECTIONS,
     Cell,
     Section,

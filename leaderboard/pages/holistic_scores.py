@@ -4,31 +4,10 @@ the ``shape_bias`` block of cue-conflict datasets
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from vlmrobust.leaderboard.fields import Where
-
-
-@dataclass(frozen=True)
-class ShapeBiasScore:
-    """One config's shape-bias numbers (see vlmrobust.evaluation.scoring.shape_bias)."""
-
-    n: int
-    n_conflict: int
-    shape_decisions: int
-    texture_decisions: int
-    shape_bias: float | None
-    shape_bias_ci: tuple[float, float] | None
-    shape_accuracy: float | None
-    texture_accuracy: float | None
-
-    def __post_init__(self) -> None:
-        if not 0 <= self.n_conflict <= self.n:
-            raise ValueError("n_conflict must lie in [0, n]")
-        if min(self.shape_decisions, self.texture_decisions) < 0 or \
-                self.shape_decisions + self.texture_decisions > self.n_conflict:
-            raise ValueError("shape + texture decisions must lie within the conflict stimuli")
+from vlmrobust.leaderboard.score_records import ShapeBiasScore
 
 
 def load_shape_bias(w: Where, raw: Any, where: str) -> dict[str, ShapeBiasScore]:

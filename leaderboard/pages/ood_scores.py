@@ -4,42 +4,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from vlmrobust.leaderboard.fields import Where
-
-SCORES = ("msp", "mcm", "max_logit", "energy")
-
-
-@dataclass(frozen=True)
-class OodSetScore:
-    """One OOD set against the ID rows, by the section's headline score."""
-
-    n: int
-    auroc: float | None
-    auroc_ci: tuple[float, float] | None
-    fpr95: float | None
-    fpr95_ci: tuple[float, float] | None
-    class_mean_auroc: float | None = None
-    class_mean_auroc_ci: tuple[float, float] | None = None
-    n_classes: int | None = None
-
-
-@dataclass(frozen=True)
-class OodScores:
-    score: str  # the headline score (mcm for CLIP, msp otherwise)
-    n_id: int
-    id_accuracy: float | None
-    mean_auroc: float | None
-    mean_fpr95: float | None
-    sets: Mapping[str, OodSetScore]
-    # the sets the means average (seed 001 Table IV's five where built; ImageNet-O apart)
-    mean_sets: tuple[str, ...] = ()
-
-    def __post_init__(self) -> None:
-        if self.score not in SCORES:
-            raise ValueError(f"score {self.score!r} is not one of {', '.join(SCORES)}")
+from vlmrobust.leaderboard.score_records import OodScores, OodSetScore
 
 
 def _interval(w: Where, b: Mapping[str, Any], key: str, where: str) -> tuple[float, float] | None:
