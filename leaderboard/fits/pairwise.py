@@ -34,7 +34,7 @@ from vlmrobust.evaluation.scoring.bench_c_stats import Pairing, pairing_for
 from vlmrobust.leaderboard.board import BENCH_C, IMAGENET, IMAGEWIKIQA, REFERENCE, Leaderboard
 from vlmrobust.leaderboard.fits import lines as fit
 from vlmrobust.leaderboard.fits.bootstrap import seeded_rng
-from vlmrobust.leaderboard.fits.pair_test import PairTest
+from vlmrobust.leaderboard.fits.pair_test import ALPHA, PairTest  # noqa: F401  (ALPHA: imported from here too)
 from vlmrobust.leaderboard.submission import Submission
 from vlmrobust.leaderboard.trust.evidence import DatasetEvidence
 from vlmrobust.metrics.clustered import (
