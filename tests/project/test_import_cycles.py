@@ -17,14 +17,11 @@ from tests.fixtures.import_graph import installed_layout
 
 pytest.importorskip("grimp")
 
-# Two circles other issue-38 items take apart as they land (item 3's run spec
-# moves what predict/retrieval.py borrows from predict/dataset.py into their own
-# modules; item 1's kind registry takes the retrieval submit out of scoring):
-# tolerated until then, and nothing else. Remove an entry once it is gone.
+# One circle issue 38's item 3 takes apart as it lands (its run spec moves what
+# predict/retrieval.py borrows from predict/dataset.py into their own modules):
+# tolerated until then, and nothing else. Remove the entry once it is gone.
 LANDING_ELSEWHERE = {
     frozenset({"vlmrobust.evaluation.predict.dataset", "vlmrobust.evaluation.predict.retrieval"}),
-    frozenset({"vlmrobust.evaluation.scoring.dataset", "vlmrobust.evaluation.scoring.retrieval",
-               "vlmrobust.evaluation.submissions"}),
 }
 
 
