@@ -17,13 +17,6 @@ from tests.fixtures.import_graph import installed_layout
 
 pytest.importorskip("grimp")
 
-# One circle issue 38's item 3 takes apart as it lands (its run spec moves what
-# predict/retrieval.py borrows from predict/dataset.py into their own modules):
-# tolerated until then, and nothing else. Remove the entry once it is gone.
-LANDING_ELSEWHERE = {
-    frozenset({"vlmrobust.evaluation.predict.dataset", "vlmrobust.evaluation.predict.retrieval"}),
-}
-
 
 def _cycles(target: Path) -> list[list[str]]:
     env = {**os.environ, "PYTHONPATH": str(target)}
@@ -35,8 +28,7 @@ def _cycles(target: Path) -> list[list[str]]:
 
 
 def test_the_module_graph_has_no_cycle(tmp_path: Path) -> None:
-    cycles = [c for c in _cycles(installed_layout(tmp_path / "site"))
-              if frozenset(c) not in LANDING_ELSEWHERE]
+    cycles = _cycles(installed_layout(tmp_path / "site"))
     assert not cycles, "import cycles (lazy imports included):\n" + "\n".join(
         " -> ".join(c) for c in cycles)
 
