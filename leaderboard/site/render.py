@@ -22,7 +22,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from vlmrobust.benchmarks.citations import CITATIONS, VLMROBUST
 from vlmrobust.benchmarks.families import FAMILIES, seed_citation
-from vlmrobust.benchmarks.hub_names import DETAILS_REPO
+from vlmrobust.benchmarks.hub_names import DATASET_REPOS, DETAILS_REPO, ORG
 from vlmrobust.leaderboard.board import (
     BENCH_C,
     IMAGENET,
@@ -191,7 +191,8 @@ def render_site(lb: Leaderboard, *, releases: Sequence[Mapping[str, Any]] = (),
     page("failure-modes.html", "failure_modes.html.j2", datasets=lb.failure_modes)
     page("releases.html", "releases.html.j2", releases=list(reversed(list(releases))))
     complete = default_completeness()
-    page("submit.html", "submit.html.j2", complete=complete, families=FAMILIES)
+    page("submit.html", "submit.html.j2", complete=complete, families=FAMILIES, hub_org=ORG,
+         hub_repos=DATASET_REPOS, details_repo=DETAILS_REPO)
     page("about.html", "about.html.j2", citations=(VLMROBUST, *CITATIONS), families=[
         (f, [(n, *seed_citation(n)) for n in f.seeds]) for f in FAMILIES], complete=complete)
     missing_by_id = {o["r"].model_id: o["missing"] for o in rows}

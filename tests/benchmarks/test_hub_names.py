@@ -64,3 +64,15 @@ def test_update_block_rewrites_only_the_block(tmp_path: Path) -> None:
     bare.write_text("no block\n")
     assert hub_names.main([str(bare)]) == 1
     assert bare.read_text() == "no block\n"
+
+
+def test_submit_page_lists_the_modules_names(tmp_path: Path) -> None:
+    from tests.fixtures.submission import real_submissions
+    from vlmrobust.leaderboard.site.publish import build_site
+
+    subs, datasets = real_submissions(tmp_path, 1)
+    build_site(subs, tmp_path / "site", datasets=datasets)
+    page = (tmp_path / "site" / "submit.html").read_text()
+    assert "DIR_OR_HUB_ID" not in page and f"<code>{hub_names.ORG}</code> is a placeholder" in page
+    for name in [*hub_names.DATASET_REPOS.values(), hub_names.DETAILS_REPO]:
+        assert f"<code>{name}</code>" in page
