@@ -44,6 +44,7 @@ from vlmrobust.evaluation.predictions.read import (
 )
 from vlmrobust.evaluation.scoring.guidance import guidance_problems
 from vlmrobust.evaluation.scoring.text_answers import NO_ANSWER, is_open_world, text_answers
+from vlmrobust.evaluation.validate.dataset_cache import DatasetCache
 from vlmrobust.evaluation.validate.dataset_index import (
     BYTES_BASE,
     BYTES_PER_ROW,
@@ -51,9 +52,6 @@ from vlmrobust.evaluation.validate.dataset_index import (
     DatasetIndex,
     clean_rows_of,
     load_dataset_index,
-    manifest_configs,
-    max_options,
-    max_prediction_rows,
     question_keys,
 )
 
@@ -316,33 +314,27 @@ def validate_against(index: DatasetIndex, pf: PredictionsFile, *, dataset_dir: P
 
 
 def validate(dataset_dir: Path | str, predictions: Path | str, config: str | None = None,
-             indexes: dict[tuple[str, tuple[str, ...] | None], DatasetIndex] | None = None,
-             ) -> ValidationReport:
+             cache: DatasetCache | None = None) -> ValidationReport:
     """Validate ``predictions`` against ``dataset_dir``: the configs named by
     ``config``, else those its metadata lists (what ``vlmrobust predict
     --config`` recorded), else every config.
 
     Raises SubmissionError (a VlmrobustError; the CLI exits 1) naming every kind
     of problem and its first offending rows; never writes anything.
-    ``indexes`` is a caller-owned cache of dataset indexes (the leaderboard
-    validates many submissions against one dataset).
+    ``cache`` is a caller-owned :class:`DatasetCache` (the leaderboard validates
+    many submissions against one dataset: its per-dataset work is done once).
     """
-    from vlmrobust.core.datadir import read_manifest, verify_shards
-
     dataset_dir = Path(dataset_dir)
     predictions = Path(predictions)
-    manifest = read_manifest(dataset_dir)
-    known = manifest_configs(manifest, dataset_dir)
-    # the shards are checked before anything reads them (once per dataset when the
-    # caller caches indexes: an index cached for it means it was checked in this run)
-    resolved = str(dataset_dir.resolve())
-    if indexes is None or not any(k[0] == resolved for k in indexes):
-        verify_shards(dataset_dir, manifest)
-    max_rows = max_prediction_rows(manifest, dataset_dir)
+    cache = cache if cache is not None else DatasetCache()
+    # the shards are checked before anything reads them
+    cache.verify_shards(dataset_dir)
+    facts = cache.facts(dataset_dir)
+    manifest, known, max_rows = facts.manifest, list(facts.known), facts.max_rows
     try:
         pf = read_predictions(predictions, max_rows=max_rows,
                               max_bytes=BYTES_BASE + BYTES_PER_ROW * max_rows,
-                              max_logits=max_options(dataset_dir, manifest, known))
+                              max_logits=facts.max_logits)
     except SubmissionError:
         # another dataset's file trips this one's row or size caps: name the cause
         refuse_other_dataset(predictions, manifest, dataset_dir)
@@ -357,11 +349,10 @@ def validate(dataset_dir: Path | str, predictions: Path | str, config: str | Non
         raise SubmissionError(f"{predictions}: {line}")  # every row would be a symptom
     chosen = [config] if config is not None else _meta_configs(meta, known)
     key = (str(dataset_dir.resolve()), None if chosen is None else tuple(chosen))
-    index = indexes.get(key) if indexes is not None else None
+    index = cache.indexes.get(key)
     if index is None:
         index = load_dataset_index(dataset_dir, chosen, check_shards=False)
-        if indexes is not None:
-            indexes[key] = index
+        cache.indexes[key] = index
     if meta is not None:
         where = (f"{predictions} (its metadata)" if pf.embedded_meta is not None
                  else str(sidecar_path(predictions)))

@@ -11,7 +11,6 @@ A new kind registers its validator from its own module
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from vlmrobust.core.kinds import (
     CLASSIFICATION,
@@ -25,17 +24,18 @@ from vlmrobust.core.kinds import (
     dataset_kind,
 )
 from vlmrobust.evaluation.validate.check import validate
+from vlmrobust.evaluation.validate.dataset_cache import DatasetCache
 from vlmrobust.evaluation.validate.retrieval import validate_retrieval
 
 
 def _option_kinds(dataset_dir: Path | str, predictions: Path | str, config: str | None,
-                  cache: dict[Any, Any] | None, /) -> KindReport:
-    return validate(dataset_dir, predictions, config, indexes=cache)
+                  cache: DatasetCache | None, /) -> KindReport:
+    return validate(dataset_dir, predictions, config, cache=cache)
 
 
 def _retrieval(dataset_dir: Path | str, predictions: Path | str, config: str | None,
-               cache: dict[Any, Any] | None, /) -> KindReport:
-    return validate_retrieval(dataset_dir, predictions, config)
+               cache: DatasetCache | None, /) -> KindReport:
+    return validate_retrieval(dataset_dir, predictions, config, cache=cache)
 
 
 # Logits, a prediction or text over a row's options or its config's label space.

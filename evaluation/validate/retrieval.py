@@ -24,7 +24,7 @@ from vlmrobust.evaluation.predictions.meta import (
 )
 from vlmrobust.evaluation.predictions.read import MAX_EXAMPLES, Problem
 from vlmrobust.evaluation.predictions.retrieval import BYTES_PER_ROW, EmbeddingFile, read_embeddings
-from vlmrobust.evaluation.validate.dataset_index import manifest_configs, max_prediction_rows
+from vlmrobust.evaluation.validate.dataset_cache import DatasetCache
 
 BYTES_BASE = 16 * 1024 * 1024
 
@@ -173,20 +173,19 @@ def check_embeddings(ef: EmbeddingFile, galleries: Mapping[str, tuple[NDArray[np
 
 
 def validate_retrieval(dataset_dir: Path | str, predictions: Path | str,
-                       config: str | None = None) -> RetrievalReport:
+                       config: str | None = None, cache: DatasetCache | None = None,
+                       ) -> RetrievalReport:
     """Validate retrieval ``predictions`` against ``dataset_dir`` (configs: ``config``,
     else those the metadata lists, else all). Raises SubmissionError naming every
-    kind of problem; writes nothing."""
-    from vlmrobust.core.datadir import read_manifest, verify_shards
-
+    kind of problem; writes nothing. ``cache``: as evaluation.validate.check.validate."""
     dataset_dir, predictions = Path(dataset_dir), Path(predictions)
-    manifest = read_manifest(dataset_dir)
-    if dataset_kind(manifest) != RETRIEVAL:
-        raise VlmrobustError(f"{dataset_dir}: not a retrieval dataset (kind "
-                             f"{dataset_kind(manifest)!r})")
-    known = manifest_configs(manifest, dataset_dir)
-    verify_shards(dataset_dir, manifest)
-    max_rows = max_prediction_rows(manifest, dataset_dir)
+    cache = cache if cache is not None else DatasetCache()
+    kind = dataset_kind(cache.manifest(dataset_dir))
+    if kind != RETRIEVAL:
+        raise VlmrobustError(f"{dataset_dir}: not a retrieval dataset (kind {kind!r})")
+    cache.verify_shards(dataset_dir)
+    facts = cache.facts(dataset_dir)
+    manifest, known, max_rows = facts.manifest, list(facts.known), facts.max_rows
     try:
         ef = read_embeddings(predictions, max_rows, BYTES_BASE + BYTES_PER_ROW * max_rows)
     except SubmissionError:
@@ -209,9 +208,9 @@ def validate_retrieval(dataset_dir: Path | str, predictions: Path | str,
                                  f"{unknown[:MAX_EXAMPLES]} the dataset lacks (its configs: "
                                  f"{', '.join(known)})"))
     chosen = _configs_of(manifest, known, config, meta)
-    galleries = {c: gallery(dataset_dir, c) for c in chosen}
+    galleries = {c: cache.gallery(dataset_dir, c, gallery) for c in chosen}
     other = frozenset(rid for c in known if c not in chosen
-                      for rid in gallery(dataset_dir, c)[0].tolist())
+                      for rid in cache.gallery(dataset_dir, c, gallery)[0].tolist())
     galleries, partial = limited_galleries(galleries, ef, meta)
     problems, aligned = check_embeddings(ef, galleries, other)
     problems = extra + problems

@@ -21,13 +21,14 @@ from typing import Any
 from vlmrobust.core.datadir import read_manifest
 from vlmrobust.core.errors import VlmrobustError
 from vlmrobust.core.files.bounded import MAX_SCORES_BYTES, inside_tree, read_json_bounded
+from vlmrobust.core.kinds import dataset_kind
 from vlmrobust.evaluation.model_meta import ModelMeta
 from vlmrobust.evaluation.predictions.meta import read_prediction_meta
 from vlmrobust.evaluation.scoring.registration import ScoreOptions, scorer_for
 from vlmrobust.evaluation.submissions import PREDICTIONS_NAME, SCORES_NAME
 from vlmrobust.evaluation.validate.check import partial_note
-from vlmrobust.evaluation.validate.dataset_index import DatasetIndex
-from vlmrobust.evaluation.validate.registration import dataset_kind_of, validator_for
+from vlmrobust.evaluation.validate.dataset_cache import DatasetCache
+from vlmrobust.evaluation.validate.registration import validator_for
 from vlmrobust.leaderboard.load import _check_comparable, submission_folders
 from vlmrobust.leaderboard.registration import kind_evidence
 from vlmrobust.leaderboard.scores_json import parse_scores
@@ -157,7 +158,7 @@ def _disagreement(stored: Any, fresh: Any, where: str) -> str | None:
 
 
 def rescore_folder(folder: Path, store: DatasetStore,
-                   indexes: dict[Any, DatasetIndex] | None = None,
+                   cache: DatasetCache | None = None,
                    evidence: dict[str, DatasetEvidence] | None = None) -> dict[str, Any]:
     """The recomputed scores of one submission folder (refusing any disagreement);
     ``evidence`` (when given) receives each dataset's :class:`DatasetEvidence`."""
@@ -174,6 +175,7 @@ def rescore_folder(folder: Path, store: DatasetStore,
     model_id = folder.name
     fresh: dict[str, Any] = {"schema_version": stored.get("schema_version"),
                              "model_id": stored.get("model_id"), "datasets": {}}
+    cache = cache if cache is not None else DatasetCache()
     listed = set(stored["datasets"])
     for child in sorted(folder.iterdir()):
         if child.is_dir() and not child.name.startswith(".") and child.name not in listed:
@@ -193,8 +195,8 @@ def rescore_folder(folder: Path, store: DatasetStore,
         try:
             meta = read_prediction_meta(predictions)
             dataset_dir = store.resolve(meta["dataset"]["fingerprint"], predictions)
-            kind = dataset_kind_of(dataset_dir)
-            report = validator_for(kind)(dataset_dir, predictions, None, indexes)
+            kind = dataset_kind(cache.manifest(dataset_dir))
+            report = validator_for(kind)(dataset_dir, predictions, None, cache)
         except LeaderboardInputError:
             raise
         except VlmrobustError as exc:
@@ -271,12 +273,12 @@ def check_folder_model(folder: Path, meta: ModelMeta,
 
 
 def load_verified_submission(folder: Path, store: DatasetStore,
-                             indexes: dict[Any, DatasetIndex] | None = None) -> Submission:
+                             cache: DatasetCache | None = None) -> Submission:
     from vlmrobust.leaderboard.load import load_submission
 
     parsed = load_submission(folder)  # names, ids and shape errors first
     evidence: dict[str, DatasetEvidence] = {}
-    fresh = rescore_folder(folder, store, indexes, evidence)
+    fresh = rescore_folder(folder, store, cache, evidence)
     check_folder_model(folder, parsed.meta, evidence)
     datasets = parse_scores(fresh, folder / SCORES_NAME, parsed.model_id)
     return Submission(meta=parsed.meta, datasets=datasets, folder=folder, evidence=evidence)
@@ -291,13 +293,14 @@ def load_verified_submissions(root: Path, store: DatasetStore | None = None,
     if not root.is_dir():
         raise LeaderboardInputError(f"{root}: not a directory; pass --submissions DIR")
     store = store or DatasetStore.default(root, datasets, stores)
-    indexes: dict[Any, DatasetIndex] = {}
+    # the per-dataset work of re-scoring (shards, caps, indexes) once per build
+    cache = DatasetCache()
     loaded: list[Submission] = []
     refused: list[str] = []
     # every folder is checked: one run names every refused submission, not the first
     for folder in submission_folders(root):
         try:
-            loaded.append(load_verified_submission(folder, store, indexes))
+            loaded.append(load_verified_submission(folder, store, cache))
         except LeaderboardInputError as exc:
             refused.append(str(exc))
     if len(refused) == 1:
