@@ -1,16 +1,12 @@
 #!/usr/bin/env bash
-# Set everything up (incl. headless chromium for the leaderboard test), then run
-# ruff, mypy, the import-linter layer contract and the unit + integration tests
-# (tests/perf/ benchmarks run with `tox -e perf`).
+# Set everything up, then run ruff, the import-linter layer contract, mypy and the
+# unit + integration tests on two pytest-xdist workers (this machine's 2 cores),
+# printing the 15 slowest at the end. Tests marked `slow` run with
+# `bash scripts/run-slow-tests.sh` (`tox -e slow`), which CI runs too; tests/perf/
+# benchmarks run with `tox -e perf`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# lmms-eval's own environment (tests/evaluation/harness/test_lmms_eval_run.py): built once into
-# ~/.cache/vlmrobust/lmms-eval-env (about 7 GB; 2 to 10 minutes, mostly downloads), in
-# the background while setup and the suite run; the test waits for it. Reused after.
-lmms_log="${TMPDIR:-/tmp}/vlmrobust-lmms-eval-env.log"
-bash scripts/lmms-eval-env.sh >"$lmms_log" 2>&1 &
-export VLMROBUST_LMMS_EVAL=1
-bash scripts/setup.sh --browser
+bash scripts/setup.sh
 export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 echo "[tests] ruff"
 .venv/bin/ruff check vlmrobust builders evaluation leaderboard benchmarks tests scripts
@@ -20,4 +16,9 @@ echo "$layers" | tail -1
 echo "[tests] mypy"
 .venv/bin/mypy
 echo "[tests] pytest"
-exec .venv/bin/python -m pytest -q -p no:cacheprovider "$@"
+# --dist loadgroup: tests marked xdist_group("name") share one worker (the
+# session's wheel and its venvs are built once); the rest go wherever a worker
+# is free. Each worker keeps its own temporary folders and HF cache
+# (tests/conftest.py) and uses its share of the CPUs' threads.
+exec .venv/bin/python -m pytest -q -p no:cacheprovider -m "not slow" -n 2 --dist loadgroup \
+  --durations=15 "$@"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -28,8 +29,26 @@ def _hypothesis_profile() -> None:
     settings.load_profile("vlmrobust")
 
 
+def _share_cpus_among_workers() -> None:
+    """Under pytest-xdist each worker is one of N processes on the same CPUs;
+    torch and OpenMP would each start a thread per CPU, and oversubscribed
+    threads spin while they wait (EfficientNet-Lite0 on 2 cores beside 2 busy
+    processes: 14 img/s with 1 thread, 2.9 img/s with 2; vlmrobust.core.cpus).
+    Each worker gets its share, unless the caller chose; a test that pins its
+    own thread count (torch_threads) still gets exactly that."""
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1") or 1)
+    if workers <= 1:
+        return
+    from vlmrobust.core.cpus import available_cpus
+
+    share = str(max(1, available_cpus() // workers))
+    for key in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(key, share)
+
+
 def pytest_configure(config: pytest.Config) -> None:
     _hypothesis_profile()
+    _share_cpus_among_workers()
     # Before collection: `datasets` and `huggingface_hub` read their cache paths
     # when first imported, and test modules import them at collection time. A
     # session fixture would come too late and leave the shared user cache in use.
@@ -81,3 +100,37 @@ def vlmrobust_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from tests.fixtures.light_env import build_wheel
 
     return build_wheel(REPO, tmp_path_factory.mktemp("wheel"))
+
+
+@pytest.fixture(scope="session")
+def light_python(tmp_path_factory: pytest.TempPathFactory, vlmrobust_wheel: Path) -> Path:
+    """A fresh venv with the wheel and only its core closure (no extras), made
+    once for the light-install and the wheel tests; returns its python."""
+    from tests.fixtures.light_env import make_light_venv
+
+    return make_light_venv(tmp_path_factory.mktemp("light"), REPO, vlmrobust_wheel)
+
+
+@pytest.fixture(scope="session")
+def demo_discover(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The demo's discover stage at its default settings (DemoDiscover()), run
+    once per session (per xdist worker) into a folder the tests only read: the
+    stage's own test checks it, and the wheel test's demo resumes from a copy
+    instead of training the same questioner again."""
+    pytest.importorskip("trl")
+    from vlmrobust.cli.demo.discover_stage import run_discover
+
+    folder = tmp_path_factory.mktemp("demo") / "discover"
+    run_discover(folder)
+    return folder
+
+
+@pytest.fixture(scope="session")
+def served_llava(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, str]]:
+    """A tiny random LLaVA served by a real `transformers serve`: (model folder,
+    base URL). Started once per session (per xdist worker; its users share the
+    group "served-llava") and read-only to the tests: each passes its own
+    response cache."""
+    from tests.fixtures.endpoint import serve_tiny_llava
+
+    yield from serve_tiny_llava(tmp_path_factory)

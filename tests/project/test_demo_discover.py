@@ -1,9 +1,10 @@
 """The demo's failure-discovery stage (issue 25 item 6): GRPO steps of the tiny
 questioner against the planted counting-blind answerer, the trained
 questioner's questions put to that answerer and to one blind to colour, judged
-and scored, then built into the failure-discovery family. A shortened run; the
-metrics are checked against the records they were computed from and the MCQ
-rows against the failures."""
+and scored, then built into the failure-discovery family. The stage at the
+demo's own settings, run once per session (the ``demo_discover`` fixture, which
+the wheel test's demo resumes from); the metrics are checked against the
+records they were computed from and the MCQ rows against the failures."""
 
 from __future__ import annotations
 
@@ -23,23 +24,24 @@ from vlmrobust.cli.demo.discover_stage import (
 )
 from vlmrobust.core.discover_records import read_records
 from vlmrobust.evaluation.discover.planted import question_type
+from vlmrobust.metrics.discovery.reward import RewardConfig
 
 pytest.importorskip("trl")
 
 
-def test_demo_discover_stage(tmp_path: Path) -> None:
-    folder = tmp_path / "discover"
-    settings = DemoDiscover(images=8, sampled_images=4, steps=2, images_per_step=2,
-                            group_size=2, samples_per_image=3)
-    assert not complete(folder)
-    rows = run_discover(folder, settings)
-    assert complete(folder)
+@pytest.mark.xdist_group("wheel")  # beside the wheel test: one stage run for both
+def test_demo_discover_stage(demo_discover: Path, tmp_path: Path) -> None:
+    folder = demo_discover
+    s = DemoDiscover()
+    assert complete(folder) and not complete(tmp_path)
+    rows = json.loads((folder / "metrics.json").read_text())["rows"]
     run = json.loads((folder / "run" / "discover_run.json").read_text())
-    assert run["steps_done"] == 2 and len(run["history"]) == 2
+    assert run["steps_done"] == s.steps and len(run["history"]) == s.steps
     by = {b: read_records(folder / "records" / f"blind-{b}.jsonl") for b in ("count", "color")}
     for blind, recs in by.items():
-        assert len(recs) == 4 * 3 * 2  # images x samples x k
-        assert {r.method for r in recs} == {"rl"} and {r.step for r in recs} == {2}
+        # images x samples x k
+        assert len(recs) == s.sampled_images * s.samples_per_image * RewardConfig().k
+        assert {r.method for r in recs} == {"rl"} and {r.step for r in recs} == {s.steps}
         assert {r.answerer for r in recs} == {f"rule-answerer:blind={blind}"}
         # a rule answerer is wrong on its blind type only
         assert all(question_type(r.question) == blind for r in recs if r.failure)
@@ -63,7 +65,7 @@ def test_demo_discover_stage(tmp_path: Path) -> None:
     count_failures = sum(r.failure for r in by["count"])
     assert count_failures > 0, "the seeded demo run asked no counting question"
     manifest = build_dataset(folder, tmp_path / "fd")
-    assert manifest["configs"]["open"] == 2 * 4 * 3 * 2
+    assert manifest["configs"]["open"] == sum(len(recs) for recs in by.values())
     # every failure has a reference (each answerer is right on the other's blind
     # type): it is an mcq row unless these few images leave too few distractors
     failures = count_failures + sum(r.failure for r in by["color"])

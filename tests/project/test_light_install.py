@@ -10,8 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.fixtures.light_env import core_closure, make_light_venv
+from tests.fixtures.light_env import core_closure
 from tests.fixtures.score import dataset_rows, random_logits, write_mcq, write_meta, write_parquet
+
+# One worker under xdist (--dist loadgroup) for every test of the session's
+# wheel, its venvs and the demo stage the wheel test's demo resumes from: each
+# is built once per worker.
+pytestmark = pytest.mark.xdist_group("wheel")
 
 HEAVY = ("torch", "torchvision", "transformers", "open_clip", "nltk", "faiss", "numba",
          "cv2", "skimage", "imagecorruptions", "sentence_transformers", "timm")
@@ -22,12 +27,6 @@ def test_core_closure_holds_no_heavy_distribution() -> None:
     assert {"numpy", "pyarrow", "datasets", "jinja2"} <= names
     assert not names & {"torch", "torchvision", "transformers", "open-clip-torch", "nltk",
                         "faiss-cpu", "numba", "opencv-python-headless", "scikit-image"}
-
-
-@pytest.fixture(scope="module")
-def light_python(tmp_path_factory: pytest.TempPathFactory, vlmrobust_wheel: Path) -> Path:
-    return make_light_venv(tmp_path_factory.mktemp("light"), Path(__file__).resolve().parents[2],
-                           vlmrobust_wheel)
 
 
 def _run(python: Path, args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:

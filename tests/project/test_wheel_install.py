@@ -26,7 +26,6 @@ from PIL import Image
 from tests.fixtures.light_env import (
     listed_packages,
     make_full_venv,
-    make_light_venv,
     source_modules,
     source_packages,
 )
@@ -39,6 +38,10 @@ from tests.fixtures.score import (
 )
 
 REPO = Path(__file__).resolve().parents[2]
+# One worker under xdist (--dist loadgroup) for every test of the session's
+# wheel, its venvs and the demo stage the wheel test's demo resumes from: each
+# is built once per worker.
+pytestmark = pytest.mark.xdist_group("wheel")
 
 # Lists the parser's subcommands (and leaderboard's actions) from the installed package.
 _LIST_COMMANDS = """
@@ -253,11 +256,6 @@ def _check_light_outputs(tmp: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def light_python(tmp_path_factory: pytest.TempPathFactory, vlmrobust_wheel: Path) -> Path:
-    return make_light_venv(tmp_path_factory.mktemp("light"), REPO, vlmrobust_wheel)
-
-
-@pytest.fixture(scope="module")
 def full_python(tmp_path_factory: pytest.TempPathFactory, vlmrobust_wheel: Path) -> Path:
     return make_full_venv(tmp_path_factory.mktemp("full"), vlmrobust_wheel)
 
@@ -308,11 +306,15 @@ def test_light_wheel_every_subcommand(light_python: Path, tmp_path: Path) -> Non
         assert line.startswith("error: ") and "pip install 'vlmrobust[" in line, (cmd, line)
 
 
-def _seed_demo(out: Path, built_mcq: Path) -> None:
-    """Datasets and predictions where a demo that was stopped after predicting
-    left them: the demo then runs its score, submit and render stages."""
+def _seed_demo(out: Path, built_mcq: Path, discover: Path) -> None:
+    """Datasets, the discover stage and predictions where a demo that was stopped
+    after predicting left them: the demo then builds failure-discovery from the
+    stage's records and runs its score, submit and render stages. The stage
+    itself (GRPO from the same code) is the one tests/project/test_demo_discover.py
+    checks; training it again here only cost time."""
     from vlmrobust.core.writer import BuildInfo, write_dataset
 
+    shutil.copytree(discover, out / "discover")
     datasets = out / "datasets"
     shutil.copytree(built_mcq, datasets / "imagenet-mcq")
     write_bench_c(datasets / "bench-c", n_questions=2)
@@ -345,7 +347,8 @@ def _seed_demo(out: Path, built_mcq: Path) -> None:
                          family="classifier" if adapter.startswith("classifier:") else "other")
 
 
-def test_full_wheel_every_subcommand(full_python: Path, tmp_path: Path) -> None:
+def test_full_wheel_every_subcommand(full_python: Path, tmp_path: Path,
+                                    demo_discover: Path) -> None:
     cwd = tmp_path / "cwd"
     cwd.mkdir()
     _assert_installed_not_checkout(full_python, cwd)
@@ -391,9 +394,10 @@ def test_full_wheel_every_subcommand(full_python: Path, tmp_path: Path) -> None:
                            str(tmp_path / "lite0.parquet")], cwd)
     _ok(r, "validate the reference run")
     demo = tmp_path / "demo"
-    _seed_demo(demo, built)
+    _seed_demo(demo, built, demo_discover)
     out = _ok(_cli(full_python, ["demo", "--out", str(demo)], cwd), "demo")
     assert out.count("already built; reusing") == 5
+    assert out.count("already done; reusing") == 1  # the discover stage
     assert (demo / "site" / "index.html").is_file()
     from vlmrobust.cli.commands.demo import DemoOptions
 

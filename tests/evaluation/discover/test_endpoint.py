@@ -5,27 +5,20 @@ lines (a random model's) is recorded as unparsable and invalid."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 
 from tests.fixtures.discover import planted_folder, tiny_questioner
-from tests.fixtures.endpoint import served_llava
 from vlmrobust.cli.main import main
 from vlmrobust.core.discover_records import read_records
 
 pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
+# one worker under xdist for the session's transformers-serve (tests/conftest.py)
+pytestmark = pytest.mark.xdist_group("served-llava")
 
 
-@pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, str]]:
-    yield from served_llava(tmp_path_factory)
-
-
-def test_endpoint_roles_equal_in_process(served, tmp_path, monkeypatch) -> None:
-    model_dir, url = served
+def test_endpoint_roles_equal_in_process(served_llava, tmp_path, monkeypatch) -> None:
+    model_dir, url = served_llava
     monkeypatch.setenv("VLMROBUST_ENDPOINT_CACHE", str(tmp_path / "cache"))
     images = planted_folder(tmp_path, n=3)
     questioner = tiny_questioner(tmp_path, prior_steps=120)

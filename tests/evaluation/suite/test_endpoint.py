@@ -8,28 +8,23 @@ reason, not as a failure."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.fixtures.classification import write_classification
-from tests.fixtures.endpoint import served_llava
 from tests.fixtures.predict import write_mcq
 from vlmrobust.cli.main import main
 
 pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
-
-
-@pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, str]]:
-    yield from served_llava(tmp_path_factory)
+# one worker under xdist for the session's transformers-serve (tests/conftest.py)
+pytestmark = pytest.mark.xdist_group("served-llava")
 
 
 def test_endpoint_runs_what_the_server_answers_and_skips_the_rest(
-        served: tuple[Path, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    model_dir, url = served
+        served_llava: tuple[Path, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    model_dir, url = served_llava
     store = tmp_path / "store"
     write_mcq(store / "imagenet-mcq", {"default": 2}, with_class_ids=False)
     write_classification(store / "classification", n=3, k=None)

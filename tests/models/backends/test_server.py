@@ -10,28 +10,23 @@ the served text is not the plain decode that the in-process backend returns."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
-from tests.fixtures.endpoint import served_llava
 from vlmrobust.core.errors import VlmrobustError
 from vlmrobust.models.backends.base import GENERATE, GenerationConfig, Prompt
 from vlmrobust.models.backends.endpoint import ENDPOINT_FAMILY, EndpointBackend
 
 pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
+# one worker under xdist for the session's transformers-serve (tests/conftest.py)
+pytestmark = pytest.mark.xdist_group("served-llava")
 
 KEY_ENV = "VLMROBUST_TEST_ENDPOINT_KEY"
 SECRET = "sk-test-3f9c1e0b7d2a4c65"
-
-
-@pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, str]]:
-    yield from served_llava(tmp_path_factory)
 
 
 def images(n: int) -> list[Any]:
@@ -64,8 +59,8 @@ def load(url: str, model_dir: Path, cache: Path, **extra: Any) -> EndpointBacken
 
 
 def test_generate_equals_in_process_greedy_and_rerun_is_free(
-        served: tuple[Path, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    model_dir, url = served
+        served_llava: tuple[Path, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    model_dir, url = served_llava
     monkeypatch.setenv(KEY_ENV, SECRET)
     items = prompts(5)
     # transformers serve fails on stop strings with a VLM processor: applied here only
@@ -103,9 +98,9 @@ def test_generate_equals_in_process_greedy_and_rerun_is_free(
     assert SECRET not in repr(meta) and SECRET not in rendered
 
 
-def test_logprob_readers_are_refused_in_one_line(served: tuple[Path, str],
+def test_logprob_readers_are_refused_in_one_line(served_llava: tuple[Path, str],
                                                  tmp_path: Path) -> None:
-    model_dir, url = served
+    model_dir, url = served_llava
     b = load(url, model_dir, tmp_path / "cache")
     assert b.capabilities == frozenset({GENERATE})
     with pytest.raises(VlmrobustError) as exc:
@@ -121,13 +116,13 @@ def test_logprob_readers_are_refused_in_one_line(served: tuple[Path, str],
 
 
 @pytest.mark.parametrize("mode", ["letter", "likelihood:avg"])
-def test_predict_refuses_logprob_modes_in_one_line(served: tuple[Path, str], tmp_path: Path,
+def test_predict_refuses_logprob_modes_in_one_line(served_llava: tuple[Path, str], tmp_path: Path,
                                                    capsys: pytest.CaptureFixture[str],
                                                    mode: str) -> None:
     from tests.fixtures.predict import write_mcq
     from vlmrobust.cli.main import main
 
-    model_dir, url = served
+    model_dir, url = served_llava
     dataset = write_mcq(tmp_path / "ds", {"default": 2}, with_class_ids=False)
     out = tmp_path / "p.parquet"
     rc = main(["predict", "--model", f"endpoint:{model_dir}", "--endpoint-url", url,
@@ -141,7 +136,7 @@ def test_predict_refuses_logprob_modes_in_one_line(served: tuple[Path, str], tmp
 
 
 def test_predict_generate_through_the_server_equals_in_process(
-        served: tuple[Path, str], tmp_path: Path) -> None:
+        served_llava: tuple[Path, str], tmp_path: Path) -> None:
     """`predict --mode generate` on endpoint:MODEL and on vlm:MODEL write the same
     raw texts and matched predictions; the endpoint's file validates and scores."""
     import pyarrow.parquet as pq
@@ -150,7 +145,7 @@ def test_predict_generate_through_the_server_equals_in_process(
     from vlmrobust.cli.main import main
     from vlmrobust.evaluation.predictions.meta import read_prediction_meta
 
-    model_dir, url = served
+    model_dir, url = served_llava
     dataset = write_mcq(tmp_path / "ds", {"default": 5}, with_class_ids=False)
     common = ["--dataset", str(dataset), "--mode", "generate", "--max-new-tokens", "8",
               "--stop", "e", "--batch-size", "3", "--no-progress"]
@@ -175,7 +170,7 @@ def test_predict_generate_through_the_server_equals_in_process(
 
 
 def test_stop_string_falls_back_at_once_and_no_local_path_is_published(
-        served: tuple[Path, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        served_llava: tuple[Path, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """transformers serve answers a VLM's stop string with HTTP 500: one probe,
     then --stop applied here with a one-line note (it took 6 retries, 42 s, and
     failed). Served from a local folder, the model's path is in no file that
@@ -185,7 +180,7 @@ def test_stop_string_falls_back_at_once_and_no_local_path_is_published(
     from tests.fixtures.predict import write_mcq
     from vlmrobust.cli.main import main
 
-    model_dir, url = served
+    model_dir, url = served_llava
     dataset = write_mcq(tmp_path / "ds", {"default": 3}, with_class_ids=False)
     out, subs = tmp_path / "run" / "p.parquet", tmp_path / "subs"
     start = time.monotonic()
