@@ -30,20 +30,13 @@ def _hypothesis_profile() -> None:
 
 
 def _share_cpus_among_workers() -> None:
-    """Under pytest-xdist each worker is one of N processes on the same CPUs;
-    torch and OpenMP would each start a thread per CPU, and oversubscribed
-    threads spin while they wait (EfficientNet-Lite0 on 2 cores beside 2 busy
-    processes: 14 img/s with 1 thread, 2.9 img/s with 2; vlmrobust.core.cpus).
-    Each worker gets its share, unless the caller chose; a test that pins its
-    own thread count (torch_threads) still gets exactly that."""
-    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1") or 1)
-    if workers <= 1:
-        return
+    """Under pytest-xdist each worker is one of N processes on the same CPUs:
+    each gets its share of OpenMP threads (tests/fixtures/workers.py); a test
+    that pins its own thread count (torch_threads) still gets exactly that."""
+    from tests.fixtures.workers import worker_threads
     from vlmrobust.core.cpus import available_cpus
 
-    share = str(max(1, available_cpus() // workers))
-    for key in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-        os.environ.setdefault(key, share)
+    os.environ.update(worker_threads(os.environ, available_cpus()))
 
 
 def pytest_configure(config: pytest.Config) -> None:
