@@ -7,14 +7,17 @@ from __future__ import annotations
 
 import ast
 import configparser
+import os
 import re
 import shlex
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 import tomllib
 
-from tests.fixtures.workers import SESSION_GROUPS, THREAD_KEYS, worker_threads
+from tests.fixtures.workers import SESSION_GROUPS, THREAD_KEYS, group_tag, worker_threads
 
 REPO = Path(__file__).resolve().parents[2]
 TESTS = REPO / "tests"
@@ -114,3 +117,41 @@ def test_workers_share_the_cpus() -> None:
         "MKL_NUM_THREADS": "1"}
     with pytest.raises(ValueError, match="cpus must be >= 1, got 0"):
         worker_threads({}, 0)
+
+
+def test_a_group_runs_on_one_worker_and_builds_its_session_fixture_once(tmp_path: Path) -> None:
+    """Two xdist workers, one group over two modules (one test parametrized) and
+    ungrouped tests beside it: the group's session fixture is built once. Under
+    pytest 9.2 with xdist 3.8 alone it was built on both workers (pytest-xdist#1386)."""
+    pytest.importorskip("xdist")
+    log = tmp_path / "built.log"
+    (tmp_path / "conftest.py").write_text(
+        "import os\nimport pytest\n"
+        "from tests.conftest import pytest_collection_modifyitems  # noqa: F401\n\n"
+        "@pytest.fixture(scope='session')\ndef built():\n"
+        f"    with open({str(log)!r}, 'a') as f:\n"
+        "        f.write(os.environ['PYTEST_XDIST_WORKER'] + '\\n')\n")
+    group = "import pytest\npytestmark = pytest.mark.xdist_group('g')\n"
+    (tmp_path / "test_a.py").write_text(
+        group + "def test_one(built): pass\n\n"
+        "@pytest.mark.parametrize('m', ['a', 'b'])\ndef test_two(built, m): pass\n")
+    (tmp_path / "test_b.py").write_text(group + "def test_three(built): pass\n")
+    (tmp_path / "test_c.py").write_text("".join(f"def test_free_{i}(): pass\n" for i in range(6)))
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-n", "2", "--dist",
+         "loadgroup", "-o", "addopts=", "-v", str(tmp_path)],
+        cwd=tmp_path, capture_output=True, text=True, timeout=600,
+        env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "10 passed" in done.stdout
+    assert len(log.read_text().split()) == 1, (log.read_text(), done.stdout[-3000:])
+    workers = {ln.split()[0] for ln in done.stdout.splitlines() if "@g" in ln and "PASSED" in ln}
+    assert len(workers) == 1, done.stdout[-3000:]
+
+
+def test_group_tag() -> None:
+    assert group_tag("t.py::a[x]", ["w"]) == "t.py::a[x]@w"
+    assert group_tag("t.py::a[x]@w", ["w"]) == "t.py::a[x]@w"  # tagged once
+    assert group_tag("t.py::a[u@v]", ["w"]) == "t.py::a[u@v]@w"  # an @ inside the params
+    assert group_tag("t.py::b", ["z", "a"]) == "t.py::b@a_z"
+    assert group_tag("t.py::c", []) == "t.py::c"
