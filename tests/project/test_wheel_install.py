@@ -180,6 +180,7 @@ def _light_paths(tmp: Path) -> dict[str, list[list[str]]]:
     """Happy paths that need no extra: (command path) -> CLI invocations."""
     ds = write_mcq(tmp / "ds")
     preds = _predictions(ds, tmp / "run" / "predictions.parquet", "toy-model", 0)
+    preds_b = _predictions(ds, tmp / "run-b" / "predictions.parquet", "toy-model-b", 1)
     subs = tmp / "subs"
     return {
         "convert": [["convert", "vlmevalkit-tsv", str(_tsv(tmp / "bench.tsv")),
@@ -188,11 +189,16 @@ def _light_paths(tmp: Path) -> dict[str, list[list[str]]]:
         "score": [["score", "--dataset", str(ds), "--predictions", str(preds),
                    "--out", str(tmp / "scores.json")]],
         "submit": [["submit", "--submissions", str(subs), "--model-id", "toy", "--dataset",
-                    str(ds), "--predictions", str(preds)]],
+                    str(ds), "--predictions", str(preds)],
+                   ["submit", "--submissions", str(subs), "--model-id", "toy-b", "--dataset",
+                    str(ds), "--predictions", str(preds_b)]],
         "leaderboard build": [["leaderboard", "build", "--submissions", str(subs), "--out",
                                str(tmp / "site"), "--quiet", "--datasets", str(ds)]],
         "leaderboard publish": [["leaderboard", "publish", "--submissions", str(subs), "--site",
                                  str(tmp / "published"), "--quiet", "--datasets", str(ds)]],
+        # the per-row details that publish wrote beside the site
+        "compare": [["compare", "toy", "toy-b", "--dataset", "imagenet-mcq", "--details",
+                     str(tmp / "details")]],
         "leaderboard record-reference": [["leaderboard", "record-reference", "--submissions",
                                           str(subs), "--model-id", "toy", "--record",
                                           str(tmp / "reference_runs.yaml")]],
