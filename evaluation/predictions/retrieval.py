@@ -133,15 +133,29 @@ def embeddings_from_table(table: Any, path: Path | str = "<table>") -> Embedding
                           dtype=np.float32)
     txt_vals = np.asarray(pc.list_flatten(inner).cast(pa.float32()).to_numpy(zero_copy_only=False),
                           dtype=np.float32)
-    return _assemble(path, "parquet", ids, img_len, img_vals, counts, inner_len, txt_vals, None, [])
+    flat = _Flat(img_len, img_vals, counts, inner_len, txt_vals)
+    return _assemble(path, "parquet", ids, flat, None, [])
 
 
-def _assemble(path: Path, fmt: str, ids: NDArray[np.object_], img_len: NDArray[np.int64],
-              img_vals: NDArray[np.float32], counts: NDArray[np.int64],
-              inner_len: NDArray[np.int64], txt_vals: NDArray[np.float32],
+@dataclass(frozen=True)
+class _Flat:
+    """A file's embeddings as read, before shaping: per row its image embedding's
+    length (-1: none) and caption count (-1: no list), per caption its
+    embedding's length, and the numbers of each, concatenated."""
+
+    img_len: NDArray[np.int64]
+    img_vals: NDArray[np.float32]
+    counts: NDArray[np.int64]
+    inner_len: NDArray[np.int64]
+    txt_vals: NDArray[np.float32]
+
+
+def _assemble(path: Path, fmt: str, ids: NDArray[np.object_], flat: _Flat,
               line_numbers: NDArray[np.int64] | None, problems: list[Problem]) -> EmbeddingFile:
     """Shape the flat values into (n, D) and (m, D), recording rows whose lengths
     disagree with D (the most common image-embedding length)."""
+    img_len, img_vals, counts = flat.img_len, flat.img_vals, flat.counts
+    inner_len, txt_vals = flat.inner_len, flat.txt_vals
     n = ids.shape[0]
     valid = img_len[img_len > 0]
     dim = int(np.bincount(valid).argmax()) if valid.size else 0
@@ -233,10 +247,10 @@ def _from_jsonl(path: Path, data: bytes, max_rows: int) -> EmbeddingFile:
                         len(not_json))] if not_json else []
     id_arr = np.empty(len(ids), dtype=object)
     id_arr[:] = ids
-    ef = _assemble(path, "jsonl", id_arr, np.asarray(img_len, np.int64),
-                   np.asarray(img_vals, np.float32), np.asarray(counts, np.int64),
-                   np.asarray(inner_len, np.int64), np.asarray(txt_vals, np.float32),
-                   np.asarray(lines, np.int64), problems)
+    flat = _Flat(np.asarray(img_len, np.int64), np.asarray(img_vals, np.float32),
+                 np.asarray(counts, np.int64), np.asarray(inner_len, np.int64),
+                 np.asarray(txt_vals, np.float32))
+    ef = _assemble(path, "jsonl", id_arr, flat, np.asarray(lines, np.int64), problems)
     bad_ids = [i for i, v in enumerate(ids) if not isinstance(v, str)]
     if bad_ids:
         ef = dataclasses.replace(ef, problems=(*ef.problems, ef.problem(

@@ -55,7 +55,6 @@ ALLOWED: dict[str, str] = {
     "evaluation/discover/taxonomy.py::build_taxonomy": _PENDING,
     "evaluation/discover/train.py::run_train": _PENDING,
     "evaluation/discover/train.py::_train": _PENDING,
-    "evaluation/predictions/retrieval.py::_assemble": _PENDING,
     "leaderboard/charts/probit.py::shift_chart": _PENDING,
     "leaderboard/charts/svg.py::_point": _PENDING,
     "leaderboard/charts/svg.py::probit_scatter": _PENDING,
