@@ -27,7 +27,7 @@ from vlmrobust.builders.imagewikiqa.answerers import (
 )
 from vlmrobust.builders.imagewikiqa.blind import blind_rates, default_probes
 from vlmrobust.builders.imagewikiqa.caps import assign_capped
-from vlmrobust.builders.imagewikiqa.card import render_card
+from vlmrobust.builders.imagewikiqa.card import CardStats, render_card
 from vlmrobust.builders.imagewikiqa.filter import FilterResult, filter_candidates, stage_counts
 from vlmrobust.builders.imagewikiqa.images import (
     Assignment,
@@ -325,15 +325,14 @@ def build(raw_spec: dict[str, Any], spec_path: Path, options: BuildOptions) -> d
     questions = {normalise_text(a.question.question) + a.question.key for a in assignments}
     used_classes = {a.question.wnid for a in assignments}
     top_text = largest_text_share(assignments)
-    card = render_card(
-        spec, sample=options.sample, result=result, n_rows=len(rows),
-        n_questions=len(questions), n_classes=len(used_classes), failures=failures,
-        answer_counts=answer_counts,
+    stats = CardStats(
+        n_rows=len(rows), n_questions=len(questions), n_classes=len(used_classes),
+        failures=failures, answer_counts=answer_counts,
         kinds=Counter(a.question.kind for a in assignments),
         qtypes=Counter(a.question.qtype for a in assignments),
-        blind=blind,
-        blind_kept=blind_kept,
-        top_text=top_text,
+        blind=blind, blind_kept=blind_kept, top_text=top_text)
+    card = render_card(
+        spec, stats, sample=options.sample, result=result,
         text_note=_text_note(spec, found, classes),
         image_licences=(sample_licence_lines(assignments, sample_licences) if options.sample
                         else licences),

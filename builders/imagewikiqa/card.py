@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from vlmrobust.builders.card_meta import common_sections
 from vlmrobust.builders.imagewikiqa.blind import CHANCE, BlindRate
@@ -144,24 +145,34 @@ def _table(rows: Sequence[tuple[str, str]]) -> str:
     return "\n".join(lines)
 
 
-def render_card(
-    spec: ImageWikiQASpec,
-    *,
-    sample: bool,
-    result: FilterResult,
-    n_rows: int,
-    n_questions: int,
-    n_classes: int,
-    failures: Mapping[str, str],
-    answer_counts: Sequence[int],
-    kinds: Mapping[str, int],
-    qtypes: Mapping[str, int],
-    blind: Sequence[BlindRate],
-    blind_kept: Sequence[BlindRate],
-    top_text: tuple[str, int, float],
-    text_note: str,
-    image_licences: Sequence[str],
-) -> str:
+@dataclass(frozen=True)
+class CardStats:
+    """What a build measured, as its card reports it: rows, distinct questions
+    and classes written; classes that failed (wnid -> reason); how often each
+    letter is the answer; question kinds and types; the blind probes' rates on
+    the published and on the kept questions; the largest share of one question
+    text (text, rows, share)."""
+
+    n_rows: int
+    n_questions: int
+    n_classes: int
+    failures: Mapping[str, str]
+    answer_counts: Sequence[int]
+    kinds: Mapping[str, int]
+    qtypes: Mapping[str, int]
+    blind: Sequence[BlindRate]
+    blind_kept: Sequence[BlindRate]
+    top_text: tuple[str, int, float]
+
+
+def render_card(spec: ImageWikiQASpec, stats: CardStats, *, sample: bool,
+                result: FilterResult, text_note: str, image_licences: Sequence[str]) -> str:
+    """The dataset card: how the questions were made and filtered, and what the
+    build measured (``stats``)."""
+    n_rows, n_questions, n_classes = stats.n_rows, stats.n_questions, stats.n_classes
+    failures, answer_counts, kinds, qtypes = (stats.failures, stats.answer_counts, stats.kinds,
+                                              stats.qtypes)
+    blind, blind_kept, top_text = stats.blind, stats.blind_kept, stats.top_text
     gen = ("an OpenAI-compatible chat model prompted with each class's Wikipedia article "
            "(five questions per class, the object called \"this object\", JSON output with "
            "question / choices / answer / reference)"

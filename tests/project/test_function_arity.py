@@ -49,7 +49,6 @@ ALLOWED: dict[str, str] = {
     "builders/imagenet_mcq/card.py::render_card": _PENDING,
     "builders/imagenet_mcq/distractors.py::wordnet_item_distractors": _PENDING,
     "builders/imagenet_mcq/questions.py::make_row": _PENDING,
-    "builders/imagewikiqa/card.py::render_card": _PENDING,
     "builders/ood/build.py::write_ood": _PENDING,
     "evaluation/discover/sample.py::run_sample": _PENDING,
     "evaluation/discover/taxonomy.py::build_taxonomy": _PENDING,
