@@ -127,7 +127,7 @@ def build(raw_spec: dict[str, Any], spec_path: Path, options: BuildOptions) -> d
         max_side = spec.max_side
         _check_adapters(selection)
         loaded = [load_source(s, options.source_root) for s in spec.sources]
-    return build_dataset(spec, selection, loaded, out, options=options, max_side=max_side)
+    return build_dataset(spec, selection, loaded, options=options, max_side=max_side)
 
 
 def _check_adapters(selection: SelectionSpec) -> None:
@@ -138,12 +138,13 @@ def _check_adapters(selection: SelectionSpec) -> None:
 
 
 def build_dataset(spec: BenchCSpec, selection: SelectionSpec, sources: Sequence[LoadedSource],
-                  out: Path, *, options: BuildOptions, loader: AdapterLoader | None = None,
+                  *, options: BuildOptions, loader: AdapterLoader | None = None,
                   text_embedder: TextEmbedder | None = None,
                   keep_work: bool = False, max_side: int | None = None) -> dict[str, Any]:
-    """Everything after reading the sources. ``loader`` (adapter name -> adapter)
-    and ``text_embedder`` can be injected (tests); by default they are
-    ``vlmrobust.models.load_adapter`` and MiniLM."""
+    """Everything after reading the sources, written to ``options.out``. ``loader``
+    (adapter name -> adapter) and ``text_embedder`` can be injected (tests); by
+    default they are ``vlmrobust.models.load_adapter`` and MiniLM."""
+    out = Path(options.out)
     load = loader or default_loader(
         options.device, selection.trust_remote_code or options.trust_remote_code)
     all_cands = [c for s in sources for c in s.candidates]

@@ -243,16 +243,17 @@ def build(raw_spec: dict[str, Any], spec_path: Path, options: BuildOptions) -> d
         if not sources:
             raise VlmrobustError(f"{options.source_root}: none of the spec's variants is there; "
                                  "fix: put them in the layouts builders/classification/ documents")
-    return build_dataset(spec, sources, Path(options.out), sample=options.sample,
-                         limit=options.limit, progress=options.progress, absent=absent,
-                         device=options.device)
+    return build_dataset(spec, sources, options, absent=absent)
 
 
-def build_dataset(spec: ClassificationSpec, sources: Sequence[VariantSource], out: Path, *,
-                  sample: bool, limit: int | None = None, progress: bool = True,
-                  absent: Sequence[str] = (), device: str | None = None,
+def build_dataset(spec: ClassificationSpec, sources: Sequence[VariantSource],
+                  options: BuildOptions, *, absent: Sequence[str] = (),
                   selector: Selector | None = None) -> dict[str, Any]:
-    """Select, draw candidates, run the selection model (ImageNet-D) and write ``out``."""
+    """Select, draw candidates, run the selection model (ImageNet-D) and write
+    ``options.out`` (``options.sample``, ``limit``, ``progress`` and ``device``
+    apply)."""
+    out, sample, limit = Path(options.out), options.sample, options.limit
+    progress, device = options.progress, options.device
     cap = min(n for n in (spec.images_per_config, limit, sys.maxsize) if n is not None)
     chosen: dict[str, list[SourceItem]] = {}
     fingerprints: dict[str, str] = {}

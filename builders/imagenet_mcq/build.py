@@ -119,8 +119,7 @@ def build(raw_spec: dict[str, Any], spec_path: Path, options: BuildOptions) -> d
         if spec.visual.prototype_images and "visual" in spec.strategies:
             prototype_dir = Path(options.source_root) / spec.visual.prototype_images
     return build_dataset(
-        spec, inputs, Path(options.out), reference=reference, sample=options.sample,
-        progress=options.progress, limit=options.limit, device=options.device,
+        spec, inputs, options, reference=reference,
         # real builds persist embeddings so a killed build resumes; the sample is
         # small and its tests stay hermetic (nothing written outside --out)
         cache_dir=None if options.sample else default_cache_dir(),
@@ -129,16 +128,18 @@ def build(raw_spec: dict[str, Any], spec_path: Path, options: BuildOptions) -> d
 
 
 def build_dataset(
-    spec: McqSpec, inputs: Sequence[VariantInput], out: Path, *, reference: str,
-    sample: bool, progress: bool = True, limit: int | None = None,
-    device: str | None = None, embedder: Embedder | None = None,
+    spec: McqSpec, inputs: Sequence[VariantInput], options: BuildOptions, *, reference: str,
+    embedder: Embedder | None = None,
     similarity: Mapping[tuple[int, ...], LabelSpaceSimilarity] | None = None,
     cache_dir: Path | None = None, prototype_dir: Path | None = None,
 ) -> dict[str, Any]:
-    """Select, clean, mine distractors and write ``out``. ``embedder`` and
+    """Select, clean, mine distractors and write ``options.out`` (``options.sample``,
+    ``limit``, ``progress`` and ``device`` apply). ``embedder`` and
     ``similarity`` can be injected (tests); by default they are the spec's
     encoder and Wu-Palmer over WordNet. ``cache_dir`` keeps image embeddings
     so that an interrupted build resumes."""
+    out, sample, limit = Path(options.out), options.sample, options.limit
+    progress, device = options.progress, options.device
     from vlmrobust.core.classes import load_imagenet_classes
 
     names = {c.index: c.name for c in load_imagenet_classes()}

@@ -181,7 +181,7 @@ def test_bench_c_generation_extrapolates_under_target(benchmark: Any, tmp_path: 
 
     def run() -> dict[str, Any]:
         t0, w0 = time.perf_counter(), _written()
-        manifest = build_dataset(spec, spec.selection, [src], out,
+        manifest = build_dataset(spec, spec.selection, [src],
                                  options=BuildOptions(out=out, progress=False, workers=2),
                                  loader=models.__getitem__, text_embedder=_text,
                                  keep_work=True)

@@ -46,7 +46,7 @@ CHILD = textwrap.dedent("""
     models = {"other:r": gen.StandIn(0), "other:g": gen.StandIn(1)}
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     t0 = time.perf_counter()
-    m = build_dataset(spec, spec.selection, [src], root / "out",
+    m = build_dataset(spec, spec.selection, [src],
                       options=BuildOptions(out=root / "out", progress=False, workers=2),
                       loader=models.__getitem__, text_embedder=gen._text)
     print(json.dumps({"questions": len(src.candidates), "kept": len(m["selection"]["kept"]),

@@ -43,9 +43,6 @@ ALLOWED: dict[str, str] = {
     "builders/corruptions/filters.py::_bilinear":
         "a numba kernel: scalars and arrays only, no records",
     # internal, outputs pinned by tests; grouped one by one after the run spec landed
-    "builders/bench_c/build.py::build_dataset": _PENDING,
-    "builders/classification/build.py::build_dataset": _PENDING,
-    "builders/imagenet_mcq/build.py::build_dataset": _PENDING,
     "builders/imagenet_mcq/card.py::render_card": _PENDING,
     "builders/imagenet_mcq/distractors.py::wordnet_item_distractors": _PENDING,
     "builders/imagenet_mcq/questions.py::make_row": _PENDING,

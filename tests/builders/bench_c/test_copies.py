@@ -119,7 +119,7 @@ def test_parallel_build_gives_the_same_dataset(tmp_path: Path) -> None:
         out = tmp_path / f"w{workers}"
         models = {"other:bright": FakeSelector("b", None), "other:red": FakeSelector("r", 0),
                   "other:emb": FakeSelector("e", None)}
-        got.append(build_dataset(spec, spec.selection, [src], out,
+        got.append(build_dataset(spec, spec.selection, [src],
                                  options=BuildOptions(out=out, progress=False, workers=workers),
                                  loader=models.__getitem__, text_embedder=text_embed))
     assert got[0]["fingerprint"] == got[1]["fingerprint"]

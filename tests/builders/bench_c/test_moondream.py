@@ -69,7 +69,7 @@ def test_moondream_selector_in_a_bench_c_build(tmp_path: Path) -> None:
         loaded.append(n)
         return fakes[n] if n in fakes else real(n)
 
-    manifest = build_dataset(spec, spec.selection, [src], out,
+    manifest = build_dataset(spec, spec.selection, [src],
                              options=BuildOptions(out=out, progress=False), loader=loader,
                              text_embedder=text_embed)
     assert name in loaded and manifest["selection"]["selectors"] == [name, "other:bright"]

@@ -204,13 +204,13 @@ def test_two_builds_give_one_fingerprint(root: Path, tmp_path: Path) -> None:
     fps = []
     for name in ("a", "b"):
         sources, _ = read_sources(spec, root)
-        fps.append(build_dataset(spec, sources, tmp_path / name, sample=False, progress=False,
+        fps.append(build_dataset(spec, sources, BuildOptions(tmp_path / name, progress=False),
                                  selector=_selector)["fingerprint"])
     assert fps[0] == fps[1]
     other = parse_spec({**raw_spec(variants=["flowers102", "imagenet-d", "caltech101"]), "seed": 1},
                        Path("x"))
     sources, _ = read_sources(other, root)
-    assert build_dataset(other, sources, tmp_path / "c", sample=False, progress=False,
+    assert build_dataset(other, sources, BuildOptions(tmp_path / "c", progress=False),
                          selector=_selector)["fingerprint"] != fps[0]
 
 

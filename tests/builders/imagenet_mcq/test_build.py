@@ -13,6 +13,7 @@ from PIL import Image
 
 from tests.fixtures.imagenet_mcq import FakeEmbedder
 from vlmrobust.benchmarks import load_spec_yaml, resolve_spec
+from vlmrobust.builders.families import BuildOptions
 from vlmrobust.builders.imagenet_mcq.build import VariantInput, build_dataset, wordnet_similarity
 from vlmrobust.builders.imagenet_mcq.items import Item
 from vlmrobust.builders.imagenet_mcq.seeding import key_hash
@@ -71,8 +72,8 @@ def inputs(tmp_path_factory: pytest.TempPathFactory) -> list[VariantInput]:
 
 def run_build(spec: McqSpec, inputs: list[VariantInput], out: Path, similarity: dict,
               embedder: FakeEmbedder | None = None) -> dict:
-    return build_dataset(spec, inputs, out, reference="imagenet-val", sample=False,
-                         progress=False, embedder=embedder or FakeEmbedder(),
+    return build_dataset(spec, inputs, BuildOptions(out, progress=False),
+                         reference="imagenet-val", embedder=embedder or FakeEmbedder(),
                          similarity=similarity)
 
 
@@ -240,11 +241,13 @@ def test_embedding_cache_resumes_without_reembedding(tmp_path: Path, spec: McqSp
                                                      built: tuple[Path, dict]) -> None:
     cache = tmp_path / "cache"
     first = FakeEmbedder()
-    m1 = build_dataset(spec, inputs, tmp_path / "a", reference="imagenet-val", sample=False,
-                       progress=False, embedder=first, similarity=similarity, cache_dir=cache)
+    m1 = build_dataset(spec, inputs, BuildOptions(tmp_path / "a", progress=False),
+                       reference="imagenet-val", embedder=first, similarity=similarity,
+                       cache_dir=cache)
     assert first.calls > 0 and list(cache.glob("*.npy"))
     second = FakeEmbedder()
-    m2 = build_dataset(spec, inputs, tmp_path / "b", reference="imagenet-val", sample=False,
-                       progress=False, embedder=second, similarity=similarity, cache_dir=cache)
+    m2 = build_dataset(spec, inputs, BuildOptions(tmp_path / "b", progress=False),
+                       reference="imagenet-val", embedder=second, similarity=similarity,
+                       cache_dir=cache)
     assert second.calls == 0
     assert m1["fingerprint"] == m2["fingerprint"] == built[1]["fingerprint"]

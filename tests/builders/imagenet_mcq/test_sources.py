@@ -77,8 +77,8 @@ def test_real_labels_clean_val_and_objectnet_multilabels(sources: Path, tmp_path
     assert no_label and by["imagenet-val"].dropped == len(no_label)
     assert len(by["imagenet-val"].items) == len(VAL_FILES) - len(no_label)
     assert by["objectnet"].space == tuple(sorted(c for ids in OBJECTNET.values() for c in ids))
-    manifest = build_dataset(spec, inputs, tmp_path / "ds", reference="imagenet-val",
-                             sample=False, progress=False, embedder=FakeEmbedder())
+    manifest = build_dataset(spec, inputs, BuildOptions(tmp_path / "ds", progress=False),
+                             reference="imagenet-val", embedder=FakeEmbedder())
     assert manifest["configs"]["imagenet-val-random"] == 20
     assert manifest["dropped"]["imagenet-val"] == len(no_label)
     relabelled = next(it for it in by["imagenet-val"].items if "00000008" in it.key)
