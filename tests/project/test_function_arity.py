@@ -17,7 +17,9 @@ REPO = Path(__file__).resolve().parents[2]
 SOURCE_ROOTS = ("vlmrobust", "benchmarks", "builders", "evaluation", "leaderboard")
 MAX_PARAMS = 8
 
-_PENDING = "internal; not yet grouped into a record (issue 38.3, after predict_dataset)"
+_MCQ = "imagenet-mcq builder internals, one over; not regrouped in this pass"
+_CHARTS = ("issue 37.3 reworked the probit charts (clip marks) in parallel; one frozen axes "
+           "record for the three is the fix, not rebased onto that rework in this pass")
 
 # "path::qualified name" -> why it keeps more than MAX_PARAMS parameters for now
 ALLOWED: dict[str, str] = {
@@ -42,19 +44,27 @@ ALLOWED: dict[str, str] = {
         "a numba kernel: scalars and arrays only, no records",
     "builders/corruptions/filters.py::_bilinear":
         "a numba kernel: scalars and arrays only, no records",
-    # internal, outputs pinned by tests; grouped one by one after the run spec landed
-    "builders/imagenet_mcq/card.py::render_card": _PENDING,
-    "builders/imagenet_mcq/distractors.py::wordnet_item_distractors": _PENDING,
-    "builders/imagenet_mcq/questions.py::make_row": _PENDING,
-    "builders/ood/build.py::write_ood": _PENDING,
-    "evaluation/discover/sample.py::run_sample": _PENDING,
-    "evaluation/discover/taxonomy.py::build_taxonomy": _PENDING,
-    "evaluation/discover/train.py::run_train": _PENDING,
-    "evaluation/discover/train.py::_train": _PENDING,
-    "leaderboard/charts/probit.py::shift_chart": _PENDING,
-    "leaderboard/charts/svg.py::_point": _PENDING,
-    "leaderboard/charts/svg.py::probit_scatter": _PENDING,
-    "leaderboard/site/publish.py::publish_site": _PENDING,
+    "builders/imagenet_mcq/card.py::render_card": _MCQ,
+    "builders/imagenet_mcq/distractors.py::wordnet_item_distractors": _MCQ,
+    "builders/imagenet_mcq/questions.py::make_row": _MCQ,
+    "builders/ood/dataset.py::write_ood":
+        "moved by the import-circles item (38.4) while it was regrouped; the OodParts "
+        "record was not rebased onto the move in this pass",
+    "evaluation/discover/sample.py::run_sample":
+        "regrouped (SampleConfig) in the next commit, landed apart for its slow test",
+    "evaluation/discover/taxonomy.py::build_taxonomy":
+        "keyword-only options mirroring `discover taxonomy`'s flags (tagger/namer url, key, "
+        "device); not regrouped in this pass",
+    "evaluation/discover/train.py::run_train":
+        "the roles and data of one `discover train` run; its end-to-end test trains GRPO "
+        "for many minutes on the shared machine, so the regrouping waits for a quieter one",
+    "evaluation/discover/train.py::_train": "run_train's body; follows run_train",
+    "leaderboard/site/publish.py::publish_site":
+        "one over, keyword-only (`leaderboard publish`'s flags); its scoring inputs are "
+        "build_site's too and should become one record for both",
+    "leaderboard/charts/probit.py::shift_chart": _CHARTS,
+    "leaderboard/charts/svg.py::_point": _CHARTS,
+    "leaderboard/charts/svg.py::probit_scatter": _CHARTS,
 }
 
 
