@@ -59,6 +59,9 @@ ALLOWED: dict[str, str] = {
         "the roles and data of one `discover train` run; its end-to-end test trains GRPO "
         "for many minutes on the shared machine, so the regrouping waits for a quieter one",
     "evaluation/discover/train.py::_train": "run_train's body; follows run_train",
+    "leaderboard/site/publish.py::build_site":
+        "one over since copy_submissions' landing, keyword-only; the same scoring inputs "
+        "as publish_site, one record for both is the fix",
     "leaderboard/site/publish.py::publish_site":
         "one over, keyword-only (`leaderboard publish`'s flags); its scoring inputs are "
         "build_site's too and should become one record for both",
