@@ -18,8 +18,7 @@ import pyarrow as pa
 from vlmrobust.core.classes import load_imagenet_classes
 from vlmrobust.core.text.matcher import class_synonyms, match_option
 from vlmrobust.evaluation.predictions.read import predictions_from_table
-from vlmrobust.evaluation.scoring.dataset import score_report
-from vlmrobust.evaluation.scoring.row_results import row_results
+from vlmrobust.evaluation.scoring.dataset import row_results, score_report
 from vlmrobust.evaluation.validate.check import validate_against
 from vlmrobust.evaluation.validate.dataset_index import DatasetIndex
 
