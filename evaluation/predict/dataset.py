@@ -28,6 +28,7 @@ from vlmrobust.core.text.public_names import publishable_meta
 from vlmrobust.evaluation.predict import label_rows
 from vlmrobust.evaluation.predict.batches import run_batches
 from vlmrobust.evaluation.predict.distributed import DistContext, init_distributed
+from vlmrobust.evaluation.predict.micro_batch import recorded_micro_batch, settle_micro_batch
 from vlmrobust.evaluation.predict.model import (
     FIXED_MODES,
     adapter_spec,
@@ -137,9 +138,17 @@ def _run(spec: RunSpec, after_batch: Callable[[int], None] | None) -> Path:
             choose_threads(spec.backend.threads, pdir) if ctx.is_main else 0))
         saved_threads = set_threads(chosen)
         run_key = _run_key(spec, plan, chosen)
+        micro = recorded_micro_batch(pdir) if ctx.is_main else None
+        if micro is not None:  # chosen once the model has loaded, by a probe
+            run_key["micro_batch"] = micro
         if ctx.is_main:
             check_journal(pdir, run_key)  # a mismatch fails before the model loads
         adapter = _load_checked(spec, plan)
+        micro = ctx.broadcast_from_main(
+            settle_micro_batch(adapter, micro, len(plan.rows) if ctx.is_main else 0))
+        settle_micro_batch(adapter, micro, 0)  # every rank runs rank 0's
+        if micro is not None:
+            run_key["micro_batch"] = micro
         ctx.barrier()
         if ctx.is_main:
             start_journal(pdir, run_key)
@@ -147,6 +156,8 @@ def _run(spec: RunSpec, after_batch: Callable[[int], None] | None) -> Path:
         merged = _predict_rows(spec, plan, adapter, ctx, pdir, after_batch)
         if ctx.is_main:
             meta = _meta(adapter, spec, plan, chosen, ctx)
+            if micro is not None:
+                meta["micro_batch"] = micro
             _merge(spec.out, plan.rows, merged, pdir, publishable_meta(meta, spec.name,
                                                                        is_local_path))
         ctx.barrier()

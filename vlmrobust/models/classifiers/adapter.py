@@ -12,7 +12,6 @@ the local HF cache or the given checkpoint).
 
 from __future__ import annotations
 
-import hashlib
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -29,11 +28,15 @@ from vlmrobust.models.base import (
     pad_rows,
     row_options,
 )
+from vlmrobust.models.classifiers.micro_batch import (
+    CPU_MICRO_BATCH,
+    PROBE_SIZES,
+    fastest_micro_batch,
+)
 from vlmrobust.models.label_logits import ImagenetGroups, imagenet_groups, per_row, space_logits
-from vlmrobust.models.runtime import preferred_dtype, to_pil
+from vlmrobust.models.runtime import pixel_digest, preferred_dtype, to_pil
 
 NUM_CLASSES = NUM_IMAGENET_CLASSES
-CPU_MICRO_BATCH = 4
 CLASSIFIER_COLUMNS = ("id", "image", "question", "options", "option_class_ids")
 
 
@@ -60,16 +63,8 @@ LOGITS_CACHE_SIZE = 50_000
 _LOGITS_CACHE: OrderedDict[tuple[str, bytes], np.ndarray] = OrderedDict()
 
 
-def pixel_digest(image: Any) -> bytes:
-    """A digest of an image's RGB pixels (not its encoding): a decoded PNG and the
-    PIL image it was saved from have the same digest."""
-    arr = np.ascontiguousarray(np.asarray(to_pil(image)))  # to_pil gives RGB already
-    # sha256 runs on the CPU's SHA extensions: 0.17 ms for a 320² image where
-    # blake2b took 0.33 ms, on the per-image path of every classifier run
-    h = hashlib.sha256(np.asarray(arr.shape, dtype=np.int64).tobytes())
-    h.update(arr.data)
-    return h.digest()[:16]
-
+# "name/threads" -> the micro-batch probe_micro_batch chose in this process
+_PROBED: dict[str, int] = {}
 
 # name -> loader(device) for the classifiers known by short name
 CLASSIFIERS: Registry[Callable[[Any], ClassifierModel]] = Registry("classifier")
@@ -94,7 +89,8 @@ class ClassifierAdapter:
         self._torch = torch
         # On CPU, small chunks keep activations in cache: 4 images per forward ran
         # ~1.5-2x faster per image than 16-32 on a 2-core machine (same results up
-        # to float rounding). GPUs take the whole batch.
+        # to float rounding); a long run probes for this CPU's fastest
+        # (probe_micro_batch). GPUs take the whole batch.
         self.micro_batch = CPU_MICRO_BATCH if device.type == "cpu" else None
         self._groups: dict[LabelSpace, ImagenetGroups] = {}
 
@@ -122,10 +118,34 @@ class ClassifierAdapter:
                               for i in range(0, len(x), step)])
 
     def _cache_tag(self) -> str:
-        # the thread count changes CPU rounding too: a run with --threads 1 must
-        # not be served logits another thread count computed in this process
-        threads = f"/{self._torch.get_num_threads()}" if self.device.type == "cpu" else ""
-        return f"{self.name}@{self.device}{threads}"
+        # the thread count and the micro-batch change CPU rounding too: a run with
+        # --threads 1 must not be served logits another count computed in this process
+        if self.device.type != "cpu":
+            return f"{self.name}@{self.device}"
+        return f"{self.name}@{self.device}/{self._torch.get_num_threads()}/{self.micro_batch}"
+
+    def probe_micro_batch(self) -> int | None:
+        """Set :attr:`micro_batch` to the fastest on this CPU at the current
+        thread count (:func:`fastest_micro_batch`, on fixed random pixels; once
+        per process for a name and thread count); None on a GPU (whole batches)."""
+        if self.device.type != "cpu":
+            return None
+        torch = self._torch
+        key = f"{self.name}/{torch.get_num_threads()}"
+        if key not in _PROBED:
+            from PIL import Image
+
+            shape = self.model.preprocess(Image.new("RGB", (256, 256))).shape
+            pixels = torch.from_numpy(np.random.default_rng(0).standard_normal(
+                (max(PROBE_SIZES), *shape), dtype=np.float32))
+
+            def forward(b: int) -> None:
+                with torch.inference_mode():
+                    self.model.features(pixels[:b])
+
+            _PROBED[key] = fastest_micro_batch(forward)[0]
+        self.micro_batch = _PROBED[key]
+        return self.micro_batch
 
     def class_logits(self, images: Sequence[Any]) -> np.ndarray:
         """float32 (B, num_classes) logits over all classes (cached per pixels)."""
