@@ -17,7 +17,8 @@ anywhere). Primitives:
 Which of the last two a server offers is probed when the backend loads (those the
 mode needs), with one one-token text-only request each; a reader that needs a
 missing one is refused in one line naming the server and the missing feature.
-Requests run ``concurrency`` at a time and go through the response cache
+Requests run ``concurrency`` at a time (over all calls together, so predict
+keeps that many in flight across its batches) and go through the response cache
 (endpoint_cache), so a resumed or repeated run sends only what it has not
 received before.
 
@@ -40,6 +41,7 @@ import numpy as np
 
 from vlmrobust.core.errors import UnsupportedReaderError, VlmrobustError
 from vlmrobust.core.files.bounded import MIB
+from vlmrobust.core.ordered_threads import DaemonPool, SingleFlight
 from vlmrobust.core.text.public_names import public_name
 from vlmrobust.models.backends import endpoint_protocol as proto
 from vlmrobust.models.backends.base import (
@@ -132,6 +134,12 @@ class EndpointBackend:
         self.cache = ResponseCache(root, options.max_response_bytes)
         self.sent = 0  # request bodies that went to the server (not answered by the cache)
         self._lock = threading.Lock()
+        # requests in flight over every call at once (one pool of threads): predict
+        # reads several batches together (evaluation/predict/batches.py), so this
+        # is a sliding window over the run, whatever its batch size
+        self.in_flight = options.concurrency
+        self._pool = DaemonPool(options.concurrency, "endpoint")
+        self._flight = SingleFlight()
         self._version: tuple[str | None] | None = None
         self._limit: tuple[tuple[int, str] | None] | None = None
         self._stop_ok: bool | None = None  # whether the server takes stop strings
@@ -168,6 +176,14 @@ class EndpointBackend:
                 return parse(hit)
             except EndpointError:
                 pass
+        if self.cache.root is None:
+            return self._send(path, body, parse, sent, key)
+        # through the cache, one request per content: the same row in two batches
+        # of predict's window is sent once, the other waits for its answer
+        return self._flight.do(key, lambda: self._send(path, body, parse, sent, key))
+
+    def _send(self, path: str, body: Mapping[str, Any], parse: Callable[[Any], R],
+              sent: dict[str, Any], key: str) -> R:
         with self._lock:
             self.sent += 1
         try:
@@ -209,7 +225,12 @@ class EndpointBackend:
         return True
 
     def _map(self, fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
-        return in_order(fn, items, self.options.concurrency)
+        return in_order(fn, items, self.options.concurrency, self._pool)
+
+    def stop_queued(self) -> int:
+        """Cancel the requests waiting for a slot (predict stopped: an error, Ctrl-C);
+        those in flight end on their own and are cached."""
+        return self._pool.cancel_queued()
 
     # ---- capabilities ----
 

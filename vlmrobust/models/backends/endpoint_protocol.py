@@ -25,7 +25,14 @@ _DATA_URL = re.compile(r"data:image/png;base64,[A-Za-z0-9+/=]+")
 
 def image_data_url(image: Any) -> str:
     """The image as ``data:image/png;base64,...`` (PNG: lossless, so the server
-    decodes the very pixels the in-process backend would see)."""
+    decodes the very pixels the in-process backend would see), encoded once
+    per distinct pixels (endpoint_images)."""
+    from vlmrobust.models.backends.endpoint_images import cached_data_url
+
+    return cached_data_url(image, encode_png)
+
+
+def encode_png(image: Any) -> str:
     from vlmrobust.models.runtime import to_pil
 
     buf = io.BytesIO()
