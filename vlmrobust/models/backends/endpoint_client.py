@@ -9,14 +9,12 @@ The API key is read from the environment when a request is made, sent only in th
 
 from __future__ import annotations
 
-import contextlib
 import email.utils
 import http.client
 import json
 import math
 import os
 import socket
-import threading
 import time
 import urllib.error
 import urllib.parse
@@ -27,6 +25,7 @@ from typing import Any
 
 from vlmrobust.core.errors import VlmrobustError
 from vlmrobust.core.files.bounded import MIB, parse_json_bounded
+from vlmrobust.models.backends.endpoint_deadline import OPENER, Deadline
 
 RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
 
@@ -126,77 +125,6 @@ def retry_after_seconds(value: str | None, now: float | None = None) -> float | 
     return max(when - (time.time() if now is None else now), 0.0)
 
 
-class _NoRedirect(urllib.request.HTTPRedirectHandler):
-    """A 3xx answer is an error (HTTPError), never followed."""
-
-    def redirect_request(self, req: Any, fp: Any, code: int, msg: str, headers: Any,
-                         newurl: str) -> None:
-        return None
-
-
-class _Deadline:
-    """Ends one request at ``seconds`` after it started, whatever the server does:
-    a socket timeout only bounds each read, so a server that drips a byte every
-    half second, or sends ``100 Continue`` forever, would otherwise hold the
-    request without end. At the deadline the request's sockets are shut down;
-    the read in progress then fails and ``expired`` says why."""
-
-    def __init__(self, seconds: float) -> None:
-        self.expired = False
-        self._socks: list[socket.socket] = []
-        self._lock = threading.Lock()
-        self._timer = threading.Timer(seconds, self._fire)
-        self._timer.daemon = True
-
-    def watch(self, sock: socket.socket) -> None:
-        with self._lock:
-            self._socks.append(sock)
-            if self.expired:
-                self._shut(sock)
-
-    @staticmethod
-    def _shut(sock: socket.socket) -> None:
-        with contextlib.suppress(OSError):  # already closed
-            sock.shutdown(socket.SHUT_RDWR)
-
-    def _fire(self) -> None:
-        with self._lock:
-            self.expired = True
-            for sock in self._socks:
-                self._shut(sock)
-
-    def __enter__(self) -> _Deadline:
-        self._timer.start()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self._timer.cancel()
-
-    def handlers(self) -> list[urllib.request.BaseHandler]:
-        """urllib handlers whose connections report their socket to this deadline."""
-        deadline = self
-
-        class Http(http.client.HTTPConnection):
-            def connect(self) -> None:
-                super().connect()
-                deadline.watch(self.sock)
-
-        class Https(http.client.HTTPSConnection):
-            def connect(self) -> None:
-                super().connect()
-                deadline.watch(self.sock)
-
-        class HttpHandler(urllib.request.HTTPHandler):
-            def http_open(self, req: Any) -> Any:
-                return self.do_open(Http, req)
-
-        class HttpsHandler(urllib.request.HTTPSHandler):
-            def https_open(self, req: Any) -> Any:
-                return self.do_open(Https, req, context=getattr(self, "_context", None))
-
-        return [HttpHandler(), HttpsHandler()]
-
-
 class _Retryable(Exception):
     def __init__(self, reason: str, retry_after: float | None = None,
                  status: int | None = None) -> None:
@@ -272,13 +200,9 @@ class HttpClient:
                                      method="POST" if data is not None else "GET")
         seconds = timeout_s or self.timeout_s
         late = f"no response within {seconds:g} s"
-        with _Deadline(seconds) as deadline:
-            # direct connections only, no redirects: neither a proxy from the environment
-            # nor the host a redirect names may see the key (urllib forwards Authorization)
-            opener = urllib.request.build_opener(urllib.request.ProxyHandler({}), _NoRedirect(),
-                                                 *deadline.handlers())
+        with Deadline(seconds) as deadline:  # no proxy, no redirects (endpoint_deadline)
             try:
-                raw = self._exchange(opener, req, url, seconds)
+                raw = self._exchange(OPENER, req, url, seconds)
             except (_Retryable, EndpointError):
                 if deadline.expired:
                     raise _Retryable(late) from None
