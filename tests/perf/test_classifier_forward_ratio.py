@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import io
 import math
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -35,7 +36,9 @@ from tests.perf.test_predict_throughput import _dataset, _interleaved, _one_core
 torch = pytest.importorskip("torch")
 F = torch.nn.functional
 
-N_IMAGES = 555
+# the 555 images; fewer (VLMROBUST_PERF_IMAGES) for a quick look on a
+# loaded machine, where predict then keeps its default micro-batch (< 512 rows)
+N_IMAGES = int(os.environ.get("VLMROBUST_PERF_IMAGES", "555"))
 ROUNDS = 5
 BATCH = 32
 TARGET = 0.95
