@@ -133,7 +133,7 @@ def test_predict_vs_fastest_hand_forward(tmp_path: Path) -> None:
             adapter = load_adapter("classifier:efficientnet-lite0", device="cpu")
             load_s = (time.perf_counter() - t0, time.process_time() - c0)
             t0, c0 = time.perf_counter(), time.process_time()
-            adapter.probe_micro_batch()
+            probed = adapter.probe_micro_batch()
             probe_s = (time.perf_counter() - t0, time.process_time() - c0)
             hand = HandLite(adapter.model.module)
             pre = adapter.model.preprocess
@@ -159,7 +159,8 @@ def test_predict_vs_fastest_hand_forward(tmp_path: Path) -> None:
     got = _predict_logits(tmp_path / "p0.parquet")
     micro = read_prediction_meta(tmp_path / "p0.parquet")["micro_batch"]
     print(f"\nEfficientNet-Lite0, {N_IMAGES} images, 1 torch thread pinned to core {core}, "
-          f"{ROUNDS} interleaved rounds; predict micro-batch {micro} (its probe), hand-written "
+          f"{ROUNDS} interleaved rounds; predict micro-batch {micro} (its probe chose {probed}; "
+          f"runs under 512 rows keep the default), hand-written "
           f"micro-batch {hand_step} (fastest of "
           + ", ".join(f"{s}: {1000 * t / 64:.1f}" for s, t in per_size.items())
           + " ms CPU/img)")

@@ -61,10 +61,10 @@ def test_short_run_keeps_the_default_long_run_probes(
     short = predict_dataset(lite0, dataset, tmp_path / "short.parquet", batch_size=4,
                             progress=False, threads=1)
     assert read_prediction_meta(short)["micro_batch"] == clf.CPU_MICRO_BATCH
-    calls = probing(monkeypatch, 2)
+    calls = probing(monkeypatch, 4)
     long = predict_dataset(lite0, dataset, tmp_path / "long.parquet", batch_size=4,
                            progress=False, threads=1)
-    assert calls == [2] and read_prediction_meta(long)["micro_batch"] == 2
+    assert calls == [4] and read_prediction_meta(long)["micro_batch"] == 4
     # the same rows either way, up to the rounding of another batch size
     np.testing.assert_allclose(logits(long), logits(short), rtol=0, atol=1e-5)
     monkeypatch.setattr(micro_mod, "PROBE_MIN_ROWS", 10**9)
@@ -77,7 +77,7 @@ def test_short_run_keeps_the_default_long_run_probes(
 def test_resume_keeps_the_journal_micro_batch(
         tmp_path: Path, dataset: Path, lite0: clf.ClassifierAdapter,
         monkeypatch: pytest.MonkeyPatch) -> None:
-    calls = probing(monkeypatch, 2)
+    calls = probing(monkeypatch, 4)
     whole = predict_dataset(lite0, dataset, tmp_path / "whole.parquet", batch_size=2,
                             progress=False, threads=1)
     out = tmp_path / "p.parquet"
@@ -87,14 +87,14 @@ def test_resume_keeps_the_journal_micro_batch(
         seen.append(lite0.micro_batch)
         raise KeyboardInterrupt
 
-    probing(monkeypatch, 2)
+    probing(monkeypatch, 4)
     with pytest.raises(KeyboardInterrupt):
         predict_dataset(lite0, dataset, out, batch_size=2, progress=False, threads=1,
                         after_batch=stop)
-    assert json.loads((partial_dir(out) / "run.json").read_text())["micro_batch"] == 2
+    assert json.loads((partial_dir(out) / "run.json").read_text())["micro_batch"] == 4
     calls = probing(monkeypatch, 8)  # a probe now would choose 8
     predict_dataset(lite0, dataset, out, batch_size=2, progress=False, threads=1,
                     after_batch=lambda n: seen.append(lite0.micro_batch))
-    assert calls == [] and seen == [2, 2, 2]
-    assert read_prediction_meta(out)["micro_batch"] == 2
+    assert calls == [] and seen == [4, 4, 4]
+    assert read_prediction_meta(out)["micro_batch"] == 4
     np.testing.assert_array_equal(logits(out), logits(whole))

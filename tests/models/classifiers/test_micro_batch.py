@@ -33,16 +33,18 @@ def fake(cost: dict[int, float]) -> tuple[Any, Any, list[int]]:
 
 def test_fastest_wins_beyond_the_margin() -> None:
     forward, clock, calls = fake({1: 0.030, 2: 0.020, 4: 0.025, 8: 0.040})
-    chosen, per_image = fastest_micro_batch(forward, clock=clock)
+    chosen, per_image = fastest_micro_batch(forward, clock=clock, default=4)
     assert chosen == 2 and per_image == pytest.approx({1: 0.030, 2: 0.020, 4: 0.025, 8: 0.040})
     assert calls == [1, 1, 2, 2, 4, 4, 8, 8]  # one untimed forward before each timed one
 
 
 def test_default_kept_within_the_margin() -> None:
     forward, clock, _ = fake({1: 0.030, 2: 0.0243, 4: 0.025, 8: 0.040})  # 2.8 % faster
-    assert fastest_micro_batch(forward, clock=clock)[0] == CPU_MICRO_BATCH
+    assert fastest_micro_batch(forward, clock=clock, default=4)[0] == 4
     forward, clock, _ = fake({1: 0.030, 2: 0.0243, 4: 0.025, 8: 0.040})
-    assert fastest_micro_batch(forward, clock=clock, margin=0.0)[0] == 2
+    assert fastest_micro_batch(forward, clock=clock, default=4, margin=0.0)[0] == 2
+    forward, clock, _ = fake({1: 0.030, 2: 0.0243, 4: 0.025, 8: 0.040})
+    assert fastest_micro_batch(forward, clock=clock)[0] == CPU_MICRO_BATCH
 
 
 @pytest.mark.parametrize(("kwargs", "bad"), [
@@ -98,7 +100,7 @@ def test_logits_cache_keeps_micro_batches_apart(lite0: clf.ClassifierAdapter,
         lite0.class_logits([image])
         lite0.micro_batch = 4
         lite0.class_logits([image])
-        lite0.class_logits([image])
+        lite0.class_logits([image])  # served from the cache
     finally:
         lite0.micro_batch = CPU_MICRO_BATCH
     assert forwards == [1, 1]

@@ -87,7 +87,7 @@ class ClassifierAdapter:
         self.params = int(sum(p.numel() for p in model.module.parameters()))
         self._autocast_dtype = preferred_dtype(device)
         self._torch = torch
-        # On CPU, small chunks keep activations in cache: 4 images per forward ran
+        # On CPU, small chunks keep activations in cache: 2-4 images per forward ran
         # ~1.5-2x faster per image than 16-32 on a 2-core machine (same results up
         # to float rounding); a long run probes for this CPU's fastest
         # (probe_micro_batch). GPUs take the whole batch.

@@ -15,7 +15,10 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 
-CPU_MICRO_BATCH = 4  # the fastest on the 2-core machine this was measured on
+# the fastest on the 2-core machine this was measured on: EfficientNet-Lite0,
+# channels-last, one thread, CPU ms per image at 1/2/4/8: 32.1 / 28.8 / 33.9 /
+# 38.5 (tests/perf/test_classifier_forward_ratio.py; 4 was fastest in NCHW)
+CPU_MICRO_BATCH = 2
 PROBE_SIZES = (1, 2, 4, 8)
 # ~0.6 s of forwards at 25 ms an image: repaid by a 5 % gain after ~500 images
 PROBE_MIN_ROWS = 512
