@@ -59,17 +59,33 @@ def item_seed(seed: int, image_index: int, sample: int) -> int:
     return (seed * 1_000_003 + image_index * 1009 + sample) % (2**31 - 1)
 
 
+@dataclass(frozen=True)
+class SampleConfig:
+    """How ``discover sample`` samples: the questioner's ``method`` (recorded in
+    every record), the seed of each completion, completions per image, images
+    per batch and the training step the questioner comes from."""
+
+    method: str
+    seed: int = 0
+    samples_per_image: int = 1
+    batch_size: int = 8
+    step: int = 0
+
+    def __post_init__(self) -> None:
+        if self.method not in METHODS:
+            raise VlmrobustError(f"--method {self.method!r}: use one of {list(METHODS)}")
+        if not 1 <= self.samples_per_image <= 1024 or self.batch_size < 1:
+            raise VlmrobustError("--samples-per-image must be 1..1024 and --batch-size >= 1")
+
+
 def run_sample(refs: Sequence[ImageRef], questioner: Questioner, answerer: Answerer,
-               verifier: Verifier, out: Path, *, method: str, seed: int = 0,
-               samples_per_image: int = 1, batch_size: int = 8, step: int = 0,
+               verifier: Verifier, out: Path, config: SampleConfig, *,
                skill_tagger: SkillTagger | None = None,
                progress: Callable[[int, int], None] | None = None) -> list[DiscoveryRecord]:
-    """Ask, answer, verify for every image (``samples_per_image`` completions
-    each) and write the records to ``out`` atomically."""
-    if method not in METHODS:
-        raise VlmrobustError(f"--method {method!r}: use one of {list(METHODS)}")
-    if not 1 <= samples_per_image <= 1024 or batch_size < 1:
-        raise VlmrobustError("--samples-per-image must be 1..1024 and --batch-size >= 1")
+    """Ask, answer, verify for every image (``config.samples_per_image``
+    completions each) and write the records to ``out`` atomically."""
+    method, seed, step = config.method, config.seed, config.step
+    samples_per_image, batch_size = config.samples_per_image, config.batch_size
     jobs = [(ii, s) for ii in range(len(refs)) for s in range(samples_per_image)]
     records: list[DiscoveryRecord] = []
     for start in range(0, len(jobs), batch_size):

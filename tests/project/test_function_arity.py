@@ -50,8 +50,6 @@ ALLOWED: dict[str, str] = {
     "builders/ood/dataset.py::write_ood":
         "moved by the import-circles item (38.4) while it was regrouped; the OodParts "
         "record was not rebased onto the move in this pass",
-    "evaluation/discover/sample.py::run_sample":
-        "regrouped (SampleConfig) in the next commit, landed apart for its slow test",
     "evaluation/discover/taxonomy.py::build_taxonomy":
         "keyword-only options mirroring `discover taxonomy`'s flags (tagger/namer url, key, "
         "device); not regrouped in this pass",

@@ -20,7 +20,7 @@ from vlmrobust.evaluation.discover.images import list_images
 from vlmrobust.evaluation.discover.planted import question_type
 from vlmrobust.evaluation.discover.questioner import make_questioner
 from vlmrobust.evaluation.discover.roles import make_answerer, make_verifier
-from vlmrobust.evaluation.discover.sample import run_sample
+from vlmrobust.evaluation.discover.sample import SampleConfig, run_sample
 
 
 @pytest.fixture(scope="module")
@@ -34,8 +34,8 @@ def test_sample_records_follow_the_roles(world, tmp_path) -> None:
     questioner = make_questioner(str(qdir), 2, "zero-shot", max_new_tokens=40)
     out = tmp_path / "r.jsonl"
     recs = run_sample(list_images(images), questioner, make_answerer("rule:blind=count"),
-                      make_verifier("rule:planted"), out, method="untrained", seed=5,
-                      samples_per_image=3, batch_size=4,
+                      make_verifier("rule:planted"), out,
+                      SampleConfig("untrained", seed=5, samples_per_image=3, batch_size=4),
                       skill_tagger=lambda ims, qs: [[question_type(q) or "none"] for q in qs])
     assert read_records(out) == recs
     assert len(recs) == 10 * 3 * 2
@@ -51,8 +51,8 @@ def test_sample_records_follow_the_roles(world, tmp_path) -> None:
     assert Counter(question_type(r.question) for r in recs)["count"] > 0
     # the same seed gives the same questions whatever the batch size
     again = run_sample(list_images(images), questioner, make_answerer("rule:blind=count"),
-                       make_verifier("rule:planted"), tmp_path / "b.jsonl", method="untrained",
-                       seed=5, samples_per_image=3, batch_size=7)
+                       make_verifier("rule:planted"), tmp_path / "b.jsonl",
+                       SampleConfig("untrained", seed=5, samples_per_image=3, batch_size=7))
     assert [r.question for r in again] == [r.question for r in recs]
 
 
@@ -64,8 +64,8 @@ def test_evaluate_matches_hand_computation(world, tmp_path) -> None:
     images, qdir = world
     questioner = make_questioner(str(qdir), 2, "zero-shot", max_new_tokens=40)
     recs = run_sample(list_images(images), questioner, make_answerer("rule:blind=count,color"),
-                      make_verifier("rule:planted"), tmp_path / "r.jsonl", method="untrained",
-                      samples_per_image=4)
+                      make_verifier("rule:planted"), tmp_path / "r.jsonl",
+                      SampleConfig("untrained", samples_per_image=4))
     vocab = sorted({q for qs in TEMPLATES.values() for q in qs} | {"x"})
 
     def embed(texts):  # one-hot over the phrasings: an exact, independent kernel

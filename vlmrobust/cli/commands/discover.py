@@ -136,20 +136,13 @@ def run_sample(args: argparse.Namespace) -> int:
     from vlmrobust.evaluation.discover.images import list_images
     from vlmrobust.evaluation.discover.questioner import make_questioner
     from vlmrobust.evaluation.discover.roles import model_folders
+    from vlmrobust.evaluation.discover.sample import SampleConfig
     from vlmrobust.evaluation.discover.sample import run_sample as sample
 
     check_numbers(args)
     check_file_output(args.out, "--out", input_dirs=[args.images, *model_folders(
         args.questioner, args.answerer, args.verifier)])
     check_earlier_output(args.out, "--out", _is_records, "a records file")
-    refs = list_images(args.images, args.limit)
-    tagger = skill_tagger(args.skills)
-    questioner = make_questioner(
-        args.questioner, args.k, args.strategy, temperature=args.temperature, top_p=args.top_p,
-        max_new_tokens=args.max_new_tokens, device=args.device,
-        **({"endpoint_url": args.questioner_url, "api_key_env": args.api_key_env}
-           if args.questioner.startswith("endpoint:") else {}))
-    answerer, verifier = make_roles(args)
     run = Path(args.questioner) / "discover_run.json"
     step = 0
     if run.is_file():  # a `discover train` output: its records carry the trained step
@@ -158,9 +151,19 @@ def run_sample(args: argparse.Namespace) -> int:
         done = read_json_bounded(run, 64 * MIB, "run record").get("steps_done", 0)
         step = done if isinstance(done, int) and not isinstance(done, bool) and done >= 0 else 0
     method = args.method or ("rl" if run.is_file() else args.strategy)
-    records = sample(refs, questioner, answerer, verifier, args.out, method=method,
-                     seed=args.seed, samples_per_image=args.samples_per_image,
-                     batch_size=args.batch_size, skill_tagger=tagger, step=step)
+    # bad values refused before any model loads
+    config = SampleConfig(method, seed=args.seed, samples_per_image=args.samples_per_image,
+                          batch_size=args.batch_size, step=step)
+    refs = list_images(args.images, args.limit)
+    tagger = skill_tagger(args.skills)
+    questioner = make_questioner(
+        args.questioner, args.k, args.strategy, temperature=args.temperature, top_p=args.top_p,
+        max_new_tokens=args.max_new_tokens, device=args.device,
+        **({"endpoint_url": args.questioner_url, "api_key_env": args.api_key_env}
+           if args.questioner.startswith("endpoint:") else {}))
+    answerer, verifier = make_roles(args)
+    records = sample(refs, questioner, answerer, verifier, args.out, config,
+                     skill_tagger=tagger)
     n_valid = sum(r.valid for r in records)
     print(printable(f"wrote {args.out}: {len(records)} questions, {n_valid} valid, "
                     f"{sum(r.failure for r in records)} failures"))

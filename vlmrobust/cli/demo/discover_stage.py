@@ -81,7 +81,7 @@ def _run(folder: Path, s: DemoDiscover) -> list[dict[str, Any]]:
     from vlmrobust.evaluation.discover.planted import tag_skills
     from vlmrobust.evaluation.discover.questioner import make_questioner
     from vlmrobust.evaluation.discover.roles import make_answerer, make_verifier
-    from vlmrobust.evaluation.discover.sample import run_sample
+    from vlmrobust.evaluation.discover.sample import SampleConfig, run_sample
     from vlmrobust.evaluation.discover.tiny import make_tiny_questioner
     from vlmrobust.evaluation.discover.train import RUN_RECORD, TrainConfig, run_train
     from vlmrobust.metrics.discovery.reward import RewardConfig
@@ -125,8 +125,9 @@ def _run(folder: Path, s: DemoDiscover) -> list[dict[str, Any]]:
     for blind in (s.blind, s.second_blind):
         records += run_sample(
             list_images(images, s.sampled_images), trained, make_answerer(f"rule:blind={blind}"),
-            verifier, folder / "records" / f"blind-{blind}.jsonl", method="rl", seed=s.seed,
-            samples_per_image=s.samples_per_image, step=int(record.get("steps_done", s.steps)),
+            verifier, folder / "records" / f"blind-{blind}.jsonl",
+            SampleConfig("rl", seed=s.seed, samples_per_image=s.samples_per_image,
+                         step=int(record.get("steps_done", s.steps))),
             skill_tagger=lambda imgs, qs: [tag_skills(q) for q in qs])
         # beside each records file, the run its questioner came from: the
         # failure-discovery card states that run's settings, not defaults
