@@ -417,6 +417,10 @@ def test_full_wheel_every_subcommand(full_python: Path, tmp_path: Path,
     fd = json.loads((demo / "datasets" / "failure-discovery" / "manifest.json").read_text())
     assert fd["configs"]["open"] == 256 and fd["configs"]["mcq"] > 0
     assert "QVR" in out and (demo / "site" / "failure-modes.html").is_file()
+    # issue 37.1: the per-row details the model pages point to, one config per model--dataset
+    details_card = (demo / "details" / "README.md").read_text(encoding="utf-8")
+    assert "efficientnet-lite0--imagenet-mcq" in details_card
+    assert f"details:     {demo / 'details'}" in out
     # issue 40.1: the README calls the demo idempotent; a second run into the same
     # folder reuses every build and re-submits the same predictions (it failed on
     # retrieval's scores.json) with identical fingerprints and scores

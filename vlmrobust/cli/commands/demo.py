@@ -88,7 +88,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--fresh", action="store_true", help="rebuild every stage from scratch "
                    "(removes what earlier demos wrote in --out, listed in its "
                    ".vlmrobust-demo.json, and refuses when datasets/, predictions/, "
-                   "eval/, submissions/, site/, discover/ or reference-runs.yaml hold anything "
+                   "eval/, submissions/, site/, discover/, details/ or reference-runs.yaml hold anything "
                    "else)")
     p.set_defaults(func=run)
 
@@ -209,7 +209,9 @@ def run(args: argparse.Namespace) -> int:
                                                 if (submissions / m).is_dir()])
     site = out / "site"
     t0 = _stage(f"render the leaderboard -> {site}")
-    build_site(submissions, site, datasets=list(built.values()), reference_runs=record)
+    # the per-row details dataset a published site links (load_dataset(DIR, "<model>--<dataset>"))
+    details = out / "details"
+    build_site(submissions, site, datasets=list(built.values()), reference_runs=record, details=details)
     ledger.save()
     _done(t0)
 
@@ -223,5 +225,6 @@ def run(args: argparse.Namespace) -> int:
     if demo_discover.complete(discover):
         print(f"  discover:    {discover}/records/*.jsonl (questions, answers, verdicts), "
               "metrics.json (QVR, FDR, SD, LD), run/ (the GRPO run)")
+    print(f"  details:     {details}  (per-row results, one config per model--dataset)")
     print(f"  site:        {site / 'index.html'}")
     return 0

@@ -26,7 +26,7 @@ from vlmrobust.core.files.output_guard import kind_of
 LEDGER = ".vlmrobust-demo.json"
 # What a demo writes in its --out folder.
 DEMO_ENTRIES = ("datasets", "predictions", "eval", "submissions", "reference-runs.yaml", "site",
-                "discover")
+                "discover", "details")
 Stamp = tuple[str, int, int, int]  # kind ("d" / "f"), inode, size, mtime_ns
 
 
