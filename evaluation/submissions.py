@@ -52,7 +52,7 @@ from vlmrobust.evaluation.predictions.stored import predictions_parquet_bytes
 from vlmrobust.evaluation.schemas import check_schema
 from vlmrobust.evaluation.scoring.dataset import SCHEMA_VERSION, dumps_scores
 from vlmrobust.evaluation.scoring.registration import ScoreOptions, scorer_for
-from vlmrobust.evaluation.scoring.row_results import ROWS_NAME, rows_jsonl
+from vlmrobust.evaluation.scoring.rows.results import ROWS_NAME, rows_jsonl
 from vlmrobust.evaluation.validate.check import partial_note
 from vlmrobust.evaluation.validate.registration import dataset_kind_of, validator_for
 

@@ -44,7 +44,7 @@ from vlmrobust.leaderboard.board import (
 from vlmrobust.leaderboard.fits.bootstrap import interval, resampled_accuracy, seeded_rng
 from vlmrobust.leaderboard.fits.pairwise import adjacent_tests
 from vlmrobust.leaderboard.fits.shifts import Accuracies, imagenet_acc, strategy_fits
-from vlmrobust.leaderboard.pages.classification_numbers import classification_board
+from vlmrobust.leaderboard.pages.classification.numbers import classification_board
 from vlmrobust.leaderboard.submission import Submission
 from vlmrobust.leaderboard.trust.baselines import BaselineSpec
 from vlmrobust.leaderboard.trust.provenance import provenances

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from vlmrobust.leaderboard.fits.pair_test import PairTest
-from vlmrobust.leaderboard.pages.classification_records import ClassificationBoard
+from vlmrobust.leaderboard.pages.classification.records import ClassificationBoard
 from vlmrobust.leaderboard.shift_records import (  # noqa: F401  (imported from here too)
     BENCH_C,
     CHANCE,

@@ -3,7 +3,7 @@ kind and registers it in :data:`vlmrobust.core.kinds.SECTION_READERS`: how a
 kind's scores.json section is read beyond what every section has
 (leaderboard/scores_json.py) and what re-scoring keeps of it
 (leaderboard/trust/verify.py). A kind's page or holistic section registers
-itself in vlmrobust.leaderboard.pages.holistic.SECTIONS.
+itself in vlmrobust.leaderboard.pages.holistic.page.SECTIONS.
 
 A new kind registers a :class:`vlmrobust.core.kinds.SectionReader` from its own
 module; a kind without one has only the common fields.
@@ -21,7 +21,7 @@ from vlmrobust.core.kinds import (
     SECTION_READERS,
     SectionReader,
 )
-from vlmrobust.leaderboard.pages.ood_scores import load_ood
+from vlmrobust.leaderboard.pages.holistic.ood_scores import load_ood
 from vlmrobust.leaderboard.pages.retrieval import load_retrieval
 from vlmrobust.leaderboard.trust.evidence import (
     DatasetEvidence,

@@ -11,7 +11,7 @@ from vlmrobust.core.files.bounded import MAX_SCORES_BYTES, parse_json_bounded, r
 from vlmrobust.core.kinds import MCQ, SectionReader
 from vlmrobust.leaderboard.fields import Where
 from vlmrobust.leaderboard.pages.bench_c_stats import load_extras
-from vlmrobust.leaderboard.pages.holistic_scores import load_shape_bias
+from vlmrobust.leaderboard.pages.holistic.scores import load_shape_bias
 from vlmrobust.leaderboard.registration import reader_for
 from vlmrobust.leaderboard.submission import (
     BENCH_C_METRICS,

@@ -156,7 +156,7 @@ class DatasetScores:
     reference_variant: str | None
     configs: tuple[ConfigScore, ...]
     bench_c: BenchCScores | None = None
-    # cue-conflict configs: config -> shape bias (vlmrobust.leaderboard.pages.holistic_scores)
+    # cue-conflict configs: config -> shape bias (vlmrobust.leaderboard.pages.holistic.scores)
     shape_bias: Mapping[str, ShapeBiasScore] = field(default_factory=dict)
     kind: str = "mcq"
     # the kind's own blocks, as its registered section reader parsed them
@@ -170,7 +170,7 @@ class DatasetScores:
 
     @property
     def ood(self) -> OodScores | None:
-        """An ood dataset's block (vlmrobust.leaderboard.pages.ood_scores)."""
+        """An ood dataset's block (vlmrobust.leaderboard.pages.holistic.ood_scores)."""
         block: OodScores | None = self.blocks.get("ood")
         return block
 

@@ -21,7 +21,11 @@ from typing import Any
 
 from vlmrobust.core.kinds import dataset_kind
 from vlmrobust.evaluation.predictions.read import PredictionsFile, predictions_from_table
-from vlmrobust.evaluation.scoring.bench_c import BENCH_C_NOTE, BENCH_C_PAIR_METRICS, bench_c_scores
+from vlmrobust.evaluation.scoring.bench_c.block import (
+    BENCH_C_NOTE,
+    BENCH_C_PAIR_METRICS,
+    bench_c_scores,
+)
 from vlmrobust.evaluation.scoring.common import DEFAULT_SEED, SCHEMA_VERSION, derived_seed
 from vlmrobust.evaluation.scoring.guidance import DEFAULT_CFG_GRID
 from vlmrobust.evaluation.scoring.mcq import CELL_METRICS
@@ -85,7 +89,7 @@ def score(dataset_dir: Path | str, predictions: Path | str, out: Path | str, con
     from vlmrobust.core.imagenet_x import PROTOTYPES_FILE
     from vlmrobust.evaluation.outputs import check_output, write_text_output
     from vlmrobust.evaluation.predictions.meta import sidecar_path
-    from vlmrobust.evaluation.scoring.row_results import rows_jsonl, rows_path
+    from vlmrobust.evaluation.scoring.rows.results import rows_jsonl, rows_path
 
     # beside --imagenet-x, its prototypical_paths.csv is read too (core/imagenet_x.py)
     inputs = [Path(predictions), sidecar_path(predictions),

@@ -17,8 +17,8 @@ from numpy.typing import NDArray
 
 from vlmrobust.core.errors import SubmissionError
 from vlmrobust.core.imagenet_x import Annotations
-from vlmrobust.evaluation.scoring.bench_c import bench_c_scores
-from vlmrobust.evaluation.scoring.bench_c_stats import clustered_mean_ci, question_clusters
+from vlmrobust.evaluation.scoring.bench_c.block import bench_c_scores
+from vlmrobust.evaluation.scoring.bench_c.stats import clustered_mean_ci, question_clusters
 from vlmrobust.evaluation.scoring.classification import classification_section
 from vlmrobust.evaluation.scoring.common import dataset_entry, derived_seed, scores_document
 from vlmrobust.evaluation.scoring.common import json_num as _num

@@ -33,7 +33,7 @@ from vlmrobust.evaluation.scoring.retrieval import (
     retrieval_summary,
     stored_bytes,
 )
-from vlmrobust.evaluation.scoring.row_results import classification_rows, option_rows
+from vlmrobust.evaluation.scoring.rows.results import classification_rows, option_rows
 from vlmrobust.evaluation.validate.check import ValidationReport
 from vlmrobust.evaluation.validate.retrieval import RetrievalReport
 

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from vlmrobust.core.errors import VlmrobustError
-from vlmrobust.evaluation.scoring.bench_c_stats import pairing_for
+from vlmrobust.evaluation.scoring.bench_c.stats import pairing_for
 from vlmrobust.evaluation.validate.dataset_index import FAMILY_COLUMNS, DatasetIndex
 from vlmrobust.leaderboard.fits.pairwise import (
     BENCH_C_COLUMNS,

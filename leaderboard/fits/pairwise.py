@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from vlmrobust.evaluation.scoring.bench_c_stats import Pairing, pairing_for
+from vlmrobust.evaluation.scoring.bench_c.stats import Pairing, pairing_for
 from vlmrobust.leaderboard.board import BENCH_C, IMAGENET, IMAGEWIKIQA, REFERENCE, Leaderboard
 from vlmrobust.leaderboard.fits import lines as fit
 from vlmrobust.leaderboard.fits.bootstrap import seeded_rng

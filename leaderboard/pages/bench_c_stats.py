@@ -1,5 +1,5 @@
 """Read the Bench-C statistics of a ``scores.json`` beyond the point estimates
-(evaluation/scoring/bench_c_stats.py, bench_c_sensitivity.py): ``intervals`` (clustered
+(evaluation/scoring/bench_c/stats.py, bench_c_sensitivity.py): ``intervals`` (clustered
 bootstrap), seed 003's ``sensitivity`` analysis (Table 2), the
 ``corruption_effect`` t-tests and the ``accuracy_gain`` cells (Table 3). Every
 value is checked (numbers finite and in range, names known); a problem names

@@ -13,7 +13,7 @@ from typing import Any
 from vlmrobust.leaderboard.board import Leaderboard
 from vlmrobust.leaderboard.fields import Where
 from vlmrobust.leaderboard.pages.formatting import data_v, pct
-from vlmrobust.leaderboard.pages.holistic_table import SECTIONS, Cell, Section, grouped, make_row
+from vlmrobust.leaderboard.pages.holistic.table import SECTIONS, Cell, Section, grouped, make_row
 
 DIRECTIONS = (("image_to_text", "image→text"), ("text_to_image", "text→image"))
 KS = (1, 5, 10)

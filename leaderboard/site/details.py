@@ -9,7 +9,7 @@ one model's rows on one dataset with ``load_dataset``, without vlmrobust::
 
     load_dataset(DETAILS, "<model>--<dataset>", split="test")
 
-A config's rows are evaluation/scoring/row_details.py's, recomputed from the
+A config's rows are evaluation/scoring/rows/details.py's, recomputed from the
 stored predictions while re-scoring (a submitted ``rows.jsonl`` is never read).
 The folder is pushed as is to :data:`vlmrobust.benchmarks.hub_names.DETAILS_REPO`
 by builders/hub.py's :func:`push_dataset` (tag ``v<release>``); the model pages

@@ -40,7 +40,7 @@ from vlmrobust.leaderboard.pages.bench_c import (
     per_corruption,
     sensitivity_rows,
 )
-from vlmrobust.leaderboard.pages.classification import classification_page
+from vlmrobust.leaderboard.pages.classification.page import classification_page
 from vlmrobust.leaderboard.pages.completeness import default_completeness
 from vlmrobust.leaderboard.pages.formatting import (
     data_v,
@@ -53,7 +53,7 @@ from vlmrobust.leaderboard.pages.formatting import (
     times,
     tone,
 )
-from vlmrobust.leaderboard.pages.holistic import holistic_sections
+from vlmrobust.leaderboard.pages.holistic.page import holistic_sections
 from vlmrobust.leaderboard.pages.retrieval import retrieval_sections  # noqa: F401  (registers)
 from vlmrobust.leaderboard.site import paged
 from vlmrobust.leaderboard.site.check import SCRIPT_FILE, STYLE_FILE

@@ -90,7 +90,7 @@ def _pair_ras(report: Any) -> NDArray[np.float64] | None:
     if report.aligned.logits is None or not {"source_id", "corruption", "severity"} <= set(
             index.columns):
         return None
-    from vlmrobust.evaluation.scoring.bench_c_stats import pairing_for
+    from vlmrobust.evaluation.scoring.bench_c.stats import pairing_for
     from vlmrobust.metrics.bench_c.ras import pair_metrics
     from vlmrobust.metrics.uncertainty import softmax
 
@@ -123,7 +123,7 @@ def evidence_from_report(report: Any) -> DatasetEvidence:
 def details_download(report: Any) -> bytes:
     """The report's per-row details as parquet, byte-identical for the same predictions."""
     from vlmrobust.evaluation.scoring.dataset import row_results
-    from vlmrobust.evaluation.scoring.row_details import details_parquet
+    from vlmrobust.evaluation.scoring.rows.details import details_parquet
 
     return details_parquet(report, row_results(report))
 
@@ -132,7 +132,7 @@ def retrieval_evidence(report: Any) -> DatasetEvidence:
     """The evidence of a :class:`vlmrobust.evaluation.validate.retrieval.RetrievalReport`:
     the content digest covers each config's ids and its image and caption embeddings."""
     from vlmrobust.evaluation.scoring.retrieval import retrieval_rows
-    from vlmrobust.evaluation.scoring.row_details import details_parquet
+    from vlmrobust.evaluation.scoring.rows.details import details_parquet
 
     meta = dict(report.meta or {})
     digest = hashlib.sha256()
@@ -152,7 +152,7 @@ def retrieval_evidence(report: Any) -> DatasetEvidence:
 def file_evidence(report: Any, rows: list[dict[str, Any]]) -> DatasetEvidence:
     """The evidence of a kind that registers none: the predictions file's sha256
     stands for its content, ``rows`` (its scorer's) for the details."""
-    from vlmrobust.evaluation.scoring.row_details import details_parquet
+    from vlmrobust.evaluation.scoring.rows.details import details_parquet
 
     meta = dict(report.meta or {})
     adapter = meta.get("adapter")

@@ -102,7 +102,7 @@ def test_the_leaderboard_csv_carries_every_text_rule(tmp_path) -> None:  # type:
     from tests.fixtures.score import write_meta
     from vlmrobust.evaluation.scoring.dataset import score_report
     from vlmrobust.evaluation.validate.check import validate
-    from vlmrobust.leaderboard.pages.classification import _extras, csv_columns
+    from vlmrobust.leaderboard.pages.classification.page import _extras, csv_columns
     from vlmrobust.leaderboard.scores_json import parse_scores
 
     ds = write_classification(tmp_path / "ds", n=4, k=None)

@@ -33,7 +33,7 @@ from vlmrobust.core.kinds import (
     QuestionKind,
 )
 from vlmrobust.core.registry import Registry
-from vlmrobust.leaderboard.pages.holistic import SECTIONS
+from vlmrobust.leaderboard.pages.holistic.page import SECTIONS
 
 KIND = "toy-count"
 TOY = Path(__file__).resolve().parents[1] / "fixtures" / "toy_kind"

@@ -21,7 +21,7 @@ from tests.fixtures import vlm as vlm_fixtures
 from tests.fixtures.ood import dataset_ids, write_ood
 from vlmrobust.cli.main import main
 from vlmrobust.evaluation.predictions.meta import read_prediction_meta
-from vlmrobust.evaluation.scoring.row_results import rows_path
+from vlmrobust.evaluation.scoring.rows.results import rows_path
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 
 from tests.perf.test_score_speed import MANIFEST, N_ROWS, _dataset_columns
-from vlmrobust.evaluation.scoring.bench_c_stats import Pairing, pairing_for
+from vlmrobust.evaluation.scoring.bench_c.stats import Pairing, pairing_for
 from vlmrobust.evaluation.validate.dataset_index import DatasetIndex
 from vlmrobust.leaderboard.aggregate import aggregate
 from vlmrobust.leaderboard.fits.pairwise import adjacent_tests

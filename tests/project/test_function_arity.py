@@ -36,7 +36,7 @@ ALLOWED: dict[str, str] = {
     "evaluation/scoring/dataset.py::score":
         "public scoring entry point; scoring/ is being reorganised by the kind-registry "
         "item (issue 38.1) in parallel",
-    "evaluation/scoring/bench_c_stats.py::intervals":
+    "evaluation/scoring/bench_c/stats.py::intervals":
         "scoring/ is being reorganised by the kind-registry item in parallel",
     "evaluation/predict/batches.py::run_batches":
         "batches.py is being changed by the endpoint in-flight window item in parallel",

@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from vlmrobust.evaluation.scoring.bench_c_stats import accuracy_gain
+from vlmrobust.evaluation.scoring.bench_c.stats import accuracy_gain
 from vlmrobust.metrics.bench_c.ras import delta_accuracy, quadrant, ras
 from vlmrobust.metrics.bench_c.sensitivity import one_sided_p
 

@@ -248,7 +248,7 @@ def test_accuracy_gain_categories_at_the_boundaries(ds: float | None, dc: float,
                                                     ) -> None:
     """The quadrant rule's boundaries: ΔS = 0 or ΔC = 0 count as "not increased"
     (ΔS ≤ 0 overconfident/stable, ΔC ≤ 0 hesitant/stable); no logits, no category."""
-    from vlmrobust.evaluation.scoring.bench_c_stats import accuracy_gain
+    from vlmrobust.evaluation.scoring.bench_c.stats import accuracy_gain
 
     cell = {"corruption": "fog", "severity": 1, "n": 4,
             "transitions": {"RR": 1, "RW": 0, "WR": 2, "WW": 1},

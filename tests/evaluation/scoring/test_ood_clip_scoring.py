@@ -22,7 +22,7 @@ from vlmrobust.evaluation.predict.dataset import predict_dataset
 from vlmrobust.evaluation.predict.spec import BackendOptions, RunSpec
 from vlmrobust.evaluation.predictions.meta import read_prediction_meta
 from vlmrobust.evaluation.scoring.dataset import score
-from vlmrobust.evaluation.scoring.row_results import rows_path
+from vlmrobust.evaluation.scoring.rows.results import rows_path
 
 SCALE = 23.0  # not CLIP's 100: the scorer must take it from the metadata
 

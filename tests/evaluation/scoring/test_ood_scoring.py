@@ -17,7 +17,7 @@ from tests.fixtures.ood import dataset_ids, ood_rows, write_logits, write_ood
 from tests.fixtures.score import write_mcq, write_meta, write_parquet
 from vlmrobust.core.errors import SubmissionError, VlmrobustError
 from vlmrobust.evaluation.scoring.dataset import score
-from vlmrobust.evaluation.scoring.row_results import rows_path
+from vlmrobust.evaluation.scoring.rows.results import rows_path
 from vlmrobust.evaluation.validate.check import validate
 
 

@@ -29,7 +29,7 @@ from vlmrobust.evaluation.predictions.read import MAX_TEXT_CHARS, read_predictio
 from vlmrobust.evaluation.predictions.write import predictions_table, write_predictions_file
 from vlmrobust.evaluation.schemas import check_schema, load_schema
 from vlmrobust.evaluation.scoring.dataset import score
-from vlmrobust.evaluation.scoring.row_results import rows_path
+from vlmrobust.evaluation.scoring.rows.results import rows_path
 from vlmrobust.evaluation.validate.check import validate
 
 CLASS_NAMES = ("tench", "goldfish", "great white shark", "tiger shark", "hammerhead")

@@ -21,7 +21,7 @@ from tests.fixtures.score import (
 )
 from vlmrobust.core.datadir import read_table
 from vlmrobust.evaluation.scoring.dataset import score
-from vlmrobust.evaluation.scoring.row_results import rows_path
+from vlmrobust.evaluation.scoring.rows.results import rows_path
 
 
 def _terms(z: list[float], answer: int) -> tuple[float, float, int, float]:

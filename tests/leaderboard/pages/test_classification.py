@@ -194,7 +194,7 @@ def test_per_class_rows_name_the_classes_of_a_dataset_directory(tmp_path: Path) 
     from tests.fixtures.classification import write_classification
     from vlmrobust.core.label_space import read_label_space
     from vlmrobust.evaluation.validate.dataset_index import load_dataset_index
-    from vlmrobust.leaderboard.pages.classification import per_class_records
+    from vlmrobust.leaderboard.pages.classification.page import per_class_records
 
     ds = write_classification(tmp_path / "ds", n=24, k=3)
     index = load_dataset_index(ds)

@@ -15,7 +15,7 @@ from scipy import stats
 
 from vlmrobust.leaderboard.aggregate import aggregate
 from vlmrobust.leaderboard.load import load_submissions
-from vlmrobust.leaderboard.pages.holistic import SECTIONS, holistic_sections
+from vlmrobust.leaderboard.pages.holistic.page import SECTIONS, holistic_sections
 from vlmrobust.leaderboard.site.render import render_site
 from vlmrobust.leaderboard.submission import LeaderboardInputError
 from vlmrobust.leaderboard.synthetic import synthetic_submission, write_submission

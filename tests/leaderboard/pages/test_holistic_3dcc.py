@@ -14,7 +14,7 @@ import pytest
 
 from vlmrobust.leaderboard.aggregate import aggregate
 from vlmrobust.leaderboard.load import load_submissions
-from vlmrobust.leaderboard.pages.holistic import holistic_sections
+from vlmrobust.leaderboard.pages.holistic.page import holistic_sections
 from vlmrobust.leaderboard.synthetic import synthetic_submission, write_submission
 from vlmrobust.leaderboard.trust.baselines import BaselineSpec
 from vlmrobust.metrics.holistic.corruption_3d import SEED_CORRUPTIONS, mean_3d_accuracy, slope_gap

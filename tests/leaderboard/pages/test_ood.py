@@ -77,7 +77,7 @@ def test_ood_charts_are_probit_with_each_groups_huber_line(tmp_path: Path) -> No
     from scipy import stats
 
     from vlmrobust.leaderboard.load import load_submissions
-    from vlmrobust.leaderboard.pages.holistic_ood import ood_chart
+    from vlmrobust.leaderboard.pages.holistic.ood import ood_chart
     from vlmrobust.leaderboard.trust.baselines import BaselineSpec
 
     ds = write_ood(tmp_path / "ds")

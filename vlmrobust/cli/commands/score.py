@@ -54,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
     from vlmrobust.evaluation.scoring.dataset import score
     from vlmrobust.evaluation.scoring.guidance import DEFAULT_CFG_GRID
     from vlmrobust.evaluation.scoring.registration import scorer_for
-    from vlmrobust.evaluation.scoring.row_results import rows_path
+    from vlmrobust.evaluation.scoring.rows.results import rows_path
 
     scores = score(args.dataset, args.predictions, args.out, args.config, args.model_id, args.seed,
                    imagenet_x=args.imagenet_x, ood_score=args.ood_score,

@@ -27,9 +27,10 @@ from vlmrobust.leaderboard.charts.probit import (
     shift_chart,
 )
 from vlmrobust.leaderboard.fits.factor_intervals import factor_er_intervals
-from vlmrobust.leaderboard.pages import holistic_3dcc, holistic_ood  # noqa: F401  (their sections register)
 from vlmrobust.leaderboard.pages.formatting import data_v, pct
-from vlmrobust.leaderboard.pages.holistic_table import (
+from vlmrobust.leaderboard.pages.holistic import corruption_3d as holistic_3dcc  # noqa: F401  (their sections register)
+from vlmrobust.leaderboard.pages.holistic import ood as holistic_ood  # noqa: F401  (their sections register)
+from vlmrobust.leaderboard.pages.holistic.table import (
     ORDER,
     SECTIONS,
     Cell,

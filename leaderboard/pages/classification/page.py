@@ -32,7 +32,7 @@ from vlmrobust.leaderboard.charts import probit as probit_chart
 from vlmrobust.leaderboard.charts import svg
 from vlmrobust.leaderboard.charts.error_gaps import error_gaps
 from vlmrobust.leaderboard.charts.fit_plots import shift_charts
-from vlmrobust.leaderboard.pages.classification_numbers import (
+from vlmrobust.leaderboard.pages.classification.numbers import (
     LABEL_SPACE,
     ClassificationBoard,
     full_configs,

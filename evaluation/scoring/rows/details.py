@@ -2,7 +2,7 @@
 dataset (leaderboard/site/details.py; issue 37 item 1).
 
 A config holds, in dataset order, the per-row results of
-:mod:`vlmrobust.evaluation.scoring.row_results` under the same names and with
+:mod:`vlmrobust.evaluation.scoring.rows.results` under the same names and with
 the same values (what ``submit`` stores as ``rows.jsonl``), plus what the model
 answered and what the row is:
 
@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from vlmrobust.evaluation.scoring.row_results import PAIR_FIELDS
+from vlmrobust.evaluation.scoring.rows.results import PAIR_FIELDS
 from vlmrobust.evaluation.validate.dataset_index import FAMILY_COLUMNS
 
 MAX_DETAIL_LOGITS = 100

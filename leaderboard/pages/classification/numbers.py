@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from vlmrobust.leaderboard.board import variant_key
 from vlmrobust.leaderboard.fits.shifts import Accuracies, strategy_fits
-from vlmrobust.leaderboard.pages.classification_records import (
+from vlmrobust.leaderboard.pages.classification.records import (
     ClassificationBoard,
     ClassificationER,
     KPoint,

@@ -4,7 +4,7 @@ accuracy, accuracy on Fig. 8's six corruptions at severity 5 and their mean
 (Table IV's "3D robustness"), the mean at the other severities, and the slope
 gap tan(Δ_S) between the CNN-based and the ViT-based zero-shot CLIP lines
 (vlmrobust.metrics.holistic.corruption_3d). Registered as the ``3dcc`` section of
-:data:`vlmrobust.leaderboard.pages.holistic.SECTIONS`.
+:data:`vlmrobust.leaderboard.pages.holistic.page.SECTIONS`.
 
 Lines: corrupted mean accuracy against ImageNet-val accuracy on linear axes
 (Fig. 8's axes are accuracies), over zero-shot CLIP models trained on LAION
@@ -25,7 +25,7 @@ from markupsafe import Markup
 from vlmrobust.leaderboard.board import Leaderboard
 from vlmrobust.leaderboard.charts import svg
 from vlmrobust.leaderboard.fits import lines as fit
-from vlmrobust.leaderboard.pages.holistic_table import (
+from vlmrobust.leaderboard.pages.holistic.table import (
     SECTIONS,
     Section,
     acc_cell,

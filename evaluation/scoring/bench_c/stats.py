@@ -5,7 +5,7 @@
   **source questions** with all their copies (vlmrobust.metrics.clustered):
   the 95 corrupted copies of a question are not independent samples;
 - ``corruption_effect`` (not a seed analysis; seed 003's sensitivity analysis
-  is evaluation/scoring/bench_c_sensitivity.py): per corruption, the mean per-question
+  is evaluation/scoring/bench_c/sensitivity.py): per corruption, the mean per-question
   change of Acc, S and C, its z-score among the model's corruptions, and a
   two-sided paired t-test of the corrupted against the clean copy
   (scipy.stats.ttest_rel over questions; each question's copies of that

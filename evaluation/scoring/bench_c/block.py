@@ -12,8 +12,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from vlmrobust.evaluation.scoring import bench_c_sensitivity, bench_c_stats
-from vlmrobust.evaluation.scoring.bench_c_stats import question_clusters
+from vlmrobust.evaluation.scoring.bench_c import sensitivity as bench_c_sensitivity
+from vlmrobust.evaluation.scoring.bench_c import stats as bench_c_stats
+from vlmrobust.evaluation.scoring.bench_c.stats import question_clusters
 from vlmrobust.evaluation.scoring.common import DEFAULT_SEED, derived_seed
 from vlmrobust.evaluation.scoring.common import json_num as _num
 from vlmrobust.evaluation.validate.check import ValidationReport

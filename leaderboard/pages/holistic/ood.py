@@ -1,8 +1,8 @@
 """The Holistic page's OOD-detection section (seed 001 Figs. 3-4): per model
 with an ood run, ID accuracy beside each OOD set's AUROC and FPR@95 and NINCO's
 class-mean AUROC, from the re-scored ``ood`` block
-(vlmrobust.evaluation.scoring.ood; leaderboard/pages/ood_scores.py). Registered as the
-``ood`` section of :data:`vlmrobust.leaderboard.pages.holistic.SECTIONS`."""
+(vlmrobust.evaluation.scoring.ood; leaderboard/pages/holistic/ood_scores.py). Registered as the
+``ood`` section of :data:`vlmrobust.leaderboard.pages.holistic.page.SECTIONS`."""
 
 from __future__ import annotations
 
@@ -16,7 +16,8 @@ from vlmrobust.leaderboard.board import Leaderboard
 from vlmrobust.leaderboard.charts.probit import ChartLine, ChartPoint, colours, shift_chart
 from vlmrobust.leaderboard.fits import lines as fit
 from vlmrobust.leaderboard.pages.formatting import data_v, pct
-from vlmrobust.leaderboard.pages.holistic_table import (
+from vlmrobust.leaderboard.pages.holistic.ood_scores import OodScores, OodSetScore
+from vlmrobust.leaderboard.pages.holistic.table import (
     SECTIONS,
     Cell,
     Section,
@@ -24,7 +25,6 @@ from vlmrobust.leaderboard.pages.holistic_table import (
     grouped,
     make_row,
 )
-from vlmrobust.leaderboard.pages.ood_scores import OodScores, OodSetScore
 from vlmrobust.leaderboard.submission import Submission
 from vlmrobust.leaderboard.trust.baselines import BaselineSpec
 

@@ -1,0 +1,1 @@
+"""The Classification page: its numbers, records and view."""
