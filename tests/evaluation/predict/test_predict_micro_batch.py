@@ -16,6 +16,7 @@ import vlmrobust.evaluation.predict.micro_batch as micro_mod
 from tests.fixtures.predict import write_mcq
 from tests.fixtures.threads import one_torch_thread
 from vlmrobust.evaluation.predict.dataset import predict_dataset
+from vlmrobust.evaluation.predict.spec import RunSpec
 from vlmrobust.evaluation.predictions.meta import read_prediction_meta
 from vlmrobust.evaluation.predictions.read import read_predictions
 from vlmrobust.evaluation.predictions.write import partial_dir
@@ -58,18 +59,18 @@ def logits(path: Path) -> np.ndarray:
 def test_short_run_keeps_the_default_long_run_probes(
         tmp_path: Path, dataset: Path, lite0: clf.ClassifierAdapter,
         monkeypatch: pytest.MonkeyPatch) -> None:
-    short = predict_dataset(lite0, dataset, tmp_path / "short.parquet", batch_size=4,
-                            progress=False, threads=1)
+    short = predict_dataset(RunSpec.from_keywords(lite0, dataset, tmp_path / "short.parquet", batch_size=4,
+                            progress=False, threads=1))
     assert read_prediction_meta(short)["micro_batch"] == clf.CPU_MICRO_BATCH
     calls = probing(monkeypatch, 4)
-    long = predict_dataset(lite0, dataset, tmp_path / "long.parquet", batch_size=4,
-                           progress=False, threads=1)
+    long = predict_dataset(RunSpec.from_keywords(lite0, dataset, tmp_path / "long.parquet", batch_size=4,
+                           progress=False, threads=1))
     assert calls == [4] and read_prediction_meta(long)["micro_batch"] == 4
     # the same rows either way, up to the rounding of another batch size
     np.testing.assert_allclose(logits(long), logits(short), rtol=0, atol=1e-5)
     monkeypatch.setattr(micro_mod, "PROBE_MIN_ROWS", 10**9)
-    again = predict_dataset(lite0, dataset, tmp_path / "again.parquet", batch_size=4,
-                            progress=False, threads=1)
+    again = predict_dataset(RunSpec.from_keywords(lite0, dataset, tmp_path / "again.parquet", batch_size=4,
+                            progress=False, threads=1))
     assert read_prediction_meta(again)["micro_batch"] == clf.CPU_MICRO_BATCH  # not the last probe's
     np.testing.assert_array_equal(logits(again), logits(short))
 
@@ -78,8 +79,8 @@ def test_resume_keeps_the_journal_micro_batch(
         tmp_path: Path, dataset: Path, lite0: clf.ClassifierAdapter,
         monkeypatch: pytest.MonkeyPatch) -> None:
     calls = probing(monkeypatch, 4)
-    whole = predict_dataset(lite0, dataset, tmp_path / "whole.parquet", batch_size=2,
-                            progress=False, threads=1)
+    whole = predict_dataset(RunSpec.from_keywords(lite0, dataset, tmp_path / "whole.parquet", batch_size=2,
+                            progress=False, threads=1))
     out = tmp_path / "p.parquet"
     seen: list[Any] = []
 
@@ -89,11 +90,11 @@ def test_resume_keeps_the_journal_micro_batch(
 
     probing(monkeypatch, 4)
     with pytest.raises(KeyboardInterrupt):
-        predict_dataset(lite0, dataset, out, batch_size=2, progress=False, threads=1,
+        predict_dataset(RunSpec.from_keywords(lite0, dataset, out, batch_size=2, progress=False, threads=1),
                         after_batch=stop)
     assert json.loads((partial_dir(out) / "run.json").read_text())["micro_batch"] == 4
     calls = probing(monkeypatch, 8)  # a probe now would choose 8
-    predict_dataset(lite0, dataset, out, batch_size=2, progress=False, threads=1,
+    predict_dataset(RunSpec.from_keywords(lite0, dataset, out, batch_size=2, progress=False, threads=1),
                     after_batch=lambda n: seen.append(lite0.micro_batch))
     assert calls == [] and seen == [4, 4, 4]
     assert read_prediction_meta(out)["micro_batch"] == 4
