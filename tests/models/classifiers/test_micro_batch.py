@@ -4,6 +4,7 @@ process for a name and thread count, and its logits cache keeps the sizes apart.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from typing import Any
 
 import numpy as np
@@ -95,6 +96,9 @@ def test_logits_cache_keeps_micro_batches_apart(lite0: clf.ClassifierAdapter,
     forwards: list[int] = []
     real = lite0._class_logits
     monkeypatch.setattr(lite0, "_class_logits", lambda ims: (forwards.append(len(ims)), real(ims))[1])
+    # an empty process cache: another test on this worker may have computed the
+    # same pixels at either size already (xdist decides which tests share a process)
+    monkeypatch.setattr(clf, "_LOGITS_CACHE", OrderedDict())
     try:
         lite0.micro_batch = 2
         lite0.class_logits([image])
