@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Build, once, the separate Python environment in which tests/evaluation/harness/test_lmms_eval_run.py
+# Build, once, the separate Python environment in which tests/evaluation/harness/lmms_eval/test_run.py
 # runs the real lmms-eval (it pins its own dependencies; it never enters .venv) and
 # print its folder. Idempotent and safe to run twice at once:
 #   - the folder is keyed by a hash of the pins, LAYOUT and the Python version,

@@ -8,7 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh --browser
-# lmms-eval's own environment (tests/evaluation/harness/test_lmms_eval_run.py): built
+# lmms-eval's own environment (tests/evaluation/harness/lmms_eval/test_run.py): built
 # once into ~/.cache/vlmrobust/lmms-eval-env (about 7 GB; 2 to 10 minutes, mostly
 # downloads) and reused after; the test waits for the build when it is running.
 lmms_log="${TMPDIR:-/tmp}/vlmrobust-lmms-eval-env.log"

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from vlmrobust.builders.convert.convert import ConvertOptions, convert
+from vlmrobust.builders.convert.mcq import ConvertOptions, convert
 from vlmrobust.core.errors import SourceError
 
 

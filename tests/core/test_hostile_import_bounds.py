@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.evaluation.harness.test_lmms_eval import CONFIGS, _export, _import, _log, _losses
+from tests.evaluation.harness.lmms_eval.test_bridge import CONFIGS, _export, _import, _log, _losses
 from tests.fixtures.trust import one_line_error
 from vlmrobust.evaluation.predictions.jsonl import MAX_TEXT_CHARS
 
@@ -77,7 +77,7 @@ def test_vlmevalkit_xlsx_that_unpacks_beyond_the_bound(
 
     from tests.fixtures.score import write_mcq
     from tests.fixtures.trust import run_cli
-    from vlmrobust.evaluation.harness.vlmevalkit_results import XLSX_EXPANSION
+    from vlmrobust.evaluation.harness.vlmevalkit.results import XLSX_EXPANSION
     from vlmrobust.evaluation.validate.dataset_index import BYTES_BASE, BYTES_PER_ROW
 
     ds = write_mcq(tmp_path / "ds", n=3, k=4)

@@ -26,7 +26,7 @@ import numpy as np
 from tests.fixtures.endpoint import FakeServer, completion, transformers_serve
 from tests.fixtures.vlm import make_llava
 from vlmrobust.models.backends.base import GenerationConfig, Prompt
-from vlmrobust.models.backends.endpoint import EndpointBackend, EndpointOptions
+from vlmrobust.models.backends.endpoint.backend import EndpointBackend, EndpointOptions
 
 N_REQUESTS = 32
 IN_FLIGHT = 8

@@ -39,7 +39,7 @@ LIMIT_MB = 500
 
 
 def _inputs(tmp: Path, capsys: Any) -> tuple[Path, dict[str, tuple[Path, list[str]]]]:
-    from tests.evaluation.harness.test_lmms_eval import CONFIGS, _export, _log, _losses
+    from tests.evaluation.harness.lmms_eval.test_bridge import CONFIGS, _export, _log, _losses
     from tests.fixtures.score import write_mcq
 
     ds = write_mcq(tmp / "ds", n=6, k=4)

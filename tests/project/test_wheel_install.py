@@ -88,7 +88,7 @@ def test_wheel_holds_every_source_module(vlmrobust_wheel: Path) -> None:
     names = set(zipfile.ZipFile(vlmrobust_wheel).namelist())
     missing = sorted(source_modules(REPO) - names)
     assert missing == [], f"modules missing from the wheel: {missing[:10]}"
-    assert "vlmrobust/builders/convert/convert.py" in names
+    assert "vlmrobust/builders/convert/mcq.py" in names
     # nothing but vlmrobust at the top of site-packages
     tops = {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")}
     assert tops == {"vlmrobust"}

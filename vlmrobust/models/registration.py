@@ -11,8 +11,10 @@ models.readers.base) never import their implementations. The lookups by name
 from __future__ import annotations
 
 from vlmrobust.models import describe, moondream, pipeline, readers, vlm  # noqa: F401
-from vlmrobust.models.backends import endpoint, endpoint_adapter, hf  # noqa: F401
+from vlmrobust.models import endpoint as endpoint_adapter  # noqa: F401
+from vlmrobust.models.backends import hf
 from vlmrobust.models.backends.base import BACKENDS
+from vlmrobust.models.backends.endpoint import backend as endpoint
 from vlmrobust.models.classifiers import family as classifier  # noqa: F401
 from vlmrobust.models.clip import openclip as clip  # noqa: F401
 from vlmrobust.models.lookup import load_adapter, parse_adapter_name

@@ -13,7 +13,7 @@ import pytest
 from tests.fixtures.score import write_mcq
 from tests.fixtures.trust import one_line_error, run_cli
 from vlmrobust.core.errors import VlmrobustError
-from vlmrobust.evaluation.harness.lmms_eval_import import read_samples
+from vlmrobust.evaluation.harness.lmms_eval.import_ import read_samples
 
 GOOD = json.dumps({"index": 0, "prediction": "A"}).encode() + b"\n"
 DAMAGE = {

@@ -34,7 +34,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from vlmrobust.builders.convert.convert import ConvertOptions, convert
+    from vlmrobust.builders.convert.mcq import ConvertOptions, convert
 
     try:
         opts = ConvertOptions(format=args.format, source=args.source, out=args.out,

@@ -43,7 +43,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run_vlmevalkit(args: argparse.Namespace) -> int:
-    from vlmrobust.evaluation.harness.vlmevalkit import export_vlmevalkit
+    from vlmrobust.evaluation.harness.vlmevalkit.bridge import export_vlmevalkit
 
     path, md5, n = export_vlmevalkit(args.dataset, args.out, args.config, args.prompt)
     print(f"wrote {path} ({n} rows); md5 {md5}")
@@ -53,8 +53,8 @@ def run_vlmevalkit(args: argparse.Namespace) -> int:
 
 
 def run_lmms_eval(args: argparse.Namespace) -> int:
-    from vlmrobust.evaluation.harness.lmms_eval_export import export_lmms_eval
-    from vlmrobust.evaluation.harness.lmms_eval_task import OUTPUT_TYPES
+    from vlmrobust.evaluation.harness.lmms_eval.export import export_lmms_eval
+    from vlmrobust.evaluation.harness.lmms_eval.task import OUTPUT_TYPES
 
     done = export_lmms_eval(args.dataset, args.out, args.config, args.prompt,
                             tuple(args.output_type or OUTPUT_TYPES))

@@ -61,7 +61,7 @@ def _check_suffix(out: Path) -> None:
 
 def run_vlmevalkit(args: argparse.Namespace) -> int:
     from vlmrobust.core.files.output_guard import check_file_output
-    from vlmrobust.evaluation.harness.vlmevalkit import import_vlmevalkit
+    from vlmrobust.evaluation.harness.vlmevalkit.bridge import import_vlmevalkit
 
     _check_suffix(args.out)
     check_file_output(args.out, "--out", inputs=[args.result], input_dirs=[args.dataset])
@@ -75,7 +75,7 @@ def run_vlmevalkit(args: argparse.Namespace) -> int:
 
 def run_lmms_eval(args: argparse.Namespace) -> int:
     from vlmrobust.core.files.output_guard import check_file_output
-    from vlmrobust.evaluation.harness.lmms_eval_import import import_lmms_eval
+    from vlmrobust.evaluation.harness.lmms_eval.import_ import import_lmms_eval
 
     _check_suffix(args.out)
     check_file_output(args.out, "--out", inputs=[*args.samples, args.results],

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from vlmrobust.cli.commands.common import add_dataset_predictions_args
+from vlmrobust.cli.common import add_dataset_predictions_args
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from vlmrobust.cli.commands.common import add_dataset_predictions_args
+from vlmrobust.cli.common import add_dataset_predictions_args
 from vlmrobust.core.errors import SubmissionError
 
 

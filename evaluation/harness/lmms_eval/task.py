@@ -6,7 +6,7 @@ installed, so it holds the prompt as data (the seed prompt's kind and text, the
 answer instruction) and repeats the two renderings of
 vlmrobust.models.readers: the ``likelihood`` user turn (the question alone,
 options as answers) and the ``generate`` / ``letter`` user turn
-(``format_question``). tests/evaluation/harness/test_lmms_eval.py imports the written
+(``format_question``). tests/evaluation/harness/lmms_eval/test_bridge.py imports the written
 file and checks both against the registry on every row, so a prompt id means
 the same in both tools.
 """

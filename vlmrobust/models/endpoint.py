@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from vlmrobust.core.errors import VlmrobustError
-from vlmrobust.models.backends.endpoint import ENDPOINT_FAMILY, EndpointBackend
+from vlmrobust.models.backends.endpoint.backend import ENDPOINT_FAMILY, EndpointBackend
 from vlmrobust.models.base import ADAPTER_FAMILIES, AdapterFamily, AdapterSpec
 from vlmrobust.models.readers.base import LETTERS, ReadOptions
 from vlmrobust.models.readers.modes import parse_mode

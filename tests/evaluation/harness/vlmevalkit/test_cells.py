@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.evaluation.harness.test_vlmevalkit import _export, _result_rows, _write_result
+from tests.evaluation.harness.vlmevalkit.test_bridge import _export, _result_rows, _write_result
 from tests.fixtures.score import write_mcq
 from tests.fixtures.trust import one_line_error, run_cli
 
@@ -101,7 +101,7 @@ def test_tsv_row_spanning_lines_is_named_by_its_last_line(
     rows[0]["prediction"] = "B\nbecause it is a cat"
     rows[2]["vlmrobust_fingerprint"] = "0" * 64  # refused as another build, on its own line
     result = _write_result(rows, tmp_path / "M_vr-mcq.tsv")
-    from vlmrobust.evaluation.harness.vlmevalkit import located_result_rows
+    from vlmrobust.evaluation.harness.vlmevalkit.bridge import located_result_rows
 
     where = [w for w, _ in located_result_rows(result)]
     assert where[:3] == ["line 3", "line 4", "line 5"]
@@ -147,7 +147,7 @@ def test_a_fifo_results_json_beside_the_samples_is_named_a_fifo(
 def test_a_result_over_the_bound_is_refused_before_parsing(
         exported: tuple[Path, Path], tmp_path: Path, suffix: str,
         monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    import vlmrobust.evaluation.harness.vlmevalkit_results as hv
+    import vlmrobust.evaluation.harness.vlmevalkit.results as hv
 
     ds, tsv = exported
     result = _write_result(_result_rows(tsv, lambda r: r["answer"]), tmp_path / f"M_vr-mcq{suffix}")

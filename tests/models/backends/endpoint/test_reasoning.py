@@ -3,7 +3,7 @@ fake that only enforces OpenAI's published parameter rules for o-series models:
 ``max_tokens`` refused ("Use 'max_completion_tokens' instead"), any
 ``temperature`` but the default refused, ``stop`` and ``logprobs`` refused
 (o3 / o4-mini). The happy path of each primitive is tested against
-``transformers serve`` (test_endpoint_server.py)."""
+``transformers serve`` (test_server.py)."""
 
 from __future__ import annotations
 

@@ -25,7 +25,7 @@ from typing import Any
 from vlmrobust.core.errors import VlmrobustError
 from vlmrobust.core.fingerprint import file_sha256
 from vlmrobust.core.kinds import refuse_open
-from vlmrobust.evaluation.harness.vlmevalkit_results import (
+from vlmrobust.evaluation.harness.vlmevalkit.results import (
     LETTERS,
     OUR_COLUMNS,
     located_result_rows,

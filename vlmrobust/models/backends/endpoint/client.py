@@ -25,7 +25,7 @@ from typing import Any
 
 from vlmrobust.core.errors import VlmrobustError
 from vlmrobust.core.files.bounded import MIB, parse_json_bounded
-from vlmrobust.models.backends.endpoint_deadline import OPENER, Deadline
+from vlmrobust.models.backends.endpoint.deadline import OPENER, Deadline
 
 RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
 
@@ -200,7 +200,7 @@ class HttpClient:
                                      method="POST" if data is not None else "GET")
         seconds = timeout_s or self.timeout_s
         late = f"no response within {seconds:g} s"
-        with Deadline(seconds) as deadline:  # no proxy, no redirects (endpoint_deadline)
+        with Deadline(seconds) as deadline:  # no proxy, no redirects (endpoint.deadline)
             try:
                 raw = self._exchange(OPENER, req, url, seconds)
             except (_Retryable, EndpointError):

@@ -24,7 +24,11 @@ from vlmrobust.models.backends.base import (
     GenerationConfig,
     Prompt,
 )
-from vlmrobust.models.backends.endpoint import TOP_LOGPROBS, EndpointBackend, EndpointOptions
+from vlmrobust.models.backends.endpoint.backend import (
+    TOP_LOGPROBS,
+    EndpointBackend,
+    EndpointOptions,
+)
 
 TOP = [("B", -0.4), (" A", -1.6), ("A", -2.3), ("C", -3.0), ("\n", -4.0)]
 

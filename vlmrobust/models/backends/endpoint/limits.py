@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from vlmrobust.models.backends.endpoint_client import HttpClient
-from vlmrobust.models.backends.endpoint_server import server_root
+from vlmrobust.models.backends.endpoint.client import HttpClient
+from vlmrobust.models.backends.endpoint.server import server_root
 
 LIMIT_KEYS = ("max_model_len", "context_length", "context_window")
 ASK_TIMEOUT_S = 10.0

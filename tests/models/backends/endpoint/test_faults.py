@@ -15,8 +15,8 @@ import pytest
 from tests.fixtures.endpoint import FakeServer, completion, fake_text, free_port, ok
 from vlmrobust.core.errors import VlmrobustError
 from vlmrobust.models.backends.base import GenerationConfig, Prompt
-from vlmrobust.models.backends.endpoint import EndpointBackend, EndpointOptions
-from vlmrobust.models.backends.endpoint_client import RetryPolicy
+from vlmrobust.models.backends.endpoint.backend import EndpointBackend, EndpointOptions
+from vlmrobust.models.backends.endpoint.client import RetryPolicy
 
 GEN = GenerationConfig(max_new_tokens=4)
 

@@ -5,7 +5,7 @@ per config, a ``multiple_choice`` task (``vlmrobust_<family>_<config>``: the
 question alone, each option a continuation, so the harness logs one
 log-likelihood per option) and a ``generate_until`` task (``..._gen``: the
 lettered question, free text); one ``utils.py`` rendering our prompt registry's
-texts (evaluation/harness/lmms_eval_task.py); and ``vlmrobust_tasks.json``, our record
+texts (evaluation/harness/lmms_eval/task.py); and ``vlmrobust_tasks.json``, our record
 of what was exported (tasks, configs, the dataset build, the prompt).
 
 The tasks read the dataset itself: a local dataset directory by its absolute
@@ -13,7 +13,7 @@ path (``datasets.load_dataset(DIR, CONFIG)``, offline), or a hub dataset by its
 id and revision. Each names the build's fingerprint in its ``metadata``, which
 lmms-eval copies into its results JSON; ``utils.process_docs`` refuses a local
 directory rebuilt since the export. The import side is
-evaluation/harness/lmms_eval_import.py.
+evaluation/harness/lmms_eval/import_.py.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from pathlib import Path
 
 from vlmrobust.core.errors import VlmrobustError
 from vlmrobust.core.kinds import refuse_open
-from vlmrobust.evaluation.harness.lmms_eval_task import (
+from vlmrobust.evaluation.harness.lmms_eval.task import (
     MULTIPLE_CHOICE,
     OUTPUT_TYPES,
     TASK_VERSION,

@@ -18,7 +18,7 @@ import pytest
 
 from vlmrobust.core.errors import VlmrobustError
 from vlmrobust.models.backends.base import GENERATE, GenerationConfig, Prompt
-from vlmrobust.models.backends.endpoint import ENDPOINT_FAMILY, EndpointBackend
+from vlmrobust.models.backends.endpoint.backend import ENDPOINT_FAMILY, EndpointBackend
 
 pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")

@@ -16,9 +16,9 @@ import pyarrow.parquet as pq
 
 from tests.fixtures.endpoint import FakeServer, completion
 from tests.fixtures.predict import write_mcq
-from tests.models.backends.test_predict import letter_logprobs
+from tests.models.backends.endpoint.test_predict import letter_logprobs
 from vlmrobust.cli.main import main
-from vlmrobust.models.backends import endpoint_images
+from vlmrobust.models.backends.endpoint import images as endpoint_images
 
 
 class Counting:

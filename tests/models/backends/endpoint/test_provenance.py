@@ -10,7 +10,7 @@ import pytest
 
 from tests.fixtures.endpoint import FakeServer
 from vlmrobust.models.backends.base import GenerationConfig, Prompt
-from vlmrobust.models.backends.endpoint import EndpointBackend, EndpointOptions
+from vlmrobust.models.backends.endpoint.backend import EndpointBackend, EndpointOptions
 
 
 def backend(url: str) -> EndpointBackend:

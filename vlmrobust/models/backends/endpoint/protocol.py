@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from vlmrobust.models.backends.base import Prompt
-from vlmrobust.models.backends.endpoint_client import EndpointError
+from vlmrobust.models.backends.endpoint.client import EndpointError
 
 CHAT = "chat/completions"
 _DATA_URL = re.compile(r"data:image/png;base64,[A-Za-z0-9+/=]+")
@@ -26,8 +26,8 @@ _DATA_URL = re.compile(r"data:image/png;base64,[A-Za-z0-9+/=]+")
 def image_data_url(image: Any) -> str:
     """The image as ``data:image/png;base64,...`` (PNG: lossless, so the server
     decodes the very pixels the in-process backend would see), encoded once
-    per distinct pixels (endpoint_images)."""
-    from vlmrobust.models.backends.endpoint_images import cached_data_url
+    per distinct pixels (endpoint.images)."""
+    from vlmrobust.models.backends.endpoint.images import cached_data_url
 
     return cached_data_url(image, encode_png)
 
@@ -229,7 +229,7 @@ def continuation_start(base: Sequence[int | None], full: Sequence[int | None], w
     >>> continuation_start([None, 5, 9, 9], [None, 5, 7, 8], "x", "u")
     Traceback (most recent call last):
     ...
-    vlmrobust.models.backends.endpoint_client.EndpointError: u: x: the prompt without the option is not a token prefix of the prompt with it (token 2 of 4 differs); the chat template renders a continued assistant turn differently (e.g. a thinking template), so the option's log-probs cannot be isolated - read --mode likelihood:* through the in-process backend (vlm:)
+    vlmrobust.models.backends.endpoint.client.EndpointError: u: x: the prompt without the option is not a token prefix of the prompt with it (token 2 of 4 differs); the chat template renders a continued assistant turn differently (e.g. a thinking template), so the option's log-probs cannot be isolated - read --mode likelihood:* through the in-process backend (vlm:)
     """
     n = len(base)
     differ = next((i for i in range(1, n) if i >= len(full) or base[i] is None

@@ -6,11 +6,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
-from vlmrobust.models.backends import endpoint_protocol as proto
 from vlmrobust.models.backends.base import CONTINUATION, NEXT_TOKEN, Prompt
-from vlmrobust.models.backends.endpoint_cache import ResponseCache, request_key
-from vlmrobust.models.backends.endpoint_client import EndpointError, HttpClient
-from vlmrobust.models.backends.endpoint_protocol import CHAT
+from vlmrobust.models.backends.endpoint import protocol as proto
+from vlmrobust.models.backends.endpoint.cache import ResponseCache, request_key
+from vlmrobust.models.backends.endpoint.client import EndpointError, HttpClient
+from vlmrobust.models.backends.endpoint.protocol import CHAT
 
 OPTIONAL = (NEXT_TOKEN, CONTINUATION)
 

@@ -19,7 +19,7 @@ mode needs), with one one-token text-only request each; a reader that needs a
 missing one is refused in one line naming the server and the missing feature.
 Requests run ``concurrency`` at a time (over all calls together, so predict
 keeps that many in flight across its batches) and go through the response cache
-(endpoint_cache), so a resumed or repeated run sends only what it has not
+(endpoint.cache), so a resumed or repeated run sends only what it has not
 received before.
 
 Not used: ``/v1/completions`` with ``echo`` + ``logprobs``. It takes no image and
@@ -43,7 +43,6 @@ from vlmrobust.core.errors import UnsupportedReaderError, VlmrobustError
 from vlmrobust.core.files.bounded import MIB
 from vlmrobust.core.ordered_threads import DaemonPool, SingleFlight
 from vlmrobust.core.text.public_names import public_name
-from vlmrobust.models.backends import endpoint_protocol as proto
 from vlmrobust.models.backends.base import (
     CONTINUATION,
     GENERATE,
@@ -52,16 +51,17 @@ from vlmrobust.models.backends.base import (
     GenerationConfig,
     Prompt,
 )
-from vlmrobust.models.backends.endpoint_cache import ResponseCache, default_cache_dir, request_key
-from vlmrobust.models.backends.endpoint_client import (
+from vlmrobust.models.backends.endpoint import protocol as proto
+from vlmrobust.models.backends.endpoint.cache import ResponseCache, default_cache_dir, request_key
+from vlmrobust.models.backends.endpoint.client import (
     EndpointError,
     HttpClient,
     RetryPolicy,
     check_base_url,
 )
-from vlmrobust.models.backends.endpoint_pool import in_order
-from vlmrobust.models.backends.endpoint_probe import OPTIONAL, feature_refusals, stop_refusal
-from vlmrobust.models.backends.endpoint_server import server_version
+from vlmrobust.models.backends.endpoint.pool import in_order
+from vlmrobust.models.backends.endpoint.probe import OPTIONAL, feature_refusals, stop_refusal
+from vlmrobust.models.backends.endpoint.server import server_version
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -202,7 +202,7 @@ class EndpointBackend:
 
     def prepare(self, body: Mapping[str, Any]) -> dict[str, Any]:
         """The body as sent: for an OpenAI reasoning model
-        (:func:`endpoint_protocol.reasoning_body`) without temperature and with
+        (:func:`protocol.reasoning_body`) without temperature and with
         ``max_completion_tokens``; ``reasoning_effort`` passed through where given."""
         out = proto.reasoning_body(body) if self._reasoning else dict(body)
         if self.options.reasoning_effort is not None:
@@ -345,16 +345,16 @@ class EndpointBackend:
     # ---- context (optional: only where the server advertises it) ----
 
     def context_limit(self) -> tuple[int, str] | None:
-        """The served model's context as the server advertises it (endpoint_limits)."""
+        """The served model's context as the server advertises it (endpoint.limits)."""
         if self._limit is None:
-            from vlmrobust.models.backends.endpoint_limits import advertised_limit
+            from vlmrobust.models.backends.endpoint.limits import advertised_limit
 
             self._limit = (advertised_limit(self.client, self.options.model),)
         return self._limit[0]
 
     def prompt_tokens(self, prompt: Prompt) -> int | None:
         """The request's tokens as the server counts them (None: it cannot say)."""
-        from vlmrobust.models.backends.endpoint_limits import served_token_count
+        from vlmrobust.models.backends.endpoint.limits import served_token_count
 
         return served_token_count(self.client, self._body(prompt))
 

@@ -3,7 +3,7 @@ rendering our prompt registry), and logs written in lmms-eval 0.7.3's
 ``--log_samples`` layout (loggers/evaluation_tracker.py: the doc and arguments
 dropped, ``input`` kept, a log-likelihood response as the text of its
 ``(loss, is_greedy)`` tuple) imported, validated, scored and refused.
-tests/evaluation/harness/test_lmms_eval_run.py runs the real lmms-eval."""
+tests/evaluation/harness/lmms_eval/test_run.py runs the real lmms-eval."""
 
 from __future__ import annotations
 

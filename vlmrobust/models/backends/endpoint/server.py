@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from vlmrobust.core.text.display import control_char
-from vlmrobust.models.backends.endpoint_client import HttpClient
+from vlmrobust.models.backends.endpoint.client import HttpClient
 
 # route (relative to the server root) -> how to read a version string out of its JSON
 _ROUTES: tuple[tuple[str, tuple[str, ...]], ...] = (

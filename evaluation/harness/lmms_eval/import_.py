@@ -39,7 +39,7 @@ from typing import Any
 
 from vlmrobust.core.errors import VlmrobustError
 from vlmrobust.core.fingerprint import file_sha256
-from vlmrobust.evaluation.harness.lmms_eval_task import GENERATE_UNTIL, MULTIPLE_CHOICE
+from vlmrobust.evaluation.harness.lmms_eval.task import GENERATE_UNTIL, MULTIPLE_CHOICE
 from vlmrobust.evaluation.predictions.jsonl import MAX_TEXT_CHARS
 
 MAX_SAMPLES_BYTES = 1 << 30
@@ -57,7 +57,7 @@ class SamplesFile:
 
 def locate(path: Path, results: Path | None = None) -> SamplesFile:
     """The task a samples file answers and the results JSON beside it."""
-    from vlmrobust.evaluation.harness.vlmevalkit_results import refuse_not_a_file
+    from vlmrobust.evaluation.harness.vlmevalkit.results import refuse_not_a_file
 
     refuse_not_a_file(path, "give lmms-eval's <date>_samples_<task>.jsonl from its --output_path")
     stem = path.name.removesuffix(".jsonl")
