@@ -97,9 +97,10 @@ def test_predict_resumes_after_a_lasting_failure(tmp_path: Path, capsys: pytest.
         flaky.healed = True
         assert predict(fake.url, dataset, out, cache) == 0
         resumed = flaky.answered[len(first):]
-        # the resumed run asked only for what was missing: no request answered twice
+        # the resumed run asked only for what was missing: no request answered in
+        # both runs (within one run a request may be answered twice: under load the
+        # server can pass the 0.5 s timeout and --endpoint-retries 1 asks again)
         assert not set(resumed) & set(first)
-        assert len(set(first + resumed)) == len(first + resumed)
 
         clean = tmp_path / "clean" / "p.parquet"
         before = len(flaky.answered)
