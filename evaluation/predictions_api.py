@@ -1,15 +1,6 @@
-"""Deprecated import path: moved to :mod:`vlmrobust.evaluation.predictions.api` (issue 38). This re-export
-stays for one minor version and warns on use."""
+"""Deprecated import path: moved to :mod:`vlmrobust.evaluation.predictions.api` (issue 38). Its names
+resolve here for one minor version and warn on use."""
 
-import importlib
-import warnings
-from typing import Any
+from vlmrobust.core.deprecation import deprecated_forward
 
-
-def __getattr__(name: str) -> Any:
-    warnings.warn(
-        f"vlmrobust.evaluation.predictions_api.{name} moved to vlmrobust.evaluation.predictions.api.{name}; the old path goes in the next minor version",
-        DeprecationWarning,
-        stacklevel=2,
-    )
-    return getattr(importlib.import_module("vlmrobust.evaluation.predictions.api"), name)
+__getattr__ = deprecated_forward(__name__, "vlmrobust.evaluation.predictions.api")

@@ -1,15 +1,6 @@
-"""Deprecated import path: moved to :mod:`vlmrobust.leaderboard.trust.verify` (issue 38). This re-export
-stays for one minor version and warns on use."""
+"""Deprecated import path: moved to :mod:`vlmrobust.leaderboard.trust.verify` (issue 38). Its names
+resolve here for one minor version and warn on use."""
 
-import importlib
-import warnings
-from typing import Any
+from vlmrobust.core.deprecation import deprecated_forward
 
-
-def __getattr__(name: str) -> Any:
-    warnings.warn(
-        f"vlmrobust.leaderboard.verify.{name} moved to vlmrobust.leaderboard.trust.verify.{name}; the old path goes in the next minor version",
-        DeprecationWarning,
-        stacklevel=2,
-    )
-    return getattr(importlib.import_module("vlmrobust.leaderboard.trust.verify"), name)
+__getattr__ = deprecated_forward(__name__, "vlmrobust.leaderboard.trust.verify")
