@@ -96,6 +96,14 @@ def add_backend_args(p: argparse.ArgumentParser) -> None:
     e.add_argument("--endpoint-reasoning-effort", default=None,
                    choices=("minimal", "low", "medium", "high"),
                    help="sent as reasoning_effort (reasoning models; default: the server's)")
+    e.add_argument("--endpoint-engine", default=None, choices=("openai", "sglang"),
+                   help="how likelihood:* reads the served model: openai (default: chat "
+                   "completions with vLLM's prompt_logprobs, K + 1 full prefills per row) or "
+                   "sglang (SGLang's /generate: one image prefill per row plus the options' "
+                   "tokens, the prompt rendered by --endpoint-processor)")
+    e.add_argument("--endpoint-processor", default=None, metavar="HUB_ID_OR_DIR",
+                   help="--endpoint-engine sglang: the served model's processor, whose chat "
+                   "template renders the prompt as in process (default: the served name)")
     e.add_argument("--endpoint-local-stop", action="store_true",
                    help="apply --stop here only, not on the server (for servers that fail "
                    "on stop strings, e.g. transformers serve with a VLM); same greedy text")
@@ -132,7 +140,8 @@ def endpoint_options(args: argparse.Namespace) -> dict[str, Any] | None:
              "max_response_mib": args.endpoint_max_response_mib, "cache_dir": args.endpoint_cache,
              "use_cache": False if args.no_endpoint_cache else None,
              "server_stop": False if args.endpoint_local_stop else None,
-             "api": args.endpoint_api, "reasoning_effort": args.endpoint_reasoning_effort}
+             "api": args.endpoint_api, "reasoning_effort": args.endpoint_reasoning_effort,
+             "engine": args.endpoint_engine, "processor": args.endpoint_processor}
     opts = {k: v for k, v in given.items() if v is not None}
     return opts or None
 

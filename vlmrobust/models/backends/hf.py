@@ -54,6 +54,17 @@ def answer_separator(rendered: str) -> str:
     return "" if not rendered or rendered[-1].isspace() else " "
 
 
+def chat_prompt(processor: Any, text: str, image: bool) -> str:
+    """One user turn (the image first, as the processors expect) rendered by the
+    processor's chat template, with the assistant's generation prompt; also the
+    prompt the endpoint's SGLang path sends (endpoint/sglang.py)."""
+    content: list[dict[str, str]] = [{"type": "image"}] if image else []
+    content.append({"type": "text", "text": text})
+    out: str = processor.apply_chat_template(
+        [{"role": "user", "content": content}], add_generation_prompt=True, tokenize=False)
+    return out
+
+
 def answer_token_ids(tokenizer: Any, rendered: str, answers: Sequence[str]) -> list[list[int]]:
     """The token ids each answer adds after ``rendered`` (module doc rule)."""
     sep = answer_separator(rendered)
@@ -114,11 +125,7 @@ class HfBackend:
 
     # -- text ---------------------------------------------------------------
     def _chat(self, text: str, image: bool) -> str:
-        content: list[dict[str, str]] = [{"type": "image"}] if image else []
-        content.append({"type": "text", "text": text})
-        out: str = self.processor.apply_chat_template(
-            [{"role": "user", "content": content}], add_generation_prompt=True, tokenize=False)
-        return out
+        return chat_prompt(self.processor, text, image)
 
     def render(self, prompt: Prompt) -> str:
         return self._chat(prompt.text, prompt.image is not None) + prompt.assistant_prefix

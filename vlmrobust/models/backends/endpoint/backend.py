@@ -11,8 +11,9 @@ anywhere). Primitives:
   with those that strip it;
 - ``next_token_logprobs``: ``logprobs`` + ``top_logprobs`` of the first generated
   token, where the server returns them;
-- ``continuation_logprobs``: vLLM's ``prompt_logprobs`` with the continuation as the
-  final assistant message (``continue_final_message``).
+- ``continuation_logprobs``: vLLM's ``prompt_logprobs``, K + 1 full prefills per
+  row (endpoint/prompt_logprobs.py); with ``--endpoint-engine sglang`` SGLang's
+  ``/generate``, one image prefill plus the options' tokens (endpoint/sglang.py).
 
 Which of the last two a server offers is probed when the backend loads (those the
 mode needs), with one one-token text-only request each; a reader that needs a
@@ -51,6 +52,7 @@ from vlmrobust.models.backends.base import (
     GenerationConfig,
     Prompt,
 )
+from vlmrobust.models.backends.endpoint import prompt_logprobs, sglang
 from vlmrobust.models.backends.endpoint import protocol as proto
 from vlmrobust.models.backends.endpoint.cache import ResponseCache, default_cache_dir, request_key
 from vlmrobust.models.backends.endpoint.client import (
@@ -93,11 +95,16 @@ class EndpointOptions:
     # "Use 'max_completion_tokens'"; "openai-reasoning": the o-series / GPT-5 rules
     api: str = "openai"
     reasoning_effort: str | None = None
+    # "sglang": likelihood:* through SGLang's /generate, the prompt rendered by
+    # ``processor`` (default: the served name) as in process (endpoint/sglang.py)
+    engine: str = "openai"
+    processor: str | None = None
 
     def __post_init__(self) -> None:
         check_base_url(self.url)
         if self.api not in APIS:
             raise VlmrobustError(f"--endpoint-api {self.api!r}: give one of {', '.join(APIS)}")
+        sglang.check_engine(self.engine, self.processor)
         if self.reasoning_effort is not None and self.reasoning_effort not in EFFORTS:
             raise VlmrobustError(f"--endpoint-reasoning-effort {self.reasoning_effort!r}: give "
                                  f"one of {', '.join(EFFORTS)}")
@@ -130,6 +137,10 @@ class EndpointBackend:
         kwargs = {} if sleep is None else {"sleep": sleep}
         self.client = HttpClient(options.url, options.api_key_env, options.timeout_s,
                                  options.retry, options.max_response_bytes, **kwargs)
+        self.native = HttpClient(sglang.native_root(self.client.base_url), options.api_key_env,
+                                 options.timeout_s, options.retry, options.max_response_bytes,
+                                 **kwargs)  # SGLang's /generate sits at the server root
+        self.renderer = sglang.ChatRenderer(options.processor or options.model)
         root = (options.cache_dir or default_cache_dir()) if options.use_cache else None
         self.cache = ResponseCache(root, options.max_response_bytes)
         self.sent = 0  # request bodies that went to the server (not answered by the cache)
@@ -150,9 +161,12 @@ class EndpointBackend:
         # the served name as published: a local folder (transformers serve DIR)
         # becomes its base name and a hash of the path (core.public_names)
         self.public_model = public_name(options.model, None)[0]
-        # optional primitive -> why the server lacks it (None: offered)
-        self._features = feature_refusals(self, set(probe)) if features is None else {
-            p: None if p in features else "was declared without it" for p in OPTIONAL}
+        # optional primitive -> why the server lacks it (None: offered); under SGLang
+        # likelihood is asked through /generate instead of prompt_logprobs
+        own = sglang.own_probes(options.engine, probe)
+        self._features = feature_refusals(self, set(probe) - set(own)) if features is None \
+            else {p: None if p in features else "was declared without it" for p in OPTIONAL}
+        self._features.update({p: sglang.probe_refusal(self) for p in own if features is None})
         self.capabilities = frozenset(
             [GENERATE] + [p for p, why in self._features.items() if why is None])
 
@@ -168,7 +182,8 @@ class EndpointBackend:
     def post(self, path: str, body: Mapping[str, Any], parse: Callable[[Any], R]) -> R:
         """One request through the cache: ``parse(response)``. A response is stored
         only once it parses; an entry that no longer parses is asked for again."""
-        sent = self.prepare(body)
+        native = path in sglang.NATIVE
+        sent = dict(body) if native else self.prepare(body)
         key = request_key(path, sent)
         hit = self.cache.get(key)
         if hit is not None:
@@ -186,15 +201,16 @@ class EndpointBackend:
               sent: dict[str, Any], key: str) -> R:
         with self._lock:
             self.sent += 1
+        client = self.native if path == sglang.GENERATE else self.client
         try:
-            resp = self.client.post_json(path, sent)
+            resp = client.post_json(path, sent)
         except EndpointError as exc:
-            if self.asks_for_reasoning(exc, sent):
+            if path not in sglang.NATIVE and self.asks_for_reasoning(exc, sent):
                 return self.post(path, body, parse)
             raise
         if isinstance(resp, dict) and "error" in resp and "choices" not in resp:
             raise EndpointError(self.client.scrub(
-                f"{self.client.url(path)}: the server answered with an error "
+                f"{client.url(path)}: the server answered with an error "
                 f"({str(resp['error'])[:200]})"))
         result = parse(resp)
         self.cache.put(key, resp)
@@ -311,36 +327,10 @@ class EndpointBackend:
         self.check_reader([CONTINUATION], "the likelihood reader (continuation log-probs)")
         if len(prompts) != len(continuations):
             raise ValueError("one list of continuations per prompt")
-        where = self.client.url(proto.CHAT)
-
-        def parse(resp: Any) -> tuple[list[int | None], list[float]]:
-            found = proto.prompt_tokens(resp, where)
-            if found is None:
-                raise EndpointError(f"{where}: the response has no prompt_logprobs")
-            return found
-
-        def token_logprobs(p: Prompt, tail: str) -> tuple[list[int | None], list[float]]:
-            full = Prompt(text=p.text, image=p.image, assistant_prefix=p.assistant_prefix + tail)
-            return self.post(proto.CHAT, self._body(full, max_tokens=1, prompt_logprobs=0), parse)
-
-        jobs = [(i, c) for i, conts in enumerate(continuations) for c in ["", *conts]]
-        done = self._map(lambda job: token_logprobs(prompts[job[0]], job[1]), jobs)
-        out: list[list[np.ndarray]] = []
-        k = 0
-        for i, conts in enumerate(continuations):
-            base_ids = done[k][0]
-            row = []
-            for j, cont in enumerate(conts):
-                ids, lps = done[k + 1 + j]
-                # the option's tokens are those after the prompt, once the prompt is
-                # proven their token prefix (never a bare difference of two counts)
-                start = proto.continuation_start(
-                    base_ids, ids, f"option {cont!r} of prompt {i} ({prompts[i].text[:60]!r})",
-                    where) if cont else len(lps)
-                row.append(np.asarray(lps[start:], dtype=np.float32))
-            out.append(row)
-            k += 1 + len(conts)
-        return out
+        if self.options.engine == "sglang":
+            return sglang.continuation_logprobs(self, prompts, continuations)
+        return prompt_logprobs.continuation_logprobs(self, self.client.url(proto.CHAT),
+                                                     prompts, continuations)
 
     # ---- context (optional: only where the server advertises it) ----
 
@@ -371,6 +361,8 @@ class EndpointBackend:
                 "served_model": self.public_model, "server_version": self.server_version(),
                 "api": "openai-reasoning" if self._reasoning else "openai",
                 "reasoning_effort": self.options.reasoning_effort,
+                **({"engine": "sglang", "processor": public_name(self.renderer.name, None)[0]}
+                   if self.options.engine == "sglang" else {}),
                 **({"reasoning": dict(zip(("rows", "chars", "tokens"), self.reasoning,
                                           strict=True))} if any(self.reasoning) else {}),
                 "chat_template": "applied by the server; prompt_text is the request as sent"}
