@@ -133,6 +133,25 @@ def test_an_option_merging_into_the_prompt_is_refused(processor: Path) -> None:
     assert "\n" not in msg and "'cat'" in msg and "row 0" in msg and "not a token prefix" in msg
 
 
+class ShiftedStart(CountingEngine):
+    """A server that reads input log-probs from one token after
+    ``logprob_start_len``: the tokens it scored are not those the prefix proves."""
+
+    def generate(self, body: dict[str, Any]) -> tuple[int, Any]:
+        if "logprob_start_len" in body and body["logprob_start_len"] > 0:
+            body = {**body, "logprob_start_len": body["logprob_start_len"] + 1}
+        return super().generate(body)
+
+
+def test_scored_tokens_that_are_not_the_proven_ones_are_refused(processor: Path) -> None:
+    with ShiftedStart() as fake:
+        b = sglang(fake.url, processor)
+        with pytest.raises(VlmrobustError) as exc:
+            b.continuation_logprobs([Prompt("What is this?", image=image())], [["cat"]])
+    msg = str(exc.value)
+    assert "\n" not in msg and "'cat'" in msg and "cannot be isolated" in msg
+
+
 def test_server_that_is_not_sglang_is_refused_at_load(processor: Path) -> None:
     from tests.fixtures.endpoint import FakeServer
 

@@ -4,11 +4,11 @@ one per option with the option as the continued final assistant message
 (``continue_final_message``), each read with ``prompt_logprobs=0``.
 
 Cost: K + 1 full prefills of image + question per row. vLLM's documentation
-(docs/usage/v1_guide.md, "Prompt Logprobs with Prefix Caching", since vLLM PR
-#13949): "Logprobs are not cached. For a request requiring logprobs, the engine
-will ignore the prefix cache and recompute the prefill of full prompt", so no
-request here reads another's cached image prefix. SGLang's native API does
-(endpoint/sglang.py).
+(docs/usage/v1_guide.md, "Prompt Logprobs with Prefix Caching"): "For a request
+requiring prompt logprobs, the engine will ignore the prefix cache and recompute
+the prefill of full prompt to generate the logprobs", so no request here reads
+another's cached image prefix, and vLLM serves prompt log-probs no other way
+(its completions API takes no image). SGLang's native API does (endpoint/sglang.py).
 """
 
 from __future__ import annotations

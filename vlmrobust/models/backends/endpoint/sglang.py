@@ -101,11 +101,11 @@ class ChatRenderer:
     def _load(self) -> Any:
         with self._lock:
             if self._processor is None:
-                from transformers import AutoProcessor
-
                 try:
+                    from transformers import AutoProcessor
+
                     self._processor = AutoProcessor.from_pretrained(self.name)
-                except (OSError, ValueError, ImportError) as exc:
+                except (OSError, ValueError, KeyError, ImportError) as exc:
                     raise VlmrobustError(
                         f"--endpoint-processor {self.name!r}: cannot load the served model's "
                         f"processor ({str(exc).splitlines()[0][:160]}); give the folder or hub "
@@ -213,10 +213,11 @@ def option_logprobs(item: Mapping[str, Any], n: int, last: int, tail: Sequence[i
 def probe_refusal(backend: _Served) -> str | None:
     """Why the server offers no SGLang likelihood (None: it does): one text-only
     ``/generate`` of "Hi" with its prompt log-probs, answered by the cache on a re-run."""
+    where = backend.native.url(GENERATE)
     try:
         backend.post(GENERATE, {"text": "Hi", "return_logprob": True, "logprob_start_len": 0,
                                 "sampling_params": {"max_new_tokens": 0}},
-                     lambda r: input_logprobs(_items(r, 1, GENERATE)[0], GENERATE))
+                     lambda r: input_logprobs(_items(r, 1, where)[0], where))
     except EndpointError as exc:
         if exc.status not in (400, 404, 405, 422):
             raise
