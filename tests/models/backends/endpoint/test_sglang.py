@@ -182,3 +182,42 @@ def test_engine_options_are_checked_and_recorded(processor: Path) -> None:
     # a local folder is published as its base name and a hash, never its path
     assert record["engine"] == "sglang" and record["processor"].startswith("qwen@")
     assert str(processor) not in repr(record)
+
+
+def test_predict_cli_over_sglang(tmp_path: Path, processor: Path) -> None:
+    """`predict --endpoint-engine sglang --mode likelihood:sum` end to end: per row
+    a tokenize and an options request, one prefill per distinct image + question
+    (the 4 rows hold 2), the engine and the
+    processor's public name in the metadata (never its path), and a re-run
+    answered by the response cache alone."""
+    import pyarrow.parquet as pq
+
+    from tests.fixtures.predict import write_mcq
+    from vlmrobust.cli.main import main
+    from vlmrobust.evaluation.predictions.meta import read_prediction_meta
+
+    dataset = write_mcq(tmp_path / "ds", {"default": 4}, with_class_ids=False)
+
+    def predict(out: Path) -> int:
+        return main(["predict", "--model", "endpoint:tiny", "--dataset", str(dataset),
+                     "--out", str(out), "--endpoint-url", fake.url, "--api-key-env", "NO_KEY",
+                     "--endpoint-engine", "sglang", "--endpoint-processor", str(processor),
+                     "--endpoint-cache", str(tmp_path / "cache"), "--no-progress",
+                     "--mode", "likelihood:sum"])
+
+    with CountingEngine() as fake:
+        assert predict(tmp_path / "run" / "p.parquet") == 0
+        paths = list(fake.paths)
+        assert predict(tmp_path / "again" / "p.parquet") == 0
+        assert fake.paths == paths  # the re-run sent nothing
+    # the probe, 2 prefills (identical requests are sent once), 4 option batches
+    assert paths.count("/v1/tokenize") == 4 and paths.count("/generate") == 1 + 2 + 4
+    rows = pq.read_table(tmp_path / "run" / "p.parquet").to_pylist()
+    assert [len(r["logits"]) for r in rows] == [2, 3, 4, 5]
+    assert all(np.isfinite(r["logits"]).all() and max(r["logits"]) < 0 for r in rows)
+    meta = read_prediction_meta(tmp_path / "run" / "p.parquet")
+    assert meta["server"]["engine"] == "sglang"
+    assert meta["server"]["processor"].startswith("qwen@")
+    for path in (tmp_path / "run").rglob("*"):
+        if path.is_file():
+            assert str(processor).encode() not in path.read_bytes(), path
