@@ -17,8 +17,11 @@ Per row (one prompt, K options), three requests:
 3. ``POST /generate`` with the K texts (a batch; one ``image_data`` broadcast to
    all), ``return_logprob: true``, ``logprob_start_len: n - 1`` and
    ``max_new_tokens: 0`` (chunks of at most ``CHUNK`` options). SGLang matches
-   its radix cache up to ``logprob_start_len`` and computes the rest, so each
-   option costs its own tokens plus one; ``meta_info.input_token_logprobs``
+   its radix cache up to ``logprob_start_len`` and computes the rest
+   (managers/schedule_batch.py, ``Req._compute_max_prefix_len``: at most
+   ``input_len - 1``, and at most ``logprob_start_len`` with ``return_logprob``),
+   so each option costs its own tokens plus one (all of the prompt again only if
+   the server evicted it in between); ``meta_info.input_token_logprobs``
    holds ``[logprob, token_id, text]`` from position n - 1. Checked per option:
    ``prompt_tokens`` = n + its tail length, the first entry is T's last token,
    and the rest are exactly the tail ids step 1 proved; the option's log-probs
