@@ -215,6 +215,10 @@ def test_predict_cli_over_sglang(tmp_path: Path, processor: Path) -> None:
     rows = pq.read_table(tmp_path / "run" / "p.parquet").to_pylist()
     assert [len(r["logits"]) for r in rows] == [2, 3, 4, 5]
     assert all(np.isfinite(r["logits"]).all() and max(r["logits"]) < 0 for r in rows)
+    # each row's prompt text is the /generate prompt as scored: the chat template
+    # applied here, the image as its digest
+    assert all('"text": "<|im_start|>user' in r["prompt_text"] and "<image/png sha256="
+               in r["prompt_text"] and "base64" not in r["prompt_text"] for r in rows)
     meta = read_prediction_meta(tmp_path / "run" / "p.parquet")
     assert meta["server"]["engine"] == "sglang"
     assert meta["server"]["processor"].startswith("qwen@")

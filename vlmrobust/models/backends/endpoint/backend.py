@@ -23,9 +23,7 @@ keeps that many in flight across its batches) and go through the response cache
 (endpoint.cache), so a resumed or repeated run sends only what it has not
 received before.
 
-Not used: ``/v1/completions`` with ``echo`` + ``logprobs``. It takes no image and
-a raw prompt, so the chat template would have to be rebuilt here, unseen by the
-server; vLLM's ``prompt_logprobs`` gives the same numbers through chat.
+Not used: ``/v1/completions`` with ``echo`` + ``logprobs``: it takes no image.
 """
 
 from __future__ import annotations
@@ -163,7 +161,7 @@ class EndpointBackend:
         self.public_model = public_name(options.model, None)[0]
         # optional primitive -> why the server lacks it (None: offered); under SGLang
         # likelihood is asked through /generate instead of prompt_logprobs
-        own = sglang.own_probes(options.engine, probe)
+        self.own = own = sglang.own_probes(options.engine, probe)
         self._features = feature_refusals(self, set(probe) - set(own)) if features is None \
             else {p: None if p in features else "was declared without it" for p in OPTIONAL}
         self._features.update({p: sglang.probe_refusal(self) for p in own if features is None})
@@ -265,8 +263,10 @@ class EndpointBackend:
     # ---- primitives ----
 
     def render(self, prompt: Prompt) -> str:
-        """The request as sent, under the served model's public name."""
-        return proto.render({**self._body(prompt), "model": self.public_model})
+        """The request as sent, under the served model's public name (SGLang's
+        likelihood: the /generate prompt, endpoint/sglang.py)."""
+        return sglang.rendered(self, prompt) or proto.render(
+            {**self._body(prompt), "model": self.public_model})
 
     def _server_takes_stop(self, stop: list[str]) -> bool:
         """Whether stop strings go to the server: asked once per run with one

@@ -63,6 +63,8 @@ class _Served(Protocol):
     client: HttpClient
     native: HttpClient
     renderer: ChatRenderer
+    own: list[str]
+    public_model: str
 
     def post(self, path: str, body: Mapping[str, Any], parse: Callable[[Any], Any]) -> Any: ...
 
@@ -211,6 +213,17 @@ def option_logprobs(item: Mapping[str, Any], n: int, last: int, tail: Sequence[i
     if not np.isfinite(out).all():
         raise EndpointError(f"{where}: {what}: an option token has no log-prob")
     return out.astype(np.float32)
+
+
+def rendered(backend: _Served, prompt: Prompt) -> str | None:
+    """A likelihood row's prompt text under SGLang: the ``/generate`` prompt (the
+    chat template applied here), the image as its sha256 (protocol.render);
+    None where the chat request is what is sent (other modes and engines)."""
+    if not backend.own:
+        return None
+    image = {} if prompt.image is None else {"image_data": proto.image_data_url(prompt.image)}
+    return proto.render({"model": backend.public_model, "text": backend.renderer.text(prompt),
+                         **image})
 
 
 def probe_refusal(backend: _Served) -> str | None:
