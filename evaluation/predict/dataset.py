@@ -56,7 +56,8 @@ from vlmrobust.evaluation.predictions.write import (
     write_predictions,
 )
 from vlmrobust.models.base import FAMILIES, Adapter, AdapterSpec
-from vlmrobust.models.prompts import CLIP_LABEL_SPACE_PROMPT, resolve_label_space_prompt
+from vlmrobust.models.label_space_prompts import resolve_label_space_prompt
+from vlmrobust.models.prompts import CLIP_LABEL_SPACE_PROMPT
 from vlmrobust.models.readers import Reader
 
 # re-exported: their documented home until the run spec split this module

@@ -28,7 +28,7 @@ from vlmrobust.evaluation.predict.spec import BackendOptions, RunSpec
 from vlmrobust.evaluation.predictions.meta import read_prediction_meta
 from vlmrobust.models import load_adapter
 from vlmrobust.models.backends.hf import HfBackend
-from vlmrobust.models.prompts import LABEL_SPACE_PROMPTS
+from vlmrobust.models.label_space_prompts import LABEL_SPACE_PROMPTS
 from vlmrobust.models.vlm import VlmAdapter
 
 NAMES = toy_label_space().names

@@ -11,7 +11,7 @@ import pytest
 from vlmrobust.builders.classification.spaces import imagenet_space
 from vlmrobust.core.errors import VlmrobustError
 from vlmrobust.evaluation.predict.label_rows import label_space_meta
-from vlmrobust.models.prompts import LABEL_SPACE_PROMPTS, resolve_label_space_prompt
+from vlmrobust.models.label_space_prompts import LABEL_SPACE_PROMPTS, resolve_label_space_prompt
 from vlmrobust.models.readers import parse_mode
 from vlmrobust.models.readers.label_space import LabelSpaceReads
 from vlmrobust.models.vlm import VlmAdapter

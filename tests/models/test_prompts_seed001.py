@@ -19,16 +19,14 @@ from tests.fixtures.label_space import photos, write_classification
 from vlmrobust.core.errors import VlmrobustError
 from vlmrobust.core.label_space import ClassEntry, LabelSpace
 from vlmrobust.evaluation.predict.spec import BackendOptions, ReaderOptions, RunSpec
-from vlmrobust.models.prompt_tables import SEED001_DEFAULT_PROMPT_SET, SEED001_PROMPT_SETS
-from vlmrobust.models.prompts import (
+from vlmrobust.models.label_space_prompts import (
     LABEL_SPACE_PROMPTS,
-    PROMPTS,
-    all_prompts,
     default_label_space_prompt,
     resolve_label_space_prompt,
-    resolve_prompt,
     resolve_vlm_prompt,
 )
+from vlmrobust.models.prompt_tables import SEED001_DEFAULT_PROMPT_SET, SEED001_PROMPT_SETS
+from vlmrobust.models.prompts import PROMPTS, all_prompts, resolve_prompt
 from vlmrobust.models.readers.base import format_question
 
 # seed 001 §IX, as printed (its options "A.[Ground truth class]" are lettered "A. <class>" here)

@@ -25,7 +25,7 @@ from vlmrobust.core.errors import VlmrobustError
 from vlmrobust.core.text.matcher import match_option
 from vlmrobust.models.base import ADAPTER_FAMILIES, AdapterFamily, AdapterSpec, pad_rows
 from vlmrobust.models.hub_access import require_target
-from vlmrobust.models.prompts import resolve_vlm_prompt
+from vlmrobust.models.label_space_prompts import resolve_vlm_prompt
 from vlmrobust.models.runtime import preferred_dtype, resolve_device, to_pil
 from vlmrobust.models.vlm import LETTERS, format_question
 

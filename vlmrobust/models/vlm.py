@@ -29,7 +29,8 @@ from vlmrobust.models.base import (
     AdapterSpec,
     pad_rows,
 )
-from vlmrobust.models.prompts import DEFAULT_VLM_PROMPT, VLM_INSTRUCTIONS, resolve_vlm_prompt
+from vlmrobust.models.label_space_prompts import resolve_vlm_prompt
+from vlmrobust.models.prompts import DEFAULT_VLM_PROMPT, VLM_INSTRUCTIONS
 from vlmrobust.models.readers.base import (
     LETTERS,
     Reader,

@@ -101,7 +101,7 @@ def export_lmms_eval(dataset: str | Path, out: str | Path, config: str | None = 
     from vlmrobust.core.files.atomic import atomic_directory, write_text_atomic
     from vlmrobust.core.files.output_guard import check_not_input, lstat_or_none, resolve
     from vlmrobust.evaluation.predict.rows import DatasetReader
-    from vlmrobust.models.prompts import resolve_vlm_prompt
+    from vlmrobust.models.label_space_prompts import resolve_vlm_prompt
 
     out = Path(out)
     bad = [t for t in output_types if t not in OUTPUT_TYPES]

@@ -41,7 +41,7 @@ def export_vlmevalkit(dataset: str | Path, out: str | Path, config: str | None =
     from vlmrobust.core.files.atomic import atomic_file
     from vlmrobust.core.files.output_guard import check_file_output
     from vlmrobust.evaluation.predict.rows import DatasetReader
-    from vlmrobust.models.prompts import resolve_vlm_prompt
+    from vlmrobust.models.label_space_prompts import resolve_vlm_prompt
 
     out = Path(out)
     if out.suffix != ".tsv":
@@ -106,7 +106,7 @@ def _check_shown(result: Path, rows: Sequence[Mapping[str, Any]], dataset: str |
     """Each result row's question, option letters and answer equal what the export
     wrote for its dataset row: a result edited after the run is refused."""
     from vlmrobust.evaluation.predict.rows import DatasetReader
-    from vlmrobust.models.prompts import resolve_vlm_prompt
+    from vlmrobust.models.label_space_prompts import resolve_vlm_prompt
 
     if "question" not in rows[0]:
         return  # a result file without the TSV's columns: nothing to compare

@@ -23,7 +23,7 @@ from vlmrobust.evaluation.predict.dataset import predict_dataset
 from vlmrobust.evaluation.predict.spec import BackendOptions, ReaderOptions, RunSpec
 from vlmrobust.evaluation.predictions.meta import read_prediction_meta
 from vlmrobust.models import load_adapter
-from vlmrobust.models.prompts import LABEL_SPACE_PROMPTS
+from vlmrobust.models.label_space_prompts import LABEL_SPACE_PROMPTS
 from vlmrobust.models.vlm import VlmAdapter
 
 SPACE = toy_label_space()

@@ -41,24 +41,32 @@ def _describe(value: Any) -> str:
 
 def _registries() -> list[tuple[str, Any, str | None]]:
     """(title, registry, default) for every prompt registry the models expose."""
-    from vlmrobust.models import prompts, vlm
+    from vlmrobust.models import label_space_prompts, prompts, vlm
 
     out: list[tuple[str, Any, str | None]] = []
-    for module, family in ((prompts, "clip"), (vlm, "vlm")):
-        for attr in sorted(vars(module)):
+    # the label-space registry lives beside prompts and imports its SEED_PROMPTS:
+    # one listing by name, each registry under the module that defines it
+    for family, modules in (("clip", (prompts, label_space_prompts)), ("vlm", (vlm,))):
+        found: dict[str, Any] = {}
+        for module in modules:
+            for attr, value in vars(module).items():
+                if attr.isupper() and attr.endswith("PROMPTS") \
+                        and not isinstance(value, (str, bytes)):
+                    found.setdefault(attr, module)
+        for attr in sorted(found):
+            module = found[attr]
             value = getattr(module, attr)
-            if attr.isupper() and attr.endswith("PROMPTS") and not isinstance(value, (str, bytes)):
-                where = f"{module.__name__}.{attr}"
-                default = getattr(module, "DEFAULT_PROMPT", None)
-                if attr == "SEED_PROMPTS":
-                    title = f"seed paper A.4, every family: classifier, clip, vlm ({where})"
-                elif attr == "LABEL_SPACE_PROMPTS":
-                    title = (f"vlm over a label space, kinds classification and ood; every mode "
-                             f"unless said ({where})")
-                    default = prompts.DEFAULT_LABEL_SPACE_PROMPT
-                else:
-                    title = f"{family} ({where})"
-                out.append((title, value, default))
+            where = f"{module.__name__}.{attr}"
+            default = getattr(module, "DEFAULT_PROMPT", None)
+            if attr == "SEED_PROMPTS":
+                title = f"seed paper A.4, every family: classifier, clip, vlm ({where})"
+            elif attr == "LABEL_SPACE_PROMPTS":
+                title = (f"vlm over a label space, kinds classification and ood; every mode "
+                         f"unless said ({where})")
+                default = label_space_prompts.DEFAULT_LABEL_SPACE_PROMPT
+            else:
+                title = f"{family} ({where})"
+            out.append((title, value, default))
     return out
 
 

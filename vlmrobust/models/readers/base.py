@@ -20,6 +20,7 @@ from vlmrobust.core.errors import VlmrobustError
 from vlmrobust.core.registry import Registry
 from vlmrobust.models import prompts as _prompts
 from vlmrobust.models.backends.base import Backend, Prompt
+from vlmrobust.models.label_space_prompts import LABEL_SPACE_PROMPTS
 from vlmrobust.models.prompts import DEFAULT_VLM_PROMPT, VLM_INSTRUCTIONS
 
 LETTERS = string.ascii_uppercase
@@ -154,7 +155,7 @@ def format_question(question: str, options: Sequence[str], prompt: str = DEFAULT
     """
     if len(options) > len(LETTERS):
         raise VlmrobustError(f"{len(options)} options: at most {len(LETTERS)} can be lettered")
-    entry = _prompts.LABEL_SPACE_PROMPTS.get(prompt)
+    entry = LABEL_SPACE_PROMPTS.get(prompt)
     own = entry.letter_instruction if entry is not None and prompt not in _prompts.SEED_PROMPTS \
         else prompt
     instruction = VLM_INSTRUCTIONS.get(own, VLM_INSTRUCTIONS[DEFAULT_VLM_PROMPT])
@@ -175,7 +176,7 @@ def question_and_options(question: str, options: Sequence[str], prompt: str
     """
     if prompt in _prompts.SEED_PROMPTS:
         return _prompts.SEED_PROMPTS[prompt].vlm_texts(question, options)
-    entry = _prompts.LABEL_SPACE_PROMPTS.get(prompt)
+    entry = LABEL_SPACE_PROMPTS.get(prompt)
     if entry is not None:
         return entry.question, entry.answers(options)
     return question, list(options)

@@ -17,7 +17,7 @@ names the true class (seed 002's inclusion rule,
 :meth:`vlmrobust.core.text.class_matcher.ClassMatcher.answer`), else the one class
 the strict matcher finds (wrong), else no answer.
 
-Every call is rendered from one :data:`vlmrobust.models.prompts.LABEL_SPACE_PROMPTS`
+Every call is rendered from one :data:`vlmrobust.models.label_space_prompts.LABEL_SPACE_PROMPTS`
 entry (default ``what-type``: "What type of object is in this photo?"), whose
 id the predictions record; a label-space row has no question of its own.
 ``prediction`` is an index into the label space, or into the row's candidates
@@ -37,7 +37,7 @@ from vlmrobust.core.label_space import LabelSpace
 from vlmrobust.core.text.class_matcher import ClassMatcher
 from vlmrobust.models.backends.base import Backend, GenerationConfig, Prompt
 from vlmrobust.models.label_logits import class_names, row_candidates
-from vlmrobust.models.prompts import LABEL_SPACE_PROMPTS, resolve_label_space_prompt
+from vlmrobust.models.label_space_prompts import LABEL_SPACE_PROMPTS, resolve_label_space_prompt
 from vlmrobust.models.readers.base import Reader, Reading, row_where
 
 CLASS_ORDERS = ("fixed", "random")
