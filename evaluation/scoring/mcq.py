@@ -177,7 +177,26 @@ def option_scores(report: ValidationReport, model_id: str | None, opts: Any,
         section["cfg"] = sweep
     if report.partial is not None:
         section["partial"] = dict(report.partial)
+    withheld = accuracy_only(report)
+    if withheld is not None:
+        section["accuracy_only"] = withheld
     return scores_document(index.name, section, model_id, report.meta)
+
+
+def accuracy_only(report: ValidationReport) -> str | None:
+    """The predictions' ``harness.accuracy_only`` (an imported lmms-eval log whose
+    values are no log-likelihoods: evaluation/harness/lmms_eval/llava_hf.py). Its
+    import writes choices only, so no logit figure is computed; a file that
+    carries logits beside the mark was edited and is refused."""
+    harness = (report.meta or {}).get("harness")
+    reason = harness.get("accuracy_only") if isinstance(harness, Mapping) else None
+    if reason is None:
+        return None
+    if report.has_logits:
+        raise SubmissionError(f"{report.predictions}: its metadata marks it accuracy only "
+                              f"({str(reason)[:80]}...) but it carries logits; import the "
+                              "harness log again")
+    return str(reason)
 
 
 def mcq_scores(report: ValidationReport, model_id: str | None, opts: Any) -> dict[str, Any]:
@@ -216,4 +235,6 @@ def option_summary(name: str, section: Mapping[str, Any]) -> list[str]:
     lines = [line]
     if section.get("partial"):
         lines.append(f"{name}: {partial_note(section['partial'])}")
+    if section.get("accuracy_only"):
+        lines.append(f"{name}: accuracy only: {section['accuracy_only']}")
     return lines

@@ -15,7 +15,10 @@ build's fingerprint, config and prompt), ``lmms_eval_version`` and the model
   option. lmms-eval's convention (api/task.py: "we return the actual loss ...
   we just use the argmin") is that the value is a loss: lower is better; its
   model classes return the negative log-likelihood (``llava_hf``: the mean
-  token cross-entropy of the continuation). The logit is ``-value``.
+  token cross-entropy of the continuation). The logit is ``-value``, except
+  where the value also averages prompt tokens (``llava_hf`` with an image of
+  several tokens, llava_hf.py): then lmms-eval's argmin is the ``prediction``
+  and there are no logits (accuracy only, ``harness.accuracy_only``).
 - ``generate_until``: ``filtered_resps`` is the text; it is kept as ``text``
   and ``prediction`` is read from it by vlmrobust.core.text.matcher.
 
@@ -39,6 +42,7 @@ from typing import Any
 
 from vlmrobust.core.errors import VlmrobustError
 from vlmrobust.core.fingerprint import file_sha256
+from vlmrobust.evaluation.harness.lmms_eval.llava_hf import accuracy_only_reason
 from vlmrobust.evaluation.harness.lmms_eval.task import GENERATE_UNTIL, MULTIPLE_CHOICE
 from vlmrobust.evaluation.predictions.jsonl import MAX_TEXT_CHARS
 
@@ -198,6 +202,7 @@ def import_lmms_eval(samples: Sequence[str | Path], dataset: str | Path, out: st
     types: set[str] = set()
     prompts: set[str] = set()
     first_results: dict[str, Any] | None = None
+    withheld: str | None = None  # why the values are not our logits (llava_hf.py)
     for sf in files:
         res = read_results(sf.results)
         first_results = first_results or res
@@ -213,6 +218,7 @@ def import_lmms_eval(samples: Sequence[str | Path], dataset: str | Path, out: st
             raise VlmrobustError(f"{sf.results}: task {sf.task} has output_type {otype!r}")
         types.add(otype)
         prompts.add(prompt_id)
+        withheld = withheld or accuracy_only_reason(res, otype)
         if config in configs:
             raise VlmrobustError(f"{sf.path}: config {config!r} is given twice; import one "
                                  "samples file per config")
@@ -293,6 +299,12 @@ def import_lmms_eval(samples: Sequence[str | Path], dataset: str | Path, out: st
                "output_type": otype}
     common: dict[str, Any] = {"model": name, "family": family, "out": out,
                               "prompt_id": prompt_id, "configs": configs, "harness": harness}
+    if otype == MULTIPLE_CHOICE and withheld is not None:
+        harness["accuracy_only"] = withheld
+        # lmms-eval's own choice: the first argmin of its values (_check_acc)
+        choice = [max(range(len(lg)), key=lg.__getitem__) for lg in logits]
+        return write_predictions(Path(dataset), ids, prediction=choice,
+                                 mode="lmms-eval:loglikelihood", **common)
     if otype == MULTIPLE_CHOICE:
         return write_predictions(Path(dataset), ids, logits=logits,
                                  mode="lmms-eval:loglikelihood", **common)

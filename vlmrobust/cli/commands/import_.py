@@ -18,7 +18,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         "'vlmrobust export' and write a predictions file with metadata. The raw model output "
         "goes into 'text'; the scorer reads the answer from it with the project's matcher "
         "(accuracy only: text carries no logits); lmms-eval's multiple_choice log-likelihoods "
-        "become logits (every metric). Rows of another dataset build, unknown ids, missing "
+        "become logits (every metric), except llava_hf's with an image of several tokens, whose "
+        "values also average prompt tokens: its choices only (accuracy only). Rows of another dataset build, unknown ids, missing "
         "rows and edited logs are refused, and nothing is written.",
     )
     fmt = p.add_subparsers(dest="format", metavar="FORMAT", required=True)
@@ -76,6 +77,7 @@ def run_vlmevalkit(args: argparse.Namespace) -> int:
 def run_lmms_eval(args: argparse.Namespace) -> int:
     from vlmrobust.core.files.output_guard import check_file_output
     from vlmrobust.evaluation.harness.lmms_eval.import_ import import_lmms_eval
+    from vlmrobust.evaluation.predictions.meta import read_prediction_meta
 
     _check_suffix(args.out)
     check_file_output(args.out, "--out", inputs=[*args.samples, args.results],
@@ -83,6 +85,9 @@ def run_lmms_eval(args: argparse.Namespace) -> int:
     out = import_lmms_eval(args.samples, args.dataset, args.out, results=args.results,
                            model=args.model, family=args.family,
                            harness_version=args.harness_version)
+    withheld = (read_prediction_meta(out).get("harness") or {}).get("accuracy_only")
+    if withheld:
+        print(f"note: {withheld}; for logits run vlmrobust predict --mode likelihood:avg")
     print(f"wrote {out}; score it with: vlmrobust score --dataset {args.dataset} "
           f"--predictions {out} --out scores.json")
     return 0

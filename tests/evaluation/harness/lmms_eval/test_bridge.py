@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 import yaml
 
+from tests.fixtures.lmms_eval import write_llava_config
 from tests.fixtures.score import write_mcq
 from tests.fixtures.trust import one_line_error, run_cli
 from vlmrobust.evaluation.predictions.meta import read_prediction_meta as read_meta
@@ -152,14 +153,16 @@ def test_process_results_reads_what_lmms_eval_logs(ds: Path, tmp_path: Path,
 
 def _log(ds: Path, tasks: Path, logs: Path, output_type: str,
          answer: Callable[[int, dict[str, Any]], Any], configs: tuple[str, ...] = CONFIGS,
-         date: str = "20261126_063610") -> list[Path]:
+         date: str = "20261126_063610", model_args: str | None = None,
+         model_class: str = "llava_hf") -> list[Path]:
     """Write ``<date>_results.json`` and one samples file per config as lmms-eval
     0.7.3 does; ``answer(doc_id, doc)`` gives a row's losses (multiple_choice)
-    or text (generate_until)."""
+    or text (generate_until); ``model_args`` as given to ``--model_args``."""
     utils = _utils(tasks)
     suffix = "_gen" if output_type == "generate_until" else ""
     results: dict[str, Any] = {"results": {}, "configs": {}, "lmms_eval_version": "unknown@unknown",
-                               "model_name": "/home/me/ckpts/tiny-llava", "config": {"model": "llava_hf"}}
+                               "model_name": "/home/me/ckpts/tiny-llava",
+                               "config": {"model": model_class, "model_args": model_args}}
     logs.mkdir(parents=True, exist_ok=True)
     paths = []
     for config in configs:
@@ -204,7 +207,10 @@ def test_multiple_choice_log_imports_as_logits_and_scores(
         ds: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     tasks = tmp_path / "tasks"
     _export(ds, tasks, capsys)
-    paths = _log(ds, tasks, tmp_path / "logs", "multiple_choice", _losses)
+    # one image token (one 8x8 patch): llava_hf's value is the option's mean loss alone
+    one = write_llava_config(tmp_path / "ckpts" / "tiny-llava", image_size=8)
+    paths = _log(ds, tasks, tmp_path / "logs", "multiple_choice", _losses,
+                 model_args=f"pretrained={one},device=cpu")
     preds = tmp_path / "preds.parquet"
     rc, err = _import(paths, ds, preds, capsys)
     assert rc == 0, err
@@ -222,6 +228,7 @@ def test_multiple_choice_log_imports_as_logits_and_scores(
     assert meta["model"].startswith("tiny-llava@") and "/home" not in json.dumps(meta)
     assert meta["mode"] == "lmms-eval:loglikelihood" and meta["prompt_id"] == "mcq-letter"
     h = meta["harness"]
+    assert "accuracy_only" not in h
     assert (h["name"], h["version"], h["model_class"], h["output_type"]) == (
         "lmms-eval", "unrecorded", "llava_hf", "multiple_choice")
     rc, err = run_cli(["validate", "--dataset", str(ds), "--predictions", str(preds)], capsys)
@@ -254,6 +261,7 @@ def test_generate_log_keeps_text_and_our_matcher_decides(
     assert rows[2]["text"] == "No idea."
     meta = read_meta(preds)
     assert meta["model"] == "Tiny VLM" and meta["harness"]["version"] == "0.7.3"
+    assert "accuracy_only" not in meta["harness"]  # llava_hf's text is its own answer
     scores = tmp_path / "scores.json"
     rc, err = run_cli(["score", "--dataset", str(ds), "--predictions", str(preds), "--out",
                        str(scores)], capsys)
