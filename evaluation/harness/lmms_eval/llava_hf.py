@@ -132,10 +132,11 @@ def accuracy_only_reason(results: Mapping[str, Any], output_type: str) -> str | 
     n = image_tokens(found) if found is not None else None
     if n == 1:
         return None
+    why = ("no config.json of the model was found here" if found is None else
+           "its config.json is no LLaVA with a CLIP tower, e.g. LLaVA-NeXT's image tiles")
     counted = (f"the prompt's last {n - 1} token{'s' if n > 2 else ''} too (the image is {n} "
                "tokens)" if n is not None and n > 1 else
-               "the prompt's last tokens too (the image's token count is unknown: no LLaVA "
-               "config.json was found for the model)")
+               f"the prompt's last tokens too (the image's token count is unknown: {why})")
     return (f"lmms-eval's {model_class} averages each option's loss over {counted}; "
             "lmms-eval's choice (the argmin) is kept as the prediction and the values are "
             "withheld: accuracy only")
