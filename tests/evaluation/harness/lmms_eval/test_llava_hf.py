@@ -165,3 +165,26 @@ def test_the_scorer_refuses_logits_beside_the_mark(
     assert rc == 1 and "marks it accuracy only" in err, err
     one_line_error(err)
     assert not (tmp_path / "s.json").exists()
+
+
+def test_an_accuracy_only_import_submits_and_builds(
+        ds: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        empty_hub_cache: Path) -> None:
+    """``submit`` stores the mark in the model's scores.json, and the leaderboard's
+    re-scoring from the stored predictions agrees with it."""
+    model = write_llava_config(tmp_path / "ckpts" / "tiny-llava-16", image_size=32)
+    rc, out, preds, _ = _mc_import(ds, tmp_path, capsys, "sub",
+                                   model_args=f"pretrained={model}")
+    assert rc == 0, out
+    subs = tmp_path / "subs"
+    rc = main(["submit", "--submissions", str(subs), "--model-id", "tiny", "--dataset", str(ds),
+               "--predictions", str(preds)])
+    printed = capsys.readouterr()
+    assert rc == 0, printed.err
+    stored = json.loads((subs / "tiny" / "scores.json").read_text())["datasets"]["imagenet-mcq"]
+    assert "16 tokens" in stored["accuracy_only"] and not stored["has_logits"]
+    site = tmp_path / "site"
+    rc = main(["leaderboard", "build", "--submissions", str(subs), "--out", str(site),
+               "--datasets", str(ds), "--quiet"])
+    printed = capsys.readouterr()
+    assert rc == 0, printed.err
