@@ -6,13 +6,20 @@ Bench-C numbers come in two named weightings (docs/internals.md, "Downloads"):
 ``bench-c:kappa_weighted:<metric>`` (Σκ·x/Σκ cell means), each then averaged
 over cells; quadrant and transition columns are counts, which no weighting
 touches. The unqualified ``bench-c:<metric>`` columns of schema 1 (κ-weighted,
-unmarked) are gone, so no reader takes one weighting for the other."""
+unmarked) are gone, so no reader takes one weighting for the other.
+
+``leaderboard.json`` is columnar since schema 3 (issue 37.2): ``columns`` names
+the fields once and each row is an array in that order, as is ``pairwise``
+(``{"columns": [...], "rows": [[...], ...]}``); schema 2 repeated every column name
+in every row (a 400-model file was 5.6 MB, 2.4 MB after). ``as_records`` turns either
+block back into dicts."""
 
 from __future__ import annotations
 
 import csv
 import io
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from vlmrobust.leaderboard.aggregate import headline_er
@@ -25,13 +32,21 @@ from vlmrobust.leaderboard.submission import (
     BenchCScores,
 )
 
-# Version of the leaderboard.json layout; 2: Bench-C columns named by weighting.
-DOWNLOADS_SCHEMA = 2
+# Version of the leaderboard.json layout; 2: Bench-C columns named by weighting;
+# 3: rows and pairwise tests are arrays under one list of column names.
+DOWNLOADS_SCHEMA = 3
+# Nested fields of leaderboard.json's rows that the CSV leaves out (it has the flat
+# headline_er_* columns instead): the last columns of every JSON row.
+JSON_ONLY_COLUMNS = ("headline_er", "er_reference", "bench_c_sensitivity",
+                     "bench_c_corruption_effect", "bench_c_accuracy_gain")
 BENCH_C_COLUMN_NOTES = {
     "*:ci_low, *:ci_high": "95% percentile bootstrap interval; Bench-C intervals redraw source "
                            "questions with all their copies (scores.json bench_c.intervals)",
     "pairwise": "pairwise.csv / leaderboard.json 'pairwise': paired tests between adjacent "
                 "models of every overview column (tie: p >= 0.05)",
+    "rows": "each row is an array in the order of 'columns' (pairwise: of its own "
+            "'columns'); the CSV header is 'columns' without the nested "
+            + ", ".join(JSON_ONLY_COLUMNS),
     "bench-c:plain:*": "plain: per (corruption, severity) cell the unweighted mean over the "
                        "cell's questions (the paper's per-cell tables), then the mean over cells",
     "bench-c:kappa_weighted:*": "κ-weighted: per cell Σκ·x / Σκ (κ = the question's "
@@ -176,8 +191,41 @@ def to_csv(columns: list[str], records: list[dict[str, Any]]) -> str:
     return buf.getvalue()
 
 
+def columnar(columns: list[str] | tuple[str, ...],
+             records: list[dict[str, Any]]) -> dict[str, Any]:
+    """Records as one list of column names and one array per record.
+
+    >>> columnar(["a", "b"], [{"a": 1, "b": None}, {"b": 2, "a": 3}])
+    {'columns': ['a', 'b'], 'rows': [[1, None], [3, 2]]}
+    """
+    names = list(columns)
+    for i, rec in enumerate(records):
+        if set(rec) - set(names):
+            raise ValueError(f"record {i} has fields not in the columns: "
+                             f"{sorted(set(rec) - set(names))}")
+    return {"columns": names, "rows": [[rec.get(c) for c in names] for rec in records]}
+
+
+def as_records(block: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """A columnar block of ``leaderboard.json`` (the top level's ``columns`` and
+    ``rows``, or ``pairwise``) as one dict per row.
+
+    >>> as_records({"columns": ["a", "b"], "rows": [[1, None]]})
+    [{'a': 1, 'b': None}]
+    """
+    names = list(block["columns"])
+    out = []
+    for i, row in enumerate(block["rows"]):
+        if len(row) != len(names):
+            raise ValueError(f"row {i} has {len(row)} values for {len(names)} columns")
+        out.append(dict(zip(names, row, strict=True)))
+    return out
+
+
 def to_json(lb: Leaderboard, columns: list[str], records: list[dict[str, Any]]) -> str:
-    """``leaderboard.json``: the same table plus the baselines definition and every fit."""
+    """``leaderboard.json``: the same table (columnar, the nested JSON-only fields
+    last) plus the baselines definition, every fit and every pairwise test."""
+    table = columnar([*columns, *JSON_ONLY_COLUMNS], records)
     return json.dumps(
         {"schema_version": DOWNLOADS_SCHEMA, "overview_strategy": lb.strategy,
          "column_notes": BENCH_C_COLUMN_NOTES,
@@ -186,6 +234,6 @@ def to_json(lb: Leaderboard, columns: list[str], records: list[dict[str, Any]]) 
          "classification_fits": [f.as_record() for k in (lb.classification.datasets if lb.classification else ())
                                  for f in lb.classification.er[k].fits] if lb.classification else [],
          "reference_runs": None if lb.record is None else lb.record.as_record(),
-         "pairwise": pairwise_records(lb),
-         "columns": columns, "rows": records},
+         "pairwise": columnar(PAIRWISE_COLUMNS, pairwise_records(lb)),
+         **table},
         separators=(",", ":"), ensure_ascii=False, allow_nan=False) + "\n"

@@ -12,6 +12,7 @@ import pyarrow as pa
 from vlmrobust.evaluation.scoring.dataset import dumps_scores, score_tables
 from vlmrobust.leaderboard.aggregate import aggregate
 from vlmrobust.leaderboard.load import load_submissions
+from vlmrobust.leaderboard.site.downloads import as_records
 from vlmrobust.leaderboard.site.render import render_site
 from vlmrobust.leaderboard.trust.baselines import BaselineSpec
 
@@ -97,6 +98,6 @@ def test_scorer_output_loads_fits_and_renders(tmp_path: Path) -> None:
     assert f.line is not None and len(f.baselines) == 4
     files = render_site(lb)
     table = json.loads(files["leaderboard.json"])
-    assert [r["model_id"] for r in table["rows"]] == ["m0", "m1", "m2", "m3"]
-    assert all(r[f"bench-c:{w}:ras"] is not None for r in table["rows"]
+    assert [r["model_id"] for r in as_records(table)] == ["m0", "m1", "m2", "m3"]
+    assert all(r[f"bench-c:{w}:ras"] is not None for r in as_records(table)
                for w in ("plain", "kappa_weighted"))

@@ -21,6 +21,7 @@ from scipy.special import ndtri
 from vlmrobust.leaderboard.aggregate import aggregate
 from vlmrobust.leaderboard.charts import svg
 from vlmrobust.leaderboard.load import load_submissions
+from vlmrobust.leaderboard.site.downloads import JSON_ONLY_COLUMNS, as_records
 from vlmrobust.leaderboard.site.render import render_site, site_assets
 from vlmrobust.leaderboard.synthetic import synthetic_submission, write_submission
 from vlmrobust.leaderboard.trust.baselines import BaselineSpec
@@ -69,7 +70,7 @@ def test_pages_and_rows(site: tuple[dict[str, bytes], Path]) -> None:
                         key=lambda st: (st != headline, st))  # the switch: the overview's first
     variants = list(dict.fromkeys(k.split(":")[1] for k in table["columns"] if k.startswith("imagenet-mcq:")))
     n_er = n_bc = 0
-    for r in table["rows"]:
+    for r in as_records(table):
         tr = re.search(rf'<tr data-model="{re.escape(r["model_id"])}"[^>]*>(.*?)</tr>', index, re.S)
         assert tr is not None
         cells = re.findall(r"<td([^>]*)>", tr.group(1))
@@ -139,7 +140,7 @@ def test_downloads_keep_full_precision_and_neutralise_formulas(
         site: tuple[dict[str, bytes], Path]) -> None:
     files, root = site
     table = json.loads(files["leaderboard.json"])
-    rows = {r["model_id"]: r for r in table["rows"]}
+    rows = {r["model_id"]: r for r in as_records(table)}
     scores = json.loads((root / "clip-0001" / "scores.json").read_text())
     acc = scores["datasets"]["imagenet-mcq"]["configs"]["sample-rendition-wordnet"]["accuracy"]
     assert rows["clip-0001"]["imagenet-mcq:sample-rendition:wordnet:accuracy"] == acc
@@ -148,7 +149,7 @@ def test_downloads_keep_full_precision_and_neutralise_formulas(
     assert rows["no-benchc"]["bench-c:plain:ras"] is None
     assert table["fits"] and all(f["transform"] == "probit" for f in table["fits"])
     parsed = list(csv.DictReader(io.StringIO(files["leaderboard.csv"].decode())))
-    assert len(parsed) == 8 and list(parsed[0]) == table["columns"]
+    assert len(parsed) == 8 and list(parsed[0]) == [c for c in table["columns"] if c not in JSON_ONLY_COLUMNS]
     by_id = {r["model_id"]: r for r in parsed}
     assert by_id["evil"]["vision_encoder"] == "'" + FORMULA
     assert float(by_id["clip-0001"]["imagenet-mcq:sample-rendition:wordnet:accuracy"]) == acc
@@ -305,7 +306,7 @@ def test_model_page_tables_hold_the_submissions_numbers(site: tuple[dict[str, by
     ER table leaderboard.json's ER of each (strategy, shift) with the two accuracies."""
     files, root = site
     scores = json.loads((root / "clip-0001" / "scores.json").read_text())
-    row = next(r for r in json.loads(files["leaderboard.json"])["rows"] if r["model_id"] == "clip-0001")
+    row = next(r for r in as_records(json.loads(files["leaderboard.json"])) if r["model_id"] == "clip-0001")
     page = files["models/clip-0001.html"].decode()
     configs = scores["datasets"]["imagenet-mcq"]["configs"]
     for name, c in configs.items():

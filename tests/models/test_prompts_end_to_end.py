@@ -24,6 +24,7 @@ from tests.fixtures.predict import (
     png,
 )
 from vlmrobust.evaluation.predict.spec import BackendOptions, ReaderOptions, RunSpec
+from vlmrobust.leaderboard.site.downloads import as_records
 from vlmrobust.models.prompts import SEED_PROMPT_IDS, SEED_PROMPTS, resolve_prompt
 
 pytest.importorskip("open_clip")
@@ -147,9 +148,9 @@ def test_five_prompts_three_families_to_scores_and_leaderboard(
     assert prompt_lines == {f"{f} · {p}" for f in models for p in SEED_PROMPT_IDS}
     files = render_site(lb)
     table = json.loads(files["leaderboard.json"])
-    assert sorted((r["family"], r["prompt_id"]) for r in table["rows"]) == sorted(
+    assert sorted((r["family"], r["prompt_id"]) for r in as_records(table)) == sorted(
         (f, p) for f in models for p in SEED_PROMPT_IDS)
-    assert all(r["headline_er"]["strategy"] == "wordnet" for r in table["rows"])
+    assert all(r["headline_er"]["strategy"] == "wordnet" for r in as_records(table))
     assert "vlm prompts" in files["robustness.html"].decode()
 
 

@@ -15,6 +15,7 @@ from scipy import stats
 from tests.fixtures.submission import real_submissions
 from vlmrobust.cli.main import main
 from vlmrobust.leaderboard.fits.compare import compare_details
+from vlmrobust.leaderboard.site.downloads import as_records
 from vlmrobust.leaderboard.site.publish import publish_site
 
 
@@ -57,7 +58,7 @@ def test_compare_prints_the_disagreement_and_mcnemar(published: tuple[Path, Path
 def test_bench_c_tests_are_the_sites(published: tuple[Path, Path, Path]) -> None:
     _, site, details = published
     board = json.loads((site / "leaderboard.json").read_text())
-    site_tests = {t["column"]: t for t in board["pairwise"] if t["column"].startswith("bench-c:")}
+    site_tests = {t["column"]: t for t in as_records(board["pairwise"]) if t["column"].startswith("bench-c:")}
     assert set(site_tests) == {"bench-c:acc", "bench-c:delta_acc", "bench-c:ras"}
     hi, lo = site_tests["bench-c:ras"]["higher"], site_tests["bench-c:ras"]["lower"]
     mine = {t.column: t for t in compare_details(details, hi, lo, "bench-c").tests}

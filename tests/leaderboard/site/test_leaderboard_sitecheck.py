@@ -22,6 +22,7 @@ from vlmrobust.leaderboard.charts import svg
 from vlmrobust.leaderboard.load import load_submissions
 from vlmrobust.leaderboard.site import render
 from vlmrobust.leaderboard.site.check import SiteCheckError, check_files, check_page
+from vlmrobust.leaderboard.site.downloads import as_records
 from vlmrobust.leaderboard.site.render import render_site, site_assets
 from vlmrobust.leaderboard.synthetic import synthetic_submission, write_submission
 from vlmrobust.leaderboard.trust.baselines import BaselineSpec
@@ -215,7 +216,7 @@ def test_fuzz_hostile_submissions_render_inert(tmp_path_factory: pytest.TempPath
     for parser in PARSERS:
         check_files(files, scripts=[SCRIPT], styles=[STYLE], csp=CSP, parser=parser)
     # The text survives as text: the JSON download holds it verbatim.
-    names = {r["name"] for r in json.loads(files["leaderboard.json"])["rows"]}
+    names = {r["name"] for r in as_records(json.loads(files["leaderboard.json"]))}
     assert names <= set(words)
 
 

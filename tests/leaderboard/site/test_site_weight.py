@@ -1,0 +1,77 @@
+"""What a model costs the site (issue 37.2: 400 models under 30 MB, 4,000 under
+300 MB). leaderboard.json names each column once (schema 3) instead of in every
+row; the figures at scale are tests/perf/test_site_size.py's."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import pytest
+
+from vlmrobust.leaderboard.aggregate import aggregate
+from vlmrobust.leaderboard.load import load_submissions
+from vlmrobust.leaderboard.site.downloads import JSON_ONLY_COLUMNS, PAIRWISE_COLUMNS, as_records
+from vlmrobust.leaderboard.site.render import render_site
+from vlmrobust.leaderboard.synthetic import REAL_VARIANTS, write_synthetic_submissions
+from vlmrobust.leaderboard.trust.baselines import BaselineSpec
+
+N = 9
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
+    root = tmp_path_factory.mktemp("weight") / "subs"
+    write_synthetic_submissions(root, N, variants=REAL_VARIANTS)
+    lb = aggregate(load_submissions(root), BaselineSpec(version="t", n_bootstrap=50, min_models=2))
+    return render_site(lb, code_version="9.9")
+
+
+def test_leaderboard_json_rows_are_arrays_under_one_list_of_columns(
+        files: dict[str, bytes]) -> None:
+    table = json.loads(files["leaderboard.json"])
+    assert table["schema_version"] == 3
+    columns = table["columns"]
+    assert len(set(columns)) == len(columns) and columns[-len(JSON_ONLY_COLUMNS):] == list(
+        JSON_ONLY_COLUMNS)
+    assert len(table["rows"]) == N
+    assert all(isinstance(r, list) and len(r) == len(columns) for r in table["rows"])
+    # no column name is repeated in a row: the rows' text names none of them
+    rows_text = json.dumps(table["rows"])
+    assert not [c for c in columns if f'"{c}"' in rows_text]
+    pairwise = table["pairwise"]
+    assert pairwise["columns"] == list(PAIRWISE_COLUMNS) and pairwise["rows"]
+    assert all(len(r) == len(PAIRWISE_COLUMNS) for r in pairwise["rows"])
+    assert '"higher"' not in json.dumps(pairwise["rows"])
+
+
+def test_columnar_rows_read_back_as_the_csv(files: dict[str, bytes]) -> None:
+    """dict(zip(columns, row)) gives the CSV's row, value for value (the CSV writes
+    floats with repr, so the text compares exactly)."""
+    table = json.loads(files["leaderboard.json"])
+    parsed = list(csv.DictReader(io.StringIO(files["leaderboard.csv"].decode())))
+    recs = as_records(table)
+    assert [r["model_id"] for r in recs] == [r["model_id"] for r in parsed]
+    for rec, row in zip(recs, parsed, strict=True):
+        assert set(row) == set(rec) - set(JSON_ONLY_COLUMNS)
+        for k, text in row.items():
+            v = rec[k]
+            assert text == ("" if v is None else repr(v) if isinstance(v, float) else str(v)), k
+        assert rec["headline_er"]["value"] == rec["headline_er_value"]
+    lines = list(csv.DictReader(io.StringIO(files["pairwise.csv"].decode())))
+    assert len(lines) == len(table["pairwise"]["rows"])
+    assert [t["higher"] for t in as_records(table["pairwise"])] == [t["higher"] for t in lines]
+
+
+def test_leaderboard_json_costs_under_5_kb_a_model(files: dict[str, bytes]) -> None:
+    """Six ImageNet variants × 3 strategies, 19 × 5 Bench-C cells: a schema-2 row
+    was 10.5 kB (its 176 names 6 kB of it)."""
+    rows = json.loads(files["leaderboard.json"])["rows"]
+    per_model = len(json.dumps(rows, separators=(",", ":"), ensure_ascii=False)) / N
+    assert per_model < 5_000, per_model
+
+
+def test_as_records_refuses_a_short_row() -> None:
+    with pytest.raises(ValueError, match="row 0 has 1 values for 2 columns"):
+        as_records({"columns": ["a", "b"], "rows": [[1]]})
