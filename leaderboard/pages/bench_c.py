@@ -7,15 +7,17 @@ site script pages through data/bench-c*.json; issue 37.2)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping, Sequence
 
+from jinja2.utils import htmlsafe_json_dumps
 from markupsafe import Markup
 
 from vlmrobust.leaderboard.board import BENCH_C, Leaderboard
 from vlmrobust.leaderboard.charts import svg
 from vlmrobust.leaderboard.pages.formatting import data_v, num, pct, pvalue, signed, tone
 from vlmrobust.leaderboard.site.paged import Cell, Row
-from vlmrobust.leaderboard.submission import QUADRANTS, TRANSITIONS, Submission
+from vlmrobust.leaderboard.submission import QUADRANTS, TRANSITIONS, BenchCScores, Submission
 
 # imagecorruptions' order (Hendrycks & Dietterich 2019: noise, blur, weather, digital, extra).
 CORRUPTIONS = ("gaussian_noise", "shot_noise", "impulse_noise", "defocus_blur", "glass_blur",
@@ -65,6 +67,55 @@ def per_corruption(s: Submission) -> list[tuple[str, dict[str, float | None]]]:
             means[k] = sum(vals) / len(vals) if vals else None
         out.append((c, means))
     return out
+
+
+# The value columns of a model page's table of every corruption × severity cell,
+# after corruption, severity and N: (header, format, weighting, metric). Formats
+# are site.js's: "pp" signed percentage points (formatting.signed(v, 1, 100)),
+# "f3" three decimals (formatting.num). Heat maps read columns 4 and 6.
+CELL_COLUMNS = (
+    ("ΔAcc plain", "pp", "plain", "delta_acc"), ("ΔAcc κ", "pp", "kappa", "delta_acc"),
+    ("RAS plain", "f3", "plain", "ras"), ("RAS κ", "f3", "kappa", "ras"),
+    ("Destructive plain", "f3", "plain", "destructive_ras"),
+    ("Destructive κ", "f3", "kappa", "destructive_ras"),
+    ("Corrective plain", "f3", "plain", "corrective_ras"),
+    ("Corrective κ", "f3", "kappa", "corrective_ras"),
+    ("S⁽ᵒ⁾", "f3", "plain", "S_clean"), ("S⁽ᵈ⁾", "f3", "plain", "S"),
+    ("C⁽ᵒ⁾", "f3", "plain", "C_clean"), ("C⁽ᵈ⁾", "f3", "plain", "C"))
+
+
+def _printed(v: float | None, fmt: str) -> float | None:
+    """The number as the page prints it (percentage points for "pp"), so site.js
+    only re-prints a decimal with as many digits and never rounds a second time;
+    None when not measured. -0.0 stays -0.0 ("−0.0", as signed() prints it).
+
+    >>> _printed(-0.03168, "pp"), _printed(0.0625, "f3"), _printed(None, "f3")
+    (-3.2, 0.062, None)
+    """
+    text = signed(v, 1, 100.0) if fmt == "pp" else num(v, 3)
+    return None if text == "—" else float(text.replace("−", "-"))
+
+
+def cell_rows(bc: BenchCScores) -> Markup:
+    """The table of every cell as data for site.js to fill (issue 37.2): one array
+    per cell, ``[corruption, severity, N, *CELL_COLUMNS values as printed]``, as
+    JSON safe inside a single-quoted attribute. As HTML the table was half of a
+    model page (43 kB of 81 kB on the demo's classifiers); its sort keys were 6
+    significant digits, now the printed digits (equal cells keep their order).
+
+    >>> from vlmrobust.leaderboard.submission import BenchCCell
+    >>> cell = BenchCCell("fog", 2, 40, {"ras": 0.123456789, "delta_acc": -0.25}, {}, {},
+    ...                   plain={"ras": None})
+    >>> str(cell_rows(BenchCScores(None, (cell,), {}, {}, {})))[:39]
+    '[["fog",2,40,null,-25.0,null,0.123,null'
+    >>> print(cell_rows(BenchCScores(None, (BenchCCell("a'<b", 1, 1, {}, {}, {}),), {}, {}, {})))
+    [["a\\u0027\\u003cb",1,1,null,null,null,null,null,null,null,null,null,null,null,null]]
+    """
+    rows = [[c.corruption, c.severity, c.n,
+             *(_printed((c.plain if wt == "plain" else c.metrics).get(k), fmt)
+               for _, fmt, wt, k in CELL_COLUMNS)] for c in bc.cells]
+    return htmlsafe_json_dumps(rows, dumps=json.dumps, separators=(",", ":"),
+                               ensure_ascii=False, allow_nan=False)
 
 
 Fmt = Callable[[float | None], str]

@@ -78,6 +78,15 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
         if i == 3:
             # every clean answer right: corrective RAS (over WR ∪ WW) is undefined
             scores["datasets"]["bench-c"]["bench_c"]["aggregate"]["corrective_ras"] = None
+        if i == 1:
+            # plain numbers on the first cells, with the printing's edge cases: a
+            # tie at the third decimal (0.0625: Python rounds to even, JS's toFixed
+            # away from zero), minus zero after rounding, a huge and a tiny value
+            for cell, (d_acc, ras) in zip(scores["datasets"]["bench-c"]["bench_c"]["cells"],
+                                         [(-0.0001, 0.0625), (0.00049999, -0.0004),
+                                          (-0.0625, 0.1875), (0.99995, -1.9999)],
+                                         strict=False):
+                cell["plain"] = {"delta_acc": d_acc, "ras": ras, "S": 0.4, "C": 0.3}
         if i == 4:
             # a perfect score sits at probit(100%) = ∞: drawn clipped at the edge
             cfg = scores["datasets"]["imagenet-mcq"]["configs"]["imagenet-r-wordnet"]
@@ -177,3 +186,40 @@ def test_model_heat_maps_are_drawn_from_the_cells_table(driver: Any, base_url: s
     for name, sev, ras, _ in cells:
         label = f"{name}, severity {sev}: " + ("n/a" if ras == "" else f"{float(ras):.3f}")
         assert by_label[label] == diverging_colour(float(ras) if ras else None, 1.0)
+
+
+def test_model_cells_table_is_filled_as_python_prints_it(driver: Any, base_url: str,
+                                                        site: Path) -> None:
+    """Issue 37.2: a model page holds its table of every Bench-C cell as data;
+    site.js writes the rows. Every cell reads as formatting.py prints the
+    submission's number (ties and minus zero included), sorts by value, and the
+    no-script note goes away."""
+    from selenium.webdriver.common.by import By
+
+    from vlmrobust.leaderboard.load import load_submissions
+    from vlmrobust.leaderboard.pages.bench_c import CELL_COLUMNS
+    from vlmrobust.leaderboard.pages.formatting import num, signed
+
+    page = (site / "models" / "clip-0001.html").read_text()
+    assert "<td" not in page.split('id="bench-c-cells"')[1].split("</table>")[0]
+    (sub,) = [s for s in load_submissions(site.parent / "submissions") if s.model_id == "clip-0001"]
+    bc = sub.datasets["bench-c"].bench_c
+    assert bc is not None
+    want = [[c.corruption, str(c.severity), str(c.n)] + [
+        signed(v, 1, 100.0) if fmt == "pp" else num(v, 3)
+        for _, fmt, wt, k in CELL_COLUMNS
+        for v in [(c.plain if wt == "plain" else c.metrics).get(k)]] for c in bc.cells]
+    assert [want[0][3], want[0][5], want[1][3], want[1][5]] == ["−0.0", "0.062", "+0.0", "-0.000"]
+    _show(driver, base_url + "models/clip-0001.html", 1400)
+    got = driver.execute_script(
+        "return Array.from(document.querySelectorAll('#bench-c-cells tbody tr')).map(r =>"
+        " Array.from(r.cells).map(c => c.textContent));")
+    assert got == want
+    assert not driver.find_element(By.ID, "bench-c-cells-nojs").is_displayed()
+    # sorting by RAS κ (descending first) orders the rows by the number
+    driver.find_element(By.CSS_SELECTOR, "#bench-c-cells thead th:nth-child(7)").click()
+    keys = driver.execute_script(
+        "return Array.from(document.querySelectorAll('#bench-c-cells tbody tr'))"
+        ".map(r => r.cells[6].getAttribute('data-v'));")
+    values = [float(k) for k in keys if k != ""]
+    assert values == sorted(values, reverse=True) and len(values) == len(bc.cells)

@@ -1,12 +1,15 @@
 """What a model costs the site (issue 37.2: 400 models under 30 MB, 4,000 under
-300 MB). leaderboard.json names each column once (schema 3) instead of in every
-row; the figures at scale are tests/perf/test_site_size.py's."""
+300 MB, no page over 300 kB). leaderboard.json names each column once (schema 3)
+instead of in every row; a model page holds its table of every Bench-C cell as
+data for site.js; robustness.html names the first baseline models of a line, not
+all. The figures at scale are tests/perf/test_site_size.py's."""
 
 from __future__ import annotations
 
 import csv
 import io
 import json
+import re
 
 import pytest
 
@@ -17,7 +20,7 @@ from vlmrobust.leaderboard.site.render import render_site
 from vlmrobust.leaderboard.synthetic import REAL_VARIANTS, write_synthetic_submissions
 from vlmrobust.leaderboard.trust.baselines import BaselineSpec
 
-N = 9
+N = 33  # 11 classifiers: more reference baselines than robustness.html names
 
 
 @pytest.fixture(scope="module")
@@ -75,3 +78,24 @@ def test_leaderboard_json_costs_under_5_kb_a_model(files: dict[str, bytes]) -> N
 def test_as_records_refuses_a_short_row() -> None:
     with pytest.raises(ValueError, match="row 0 has 1 values for 2 columns"):
         as_records({"columns": ["a", "b"], "rows": [[1]]})
+
+
+def test_model_page_holds_its_cells_as_data_under_40_kb(files: dict[str, bytes]) -> None:
+    """A model with the real variant set and 95 Bench-C cells: 50.7 kB with the
+    cells as HTML rows (22 kB of them), 35.4 kB with them as data."""
+    page = files["models/classifier-0000.html"].decode()
+    table = page.split('id="bench-c-cells"')[1].split("</table>")[0]
+    assert "<td" not in table
+    rows = json.loads(re.search(r"data-fill='([^']*)'", table).group(1))  # type: ignore[union-attr]
+    assert len(rows) == 95 and all(len(r) == 15 for r in rows)
+    assert len(files["models/classifier-0000.html"]) < 40_000
+
+
+def test_robustness_names_ten_baseline_models_a_line(files: dict[str, bytes]) -> None:
+    """Every name of every line's baselines grew the page by 4 kB a line at 400
+    models (252 kB); now the first ten and a count."""
+    page = files["robustness.html"].decode()
+    cells = re.findall(r'<td class="t name">(.*?)</td>', page, re.S)
+    ref = [c for c in cells if "classifier-" in c]
+    assert ref and all(len(re.findall(r"classifier-\d{4}", c)) == 10 for c in ref)
+    assert all("… and 1 more (every one in" in c for c in ref)
