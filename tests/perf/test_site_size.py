@@ -3,7 +3,8 @@ set (6 ImageNet-MCQ variants × 3 strategies, 19 × 5 Bench-C cells, ImageWikiQA
 and check that its size stays linear in the number of models.
 
 Targets (issues 15 and 37.2): 400 models under 30 MB in all and no HTML page over
-300 kB. Prints the build time, the total size and the largest files. The same
+300 kB; 4,000 models under 300 MB (extrapolated from 40 and 80 models). Prints the
+build time, the total size and the largest files. The same
 goals on copies of real demo submissions, re-scored: test_site_scale.py."""
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from vlmrobust.leaderboard.synthetic import REAL_VARIANTS, write_synthetic_submi
 N_MODELS = 400
 MAX_TOTAL = 30_000_000
 MAX_PAGE = 300_000
+MAX_TOTAL_4000 = 300_000_000
 
 
 def _sizes(site: Path) -> dict[str, int]:
@@ -52,14 +54,22 @@ def test_build_site_400_models_size(benchmark: Any, submissions: Path, tmp_path:
 
 def test_size_grows_linearly(tmp_path: Path) -> None:
     """Doubling the models at most doubles the site (plus a constant): nothing is
-    copied per model page from the other models."""
+    copied per model page from the other models. Prints the cost of a model and
+    the 4,000-model site extrapolated from it (goal: under 300 MB; measured on
+    this machine after issue 37.2: 400 models 21.4 MB, 800 42.3 MB, ×1.98, 52 kB
+    a model, so about 210 MB at 4,000)."""
     totals = []
     for n in (40, 80):
         subs = tmp_path / f"subs-{n}"
         write_synthetic_submissions(subs, n, variants=REAL_VARIANTS)
         build_site(load_submissions(subs), tmp_path / f"site-{n}")
         totals.append(sum(_sizes(tmp_path / f"site-{n}").values()))
-    per_model = totals[1] - totals[0]
+    per_model = (totals[1] - totals[0]) / 40
+    at_4000 = totals[1] + (4000 - 80) * per_model
+    print(f"\n40 models {totals[0] / 1e6:.2f} MB, 80 models {totals[1] / 1e6:.2f} MB "
+          f"(×{totals[1] / totals[0]:.2f}): {per_model / 1e3:.1f} kB a model; 4,000 models "
+          f"≈ {at_4000 / 1e6:.0f} MB (extrapolated)")
     # a quadratic term would make the second 40 models cost more than the first 40
     # plus the fixed pages (~100 kB)
-    assert per_model <= totals[0], totals
+    assert per_model * 40 <= totals[0], totals
+    assert at_4000 < MAX_TOTAL_4000, f"{at_4000 / 1e6:.0f} MB"
