@@ -15,7 +15,7 @@ import pytest
 
 from vlmrobust.leaderboard.aggregate import aggregate
 from vlmrobust.leaderboard.load import load_submissions
-from vlmrobust.leaderboard.site.downloads import JSON_ONLY_COLUMNS, PAIRWISE_COLUMNS, as_records
+from vlmrobust.leaderboard.site import downloads
 from vlmrobust.leaderboard.site.render import render_site
 from vlmrobust.leaderboard.synthetic import REAL_VARIANTS, write_synthetic_submissions
 from vlmrobust.leaderboard.trust.baselines import BaselineSpec
@@ -36,16 +36,16 @@ def test_leaderboard_json_rows_are_arrays_under_one_list_of_columns(
     table = json.loads(files["leaderboard.json"])
     assert table["schema_version"] == 3
     columns = table["columns"]
-    assert len(set(columns)) == len(columns) and columns[-len(JSON_ONLY_COLUMNS):] == list(
-        JSON_ONLY_COLUMNS)
+    nested = list(downloads.JSON_ONLY_COLUMNS)
+    assert len(set(columns)) == len(columns) and columns[-len(nested):] == nested
     assert len(table["rows"]) == N
     assert all(isinstance(r, list) and len(r) == len(columns) for r in table["rows"])
     # no column name is repeated in a row: the rows' text names none of them
     rows_text = json.dumps(table["rows"])
     assert not [c for c in columns if f'"{c}"' in rows_text]
     pairwise = table["pairwise"]
-    assert pairwise["columns"] == list(PAIRWISE_COLUMNS) and pairwise["rows"]
-    assert all(len(r) == len(PAIRWISE_COLUMNS) for r in pairwise["rows"])
+    assert pairwise["columns"] == list(downloads.PAIRWISE_COLUMNS) and pairwise["rows"]
+    assert all(len(r) == len(downloads.PAIRWISE_COLUMNS) for r in pairwise["rows"])
     assert '"higher"' not in json.dumps(pairwise["rows"])
 
 
@@ -54,17 +54,18 @@ def test_columnar_rows_read_back_as_the_csv(files: dict[str, bytes]) -> None:
     floats with repr, so the text compares exactly)."""
     table = json.loads(files["leaderboard.json"])
     parsed = list(csv.DictReader(io.StringIO(files["leaderboard.csv"].decode())))
-    recs = as_records(table)
+    recs = downloads.as_records(table)
     assert [r["model_id"] for r in recs] == [r["model_id"] for r in parsed]
     for rec, row in zip(recs, parsed, strict=True):
-        assert set(row) == set(rec) - set(JSON_ONLY_COLUMNS)
+        assert set(row) == set(rec) - set(downloads.JSON_ONLY_COLUMNS)
         for k, text in row.items():
             v = rec[k]
             assert text == ("" if v is None else repr(v) if isinstance(v, float) else str(v)), k
         assert rec["headline_er"]["value"] == rec["headline_er_value"]
     lines = list(csv.DictReader(io.StringIO(files["pairwise.csv"].decode())))
     assert len(lines) == len(table["pairwise"]["rows"])
-    assert [t["higher"] for t in as_records(table["pairwise"])] == [t["higher"] for t in lines]
+    tests = downloads.as_records(table["pairwise"])
+    assert [t["higher"] for t in tests] == [t["higher"] for t in lines]
 
 
 def test_leaderboard_json_costs_under_5_kb_a_model(files: dict[str, bytes]) -> None:
@@ -77,7 +78,7 @@ def test_leaderboard_json_costs_under_5_kb_a_model(files: dict[str, bytes]) -> N
 
 def test_as_records_refuses_a_short_row() -> None:
     with pytest.raises(ValueError, match="row 0 has 1 values for 2 columns"):
-        as_records({"columns": ["a", "b"], "rows": [[1]]})
+        downloads.as_records({"columns": ["a", "b"], "rows": [[1]]})
 
 
 def test_model_page_holds_its_cells_as_data_under_40_kb(files: dict[str, bytes]) -> None:
