@@ -14,18 +14,16 @@ import http.client
 import json
 import math
 import os
-import socket
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from vlmrobust.core.errors import VlmrobustError
 from vlmrobust.core.files.bounded import MIB, parse_json_bounded
-from vlmrobust.models.backends.endpoint.deadline import OPENER, Deadline
+from vlmrobust.models.backends.endpoint.connections import Connections, Target, target
+from vlmrobust.models.backends.endpoint.deadline import Deadline
 
 RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
 
@@ -135,7 +133,8 @@ class _Retryable(Exception):
 
 
 class HttpClient:
-    """JSON over HTTP to one server. Thread-safe: each call opens its own connection."""
+    """JSON over HTTP to one server. Thread-safe: each thread keeps its own
+    keep-alive connection (endpoint.connections)."""
 
     def __init__(self, base_url: str, api_key_env: str | None = "OPENAI_API_KEY",
                  timeout_s: float = 120.0, retry: RetryPolicy | None = None,
@@ -147,6 +146,7 @@ class HttpClient:
         self.retry = retry or RetryPolicy()
         self.max_response_bytes = int(max_response_bytes)
         self._sleep = sleep
+        self.connections = Connections()
 
     def _key(self) -> str:
         return os.environ.get(self.api_key_env, "") if self.api_key_env else ""
@@ -190,28 +190,35 @@ class HttpClient:
                 self._sleep(self.retry.wait(attempt, exc.retry_after))
         raise AssertionError("unreachable")
 
-    def _once(self, url: str, data: bytes | None, timeout_s: float | None = None) -> Any:
-        headers = {"Content-Type": "application/json", "Accept": "application/json",
-                   "User-Agent": "vlmrobust-endpoint"}
+    def _headers(self, has_body: bool) -> dict[str, str]:
+        headers = {"Accept": "application/json", "User-Agent": "vlmrobust-endpoint"}
+        if has_body:
+            headers["Content-Type"] = "application/json"
         key = self._key()
         if key:
             headers["Authorization"] = f"Bearer {key}"
-        req = urllib.request.Request(url, data=data, headers=headers,
-                                     method="POST" if data is not None else "GET")
+        return headers
+
+    def _once(self, url: str, data: bytes | None, timeout_s: float | None = None) -> Any:
+        where = target(url)
         seconds = timeout_s or self.timeout_s
         late = f"no response within {seconds:g} s"
-        with Deadline(seconds) as deadline:  # no proxy, no redirects (endpoint.deadline)
-            try:
-                raw = self._exchange(OPENER, req, url, seconds)
-            except (_Retryable, EndpointError):
-                if deadline.expired:
-                    raise _Retryable(late) from None
-                raise
-        if deadline.expired:
+        try:
+            with Deadline(seconds) as deadline:
+                status, retry_after, raw = self._exchange(where, url, data, seconds, deadline)
+        except (_Retryable, EndpointError):
+            self.connections.drop(where)
+            if deadline.expired:
+                raise _Retryable(late) from None
+            raise
+        if deadline.expired:  # shut at the deadline just as the answer was read
+            self.connections.drop(where)
             raise _Retryable(late)
-        if len(raw) > self.max_response_bytes:
-            raise EndpointError(f"{url}: response larger than {self.max_response_bytes} bytes; "
-                                "lower max tokens or raise --endpoint-max-response-mib")
+        if not 200 <= status < 300:  # a redirect too: never followed (endpoint.connections)
+            detail = self.scrub(f"HTTP {status}{': ' + raw if raw else ''}")
+            if status in RETRY_STATUS:
+                raise _Retryable(detail, retry_after, status)
+            raise EndpointError(f"{url}: {detail}", status=status)
         try:
             return parse_json_bounded(raw, url, error=EndpointError)
         except EndpointError as exc:
@@ -220,41 +227,68 @@ class HttpClient:
                                            f"{self.base_url} an OpenAI-compatible server?")
                                 ) from None
 
-    def _exchange(self, opener: urllib.request.OpenerDirector, req: urllib.request.Request,
-                  url: str, seconds: float) -> bytes:
-        """The response body (at most one byte over the bound); failures as
-        _Retryable (worth another try) or EndpointError."""
+    def _exchange(self, where: Target, url: str, data: bytes | None, seconds: float,
+                  deadline: Deadline) -> tuple[int, float | None, Any]:
+        """(status, Retry-After, body) of one request on this thread's connection:
+        the body at most ``max_response_bytes`` (bytes), or for a status that is
+        not 2xx the server's message (str). Failures as _Retryable (worth another
+        try) or EndpointError; the caller drops the connection after either."""
+        method = "POST" if data is not None else "GET"
+        headers = self._headers(data is not None)
+        while True:
+            conn, reused = self.connections.get(where, seconds)
+            try:
+                if not reused:
+                    try:
+                        deadline.watch(self.connections.connect(conn))
+                    except OSError as exc:
+                        if isinstance(exc, TimeoutError) or deadline.expired:
+                            raise _Retryable(f"no response within {seconds:g} s") from None
+                        text = getattr(exc, "strerror", None) or str(exc)
+                        raise _Retryable(f"cannot connect ({text})") from None
+                else:
+                    deadline.watch(conn.sock)
+                conn.request(method, where.path, body=data, headers=headers)
+                resp = conn.getresponse()
+            except (ConnectionError, http.client.RemoteDisconnected) as exc:
+                self.connections.drop(where)
+                if reused and not deadline.expired:
+                    continue  # closed by the server as the request went out: once more, anew
+                raise _Retryable(f"connection lost ({type(exc).__name__})") from None
+            except TimeoutError:
+                raise _Retryable(f"no response within {seconds:g} s") from None
+            except (OSError, http.client.HTTPException) as exc:
+                raise _Retryable(f"connection lost ({type(exc).__name__})") from None
+            break
+        body: bytes | str
         try:
-            with opener.open(req, timeout=seconds) as resp:
-                return bytes(resp.read(self.max_response_bytes + 1))
-        except urllib.error.HTTPError as exc:
-            status = int(exc.code)
-            body = _read_error_body(exc)
-            exc.close()
-            detail = self.scrub(f"HTTP {status}{': ' + body if body else ''}")
-            if status in RETRY_STATUS:
-                raise _Retryable(detail, retry_after_seconds(exc.headers.get("Retry-After")),
-                                 status) from None
-            raise EndpointError(f"{url}: {detail}", status=status) from None
+            status = resp.status
+            if not 200 <= status < 300:
+                body = _error_message(resp.read(64 * 1024))
+                retry_after = retry_after_seconds(resp.getheader("Retry-After"))
+            else:
+                body, retry_after = self._read_body(resp, url), None
         except TimeoutError:
             raise _Retryable(f"no response within {seconds:g} s") from None
-        except urllib.error.URLError as exc:
-            reason = exc.reason
-            if isinstance(reason, (TimeoutError, socket.timeout)):
-                raise _Retryable(f"no response within {seconds:g} s"
-                                 ) from None
-            text = getattr(reason, "strerror", None) or str(reason)
-            raise _Retryable(f"cannot connect ({text})") from None
-        except (ConnectionError, http.client.HTTPException) as exc:
+        except (OSError, http.client.HTTPException) as exc:
             raise _Retryable(f"connection lost ({type(exc).__name__})") from None
+        if not resp.isclosed():  # a part left unread: the connection cannot go on
+            self.connections.drop(where)
+        return status, retry_after, body
+
+    def _read_body(self, resp: http.client.HTTPResponse, url: str) -> bytes:
+        too_big = EndpointError(f"{url}: response larger than {self.max_response_bytes} bytes; "
+                                "lower max tokens or raise --endpoint-max-response-mib")
+        if resp.length is not None and resp.length > self.max_response_bytes:
+            raise too_big  # said by its Content-Length: nothing read
+        raw = resp.read(self.max_response_bytes + 1)
+        if len(raw) > self.max_response_bytes:
+            raise too_big
+        return raw
 
 
-def _read_error_body(exc: urllib.error.HTTPError) -> str:
+def _error_message(raw: bytes) -> str:
     """The server's error message, one line of at most 300 characters."""
-    try:
-        raw = exc.read(64 * 1024)
-    except (OSError, ValueError):
-        return ""
     text = raw.decode("utf-8", "replace")
     try:
         obj = json.loads(text)

@@ -1,32 +1,28 @@
-"""Per-request deadlines of the endpoint client, kept by one watchdog thread,
-and the one urllib opener every request shares (issue 39.3: a Timer thread,
-four classes and an opener built per request cost ~1 ms of CPU each, a third
-of a request's client time at 64 in flight).
+"""Per-request deadlines of the endpoint client, kept by one watchdog thread
+(issue 39.3: a Timer thread per request cost ~1 ms of CPU each).
 
 A socket timeout only bounds each read, so a server that drips a byte every
 half second, or sends ``100 Continue`` forever, would otherwise hold a request
-without end. At its deadline a request's sockets are shut down; the read in
-progress then fails and ``Deadline.expired`` says why.
+without end. At its deadline the socket its request runs on (a new one, or
+the thread's kept-alive one: the client calls :meth:`Deadline.watch` either
+way) is shut down; the read in progress then fails, ``Deadline.expired`` says
+why, and the client drops that connection.
 """
 
 from __future__ import annotations
 
 import contextlib
 import heapq
-import http.client
 import itertools
 import socket
 import threading
 import time
-import urllib.request
 from typing import Any
-
-_local = threading.local()  # the deadline of the request this thread is making
 
 
 class Deadline:
     """The deadline of one request, ``seconds`` after entering the block; the
-    sockets its connections open (in the block, in this thread) are shut at it."""
+    sockets handed to :meth:`watch` in the block are shut at it."""
 
     def __init__(self, seconds: float) -> None:
         self.seconds = seconds
@@ -51,13 +47,12 @@ class Deadline:
 
     def __enter__(self) -> Deadline:
         _WATCHDOG.add(time.monotonic() + self.seconds, self)
-        _local.deadline = self
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        _local.deadline = None
         with self._lock:
             self._done = True  # the watchdog drops it when it comes due
+            self._socks.clear()  # a kept-alive socket is the next request's to watch
 
 
 def _shut(sock: socket.socket) -> None:
@@ -95,44 +90,3 @@ class _Watchdog:
 
 
 _WATCHDOG = _Watchdog()
-
-
-class _Http(http.client.HTTPConnection):
-    def connect(self) -> None:
-        super().connect()
-        deadline = getattr(_local, "deadline", None)
-        if deadline is not None:
-            deadline.watch(self.sock)
-
-
-class _Https(http.client.HTTPSConnection):
-    def connect(self) -> None:
-        super().connect()
-        deadline = getattr(_local, "deadline", None)
-        if deadline is not None:
-            deadline.watch(self.sock)
-
-
-class _HttpHandler(urllib.request.HTTPHandler):
-    def http_open(self, req: Any) -> Any:
-        return self.do_open(_Http, req)
-
-
-class _HttpsHandler(urllib.request.HTTPSHandler):
-    def https_open(self, req: Any) -> Any:
-        return self.do_open(_Https, req, context=getattr(self, "_context", None))
-
-
-class NoRedirect(urllib.request.HTTPRedirectHandler):
-    """A 3xx answer is an error (HTTPError), never followed."""
-
-    def redirect_request(self, req: Any, fp: Any, code: int, msg: str, headers: Any,
-                         newurl: str) -> None:
-        return None
-
-
-# direct connections only, no redirects: neither a proxy from the environment nor
-# the host a redirect names may see the key (urllib forwards Authorization). Its
-# handlers keep no per-request state, so one opener serves every thread.
-OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}), NoRedirect(),
-                                     _HttpHandler(), _HttpsHandler())
