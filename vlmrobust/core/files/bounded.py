@@ -100,22 +100,33 @@ def check_structure(obj: Any, where: str, max_depth: int = MAX_DEPTH, max_nodes:
     ...
     vlmrobust.core.errors.VlmrobustError: x: nested deeper than 3 levels; flatten it
     """
-    stack: list[tuple[Any, int]] = [(obj, 0)]
-    nodes = 0
-    while stack:
-        value, depth = stack.pop()
-        nodes += 1
-        if nodes > max_nodes:
-            raise error(f"{where}: more than {max_nodes} values; it is not a file the tools write")
-        if isinstance(value, Mapping):
-            children = [*value.keys(), *value.values()]
-        elif isinstance(value, (list, tuple)):
-            children = list(value)
-        else:
-            continue
-        if depth + 1 > max_depth and children:
-            raise error(f"{where}: nested deeper than {max_depth} levels; flatten it")
-        stack.extend((c, depth + 1) for c in children)
+    # level by level, containers only: scalars are counted but never visited (a
+    # chat completion's ~60 values checked in ~10 us rather than ~50, issue 39.3)
+    level: list[Any] = [obj]
+    nodes, depth = 1, 0
+    while level:
+        below: list[Any] = []
+        for value in level:
+            if isinstance(value, (dict, Mapping)):
+                children: Any = [*value.keys(), *value.values()]
+            elif isinstance(value, (list, tuple)):
+                children = value
+            else:
+                continue
+            if not children:
+                continue
+            if depth + 1 > max_depth:
+                raise error(f"{where}: nested deeper than {max_depth} levels; flatten it")
+            nodes += len(children)
+            if nodes > max_nodes:
+                raise error(f"{where}: more than {max_nodes} values; it is not a file the "
+                            "tools write")
+            below += [c for c in children if type(c) not in _SCALARS]
+        level = below
+        depth += 1
+
+
+_SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
 def _first_line(exc: BaseException) -> str:

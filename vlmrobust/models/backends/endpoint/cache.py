@@ -9,7 +9,6 @@ miss and is overwritten.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import threading
@@ -20,6 +19,7 @@ from typing import Any
 from vlmrobust.core.errors import VlmrobustError
 from vlmrobust.core.files.atomic import write_text_atomic
 from vlmrobust.core.files.bounded import MIB, parse_json_bounded, read_bytes_bounded
+from vlmrobust.models.backends.endpoint.body import json_sha256
 
 CACHE_FORMAT = 1
 
@@ -33,9 +33,10 @@ def request_key(path: str, body: Mapping[str, Any]) -> str:
     >>> a == request_key("chat/completions", {"model": "m", "max_tokens": 5})
     False
     """
-    canon = json.dumps({"path": path.strip("/"), "body": body}, sort_keys=True,
-                       separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(canon.encode("utf-8")).hexdigest()
+    # = sha256 of json.dumps(..., sort_keys=True, separators=(",", ":"),
+    # ensure_ascii=False), with the images spliced in unscanned (endpoint.body)
+    return json_sha256({"path": path.strip("/"), "body": body}, sort_keys=True,
+                       separators=(",", ":"))
 
 
 def default_cache_dir() -> Path:

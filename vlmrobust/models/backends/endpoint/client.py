@@ -22,6 +22,7 @@ from typing import Any
 
 from vlmrobust.core.errors import VlmrobustError
 from vlmrobust.core.files.bounded import MIB, parse_json_bounded
+from vlmrobust.models.backends.endpoint.body import json_bytes
 from vlmrobust.models.backends.endpoint.connections import Connections, Target, target
 from vlmrobust.models.backends.endpoint.deadline import Deadline
 
@@ -159,7 +160,7 @@ class HttpClient:
         return self.base_url + "/" + path.lstrip("/")
 
     def post_json(self, path: str, body: Mapping[str, Any]) -> Any:
-        data = json.dumps(body, ensure_ascii=False).encode("utf-8")
+        data = json_bytes(body)  # = json.dumps(body, ensure_ascii=False), images spliced in
         return self._with_retries(path, lambda: self._once(self.url(path), data))
 
     def post_json_once(self, url: str, body: Mapping[str, Any],
@@ -167,8 +168,7 @@ class HttpClient:
         """One POST to an absolute URL, no retries (for optional server routes and
         probes): every failure is one EndpointError, with the HTTP status if any."""
         try:
-            return self._once(url, json.dumps(body, ensure_ascii=False).encode("utf-8"),
-                              timeout_s=timeout_s)
+            return self._once(url, json_bytes(body), timeout_s=timeout_s)
         except _Retryable as exc:
             raise EndpointError(self.scrub(f"{url}: {exc.reason}"), status=exc.status) from None
 

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from vlmrobust.core.ordered_threads import SingleFlight
+from vlmrobust.models.backends.endpoint.body import DataURL
 
 MAX_CACHED_CHARS = 256 << 20  # base64 characters kept (~190 MB of PNG)
 
@@ -47,7 +48,7 @@ class EncodedImages:
         url = self._cached(key)  # stored while this caller was on its way
         if url is not None:
             return url
-        url = encode()
+        url = DataURL(encode())  # its digest once, for every request's key and rendering
         with self._lock:
             self.encoded += 1
             if len(url) <= self.max_chars:

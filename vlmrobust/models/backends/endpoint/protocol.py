@@ -8,7 +8,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import io
-import json
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -17,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from vlmrobust.models.backends.base import Prompt
+from vlmrobust.models.backends.endpoint.body import json_with_digests
 from vlmrobust.models.backends.endpoint.client import EndpointError
 
 CHAT = "chat/completions"
@@ -77,12 +77,17 @@ def reasoning_body(body: Mapping[str, Any]) -> dict[str, Any]:
 
 def render(body: dict[str, Any]) -> str:
     """The request as sent, as canonical JSON, with each image data URL replaced by
-    ``<image/png sha256=...>`` (the server applies its own chat template)."""
+    ``<image/png sha256=...>`` (the server applies its own chat template). The
+    images' URLs are labelled from their known digests without being scanned
+    (endpoint.body); any other data URL in the text is found by its pattern."""
 
     def digest(m: re.Match[str]) -> str:
-        return f"<image/png sha256={hashlib.sha256(m.group(0).encode()).hexdigest()[:16]}>"
+        return label(hashlib.sha256(m.group(0).encode()).hexdigest())
 
-    return _DATA_URL.sub(digest, json.dumps(body, sort_keys=True, ensure_ascii=False))
+    def label(sha256: str) -> str:
+        return f"<image/png sha256={sha256[:16]}>"
+
+    return _DATA_URL.sub(digest, json_with_digests(body, label, sort_keys=True))
 
 
 def _choice(resp: Any, where: str) -> dict[str, Any]:
