@@ -41,15 +41,19 @@ class DataURL(str):
 
 
 def _swap(obj: Any, urls: list[DataURL], label: Any) -> Any:
-    """``obj`` with each DataURL replaced by ``label(url, k)`` (``urls[k]`` = url)."""
+    """``obj`` with each DataURL replaced by ``label(url, k)`` (``urls[k]`` = url);
+    plain scalars are passed over without a call."""
+    if isinstance(obj, dict):
+        return {k: v if type(v) in _PLAIN else _swap(v, urls, label) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [v if type(v) in _PLAIN else _swap(v, urls, label) for v in obj]
     if type(obj) is DataURL:
         urls.append(obj)
         return label(obj, len(urls) - 1)
-    if isinstance(obj, dict):
-        return {k: _swap(v, urls, label) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [_swap(v, urls, label) for v in obj]
     return obj
+
+
+_PLAIN = frozenset({str, int, float, bool, type(None)})
 
 
 def json_parts(obj: Any, **dumps: Any) -> Iterator[str]:
