@@ -18,7 +18,7 @@ from vlmrobust.core.errors import VlmrobustError
 from vlmrobust.core.label_space import LabelSpace
 from vlmrobust.core.ordered_threads import stream_groups_in_order
 from vlmrobust.evaluation.predict.rows import DatasetReader, PlannedRow
-from vlmrobust.evaluation.predictions.write import LOGP_COLUMNS, JournalWriter
+from vlmrobust.evaluation.predictions.write import JOURNAL_EXTRAS, LOGP_COLUMNS, JournalWriter
 from vlmrobust.models.base import Adapter
 from vlmrobust.models.runtime import to_pil
 
@@ -72,8 +72,8 @@ def refuse_non_finite(model: str, out: Sequence[tuple[int, str, Any, Mapping[str
     """Refuse a NaN or infinite logit (or CFG log-prob) from any backend before it
     is journaled, naming the row, the model or server and the field (issue 41.3:
     a server's NaN / -inf log-probs were written as logits, exit 0). A -inf that
-    means "not among the server's top log-probs" is the letter reader's to floor
-    (readers/letter.py); one that still arrives here is refused, not written."""
+    means "not among the server's top log-probs" is the letter reader's to mark
+    truncated (readers/letter.py); one that still arrives here is refused."""
     for _, rid, logits, extras in out:
         fields = {"logits": logits, **{k: v for k, v in extras.items()
                                        if k in LOGP_COLUMNS}}
@@ -161,7 +161,7 @@ def batches_in_flight(adapter: Adapter, batch_size: int) -> int:
 
 def _extras(r: Any) -> dict[str, Any]:
     pairs = [("prompt_text", r.prompt_text), ("text", r.text), ("prediction", r.prediction),
-             *((name, getattr(r, name, None)) for name in LOGP_COLUMNS)]
+             *((name, getattr(r, name, None)) for name in (*LOGP_COLUMNS, *JOURNAL_EXTRAS))]
     return {k: v for k, v in pairs if v is not None}
 
 

@@ -13,6 +13,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from vlmrobust.evaluation.predictions.read import MAX_ABS_LOGIT, PredictionsFile
+from vlmrobust.evaluation.predictions.truncation import counts
 from vlmrobust.evaluation.scoring.text_answers import NO_ANSWER, text_answers
 from vlmrobust.evaluation.validate.dataset_index import DatasetIndex
 
@@ -25,12 +26,15 @@ class Alignment:
     """Predictions in dataset order: ``row_of[i]`` is the predictions row answering
     dataset row i; ``logits`` is (N, K_max) with −inf padding, ``predicted`` ŷ
     (``NO_ANSWER``, −1, where a row's text answers no option: wrong, and
-    counted); ``from_text`` marks the rows whose ŷ the matcher read in the text."""
+    counted); ``from_text`` marks the rows whose ŷ the matcher read in the text;
+    ``truncated`` per row the options a server did not list (None: the file has
+    no such column; evaluation/predictions/truncation.py)."""
 
     row_of: NDArray[np.int64]
     logits: NDArray[np.float64] | None
     predicted: NDArray[np.int64]
     from_text: NDArray[np.bool_] | None = None
+    truncated: NDArray[np.int64] | None = None
 
     @property
     def no_answer(self) -> NDArray[np.bool_]:
@@ -64,13 +68,14 @@ def align(index: DatasetIndex, pf: PredictionsFile,
         pos[row_of] = np.arange(index.n_rows)
         matched = text_answers(index, pf, pos, open_world)
     from_text = np.isfinite(matched[row_of]) if matched is not None else None
-    base = _align_values(index, pf, row_of)
+    truncated = None if pf.truncated is None else counts(pf.truncated, row_of)
+    base = dataclasses.replace(_align_values(index, pf, row_of), truncated=truncated)
     if from_text is None or not from_text.any():
         return base
     assert matched is not None
     predicted = np.where(from_text, np.nan_to_num(matched[row_of], nan=NO_ANSWER),
                          base.predicted).astype(np.int64)
-    return Alignment(row_of, base.logits, predicted, from_text)
+    return Alignment(row_of, base.logits, predicted, from_text, truncated)
 
 
 def align_lists(index: DatasetIndex, pf: PredictionsFile, row_of: NDArray[np.int64],

@@ -27,7 +27,7 @@ from vlmrobust.evaluation.predictions.parquet import LOGP_COLUMNS
 
 # The text columns and the bound on one value: a long reasoning trace fits
 # (~32k tokens); the file-level byte bound still caps the total.
-TEXT_COLUMNS = ("text", "prompt_text")
+TEXT_COLUMNS = ("text", "prompt_text", "reasoning")
 MAX_TEXT_CHARS = 128 * 1024
 
 # One row: an id, one logit per option (a label space of 1000 classes is ~20 KB
@@ -77,8 +77,10 @@ class JsonlRows:
         self.lengths = array("q")
         self.flat = array("d")
         self.preds = array("d")
+        self.truncated = array("d")  # NaN: absent or null (all options listed)
         self.seen_logits = False
         self.seen_pred = False
+        self.seen_truncated = False
         self.texts: dict[str, list[str | None]] = {name: [] for name in TEXT_COLUMNS}
         # CFG's per-option terms: name -> (lengths, flat), filled once a line has one
         self.logp = {name: (array("q"), array("d")) for name in LOGP_COLUMNS}
@@ -120,6 +122,11 @@ class JsonlRows:
         if "prediction" in obj:
             self.seen_pred = True
         self.preds.append(_to_float(pred) if _is_number(pred) else float("nan"))
+        cut = obj.get("truncated")
+        self.seen_truncated = self.seen_truncated or "truncated" in obj
+        self.truncated.append(_to_float(cut) if _is_number(cut) else float("nan"))
+        if cut is not None and not _is_number(cut):
+            self.bad.setdefault("truncated not a number", []).append(row)
         for name in TEXT_COLUMNS:
             value = obj.get(name)
             if name in obj:
@@ -146,6 +153,8 @@ class JsonlRows:
             "logits_len": np.frombuffer(self.lengths, dtype=np.int64).copy() if self.seen_logits else None,
             "logits_flat": np.frombuffer(self.flat, dtype=np.float64).copy() if self.seen_logits else None,
             "prediction": np.frombuffer(self.preds, dtype=np.float64).copy() if self.seen_pred else None,
+            "truncated": (np.frombuffer(self.truncated, dtype=np.float64).copy()
+                          if self.seen_truncated else None),
             "line_numbers": np.frombuffer(self.lines, dtype=np.int64).copy(),
             **{name: _objects(self.texts[name]) if name in self.seen_text else None
                for name in TEXT_COLUMNS},

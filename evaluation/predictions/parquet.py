@@ -35,8 +35,9 @@ from vlmrobust.core.errors import SubmissionError
 # The columns a predictions file may hold that are read at all, and what each
 # must be (checked on the schema before anything is decoded). Add a column
 # here when the format gains one.
-STRING_COLUMNS = ("id", "text", "prompt_text")
-NUMBER_COLUMNS = ("prediction",)
+STRING_COLUMNS = ("id", "text", "prompt_text", "reasoning")
+# truncated: the options whose log-prob a server did not list (readers/letter.py)
+NUMBER_COLUMNS = ("prediction", "truncated")
 # CFG's two terms per option, log p(option | image, prompt) and log p(option |
 # prompt) (vlmrobust/models/readers/likelihood.py), beside the logits they combine
 LOGP_COLUMNS = ("logp_with_image", "logp_without_image")
@@ -117,8 +118,9 @@ def _check_types(path: Path, schema: Any, columns: tuple[str, ...] = FORMAT_COLU
         if name in names and name in columns:
             t = schema.field(name).type
             if not (pa.types.is_integer(t) or pa.types.is_floating(t)):
+                what = "option index" if name == "prediction" else "count of options"
                 raise SubmissionError(f"{path}: column {name!r} has type {t}, expected an int "
-                                      "option index")
+                                      f"{what}")
     return [n for n in columns if n in names]
 
 

@@ -34,6 +34,7 @@ from vlmrobust.core.errors import SubmissionError
 from vlmrobust.core.files.bounded import MIB, open_bounded
 from vlmrobust.evaluation.predictions.jsonl import MAX_TEXT_CHARS, TEXT_COLUMNS
 from vlmrobust.evaluation.predictions.parquet import LOGP_COLUMNS
+from vlmrobust.evaluation.predictions.truncation import int_column
 
 # Defaults when no dataset bounds the file (score_tables, direct calls); validate
 # derives tighter ones from the dataset's row count.
@@ -106,12 +107,17 @@ class PredictionsFile:
     # CFG's per-option terms (predictions_parquet.LOGP_COLUMNS), those present:
     # name -> (lengths, flat) as logits_len / logits_flat
     logp: Mapping[str, tuple[NDArray[np.int64], NDArray[np.float64]]] = field(default_factory=dict)
+    # per row the options whose log-prob a server did not list (NaN: null, all
+    # listed; evaluation/predictions/truncation.py) and a reasoning model's text
+    truncated: NDArray[np.float64] | None = None
+    reasoning: NDArray[np.object_] | None = None
 
     def __post_init__(self) -> None:
         if self.format not in ("parquet", "jsonl"):
             raise ValueError(f"format must be parquet or jsonl, got {self.format!r}")
         n = self.ids.shape[0]
-        for name in ("logits_len", "prediction", "line_numbers", "text", "prompt_text"):
+        for name in ("logits_len", "prediction", "line_numbers", "text", "prompt_text",
+                     "truncated", "reasoning"):
             arr = getattr(self, name)
             if arr is not None and arr.shape != (n,):
                 raise ValueError(f"{name} has shape {arr.shape}, expected ({n},)")
@@ -292,9 +298,11 @@ def predictions_from_table(table: Any, path: Path | str = "<table>",
         # via numpy: an int64 beyond 2**53 must become a (wrong, refused) float, not an error
         raw = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
         prediction = np.asarray(raw.to_numpy(zero_copy_only=False), dtype=np.float64)
+    truncated = int_column(table, "truncated", path) if "truncated" in names else None
     texts = {name: _text_column(table, name, path) for name in TEXT_COLUMNS if name in names}
     pf = PredictionsFile(path, "parquet", ids, logits_len, logits_flat, prediction,
-                         text=texts.get("text"), prompt_text=texts.get("prompt_text"), logp=logp)
+                         text=texts.get("text"), prompt_text=texts.get("prompt_text"), logp=logp,
+                         truncated=truncated, reasoning=texts.get("reasoning"))
     problems = [row_problem(pf, f"{name} too long", f"at most {MAX_TEXT_CHARS} characters per value",
                             np.flatnonzero([v is not None and len(v) > MAX_TEXT_CHARS for v in col]))
                 for name, col in texts.items()]
@@ -357,7 +365,8 @@ def _read_jsonl(path: Path, fh: BinaryIO, max_rows: int, max_bytes: int,
     cols = rows.arrays()
     pf = PredictionsFile(path, "jsonl", cols["ids"], cols["logits_len"], cols["logits_flat"],
                          cols["prediction"], cols["line_numbers"], text=cols["text"],
-                         prompt_text=cols["prompt_text"], logp=cols["logp"])
+                         prompt_text=cols["prompt_text"], logp=cols["logp"],
+                         truncated=cols["truncated"], reasoning=cols["reasoning"])
     bad = rows.bad
     if rows.seen_logits:
         malformed = set(bad.get("logits not a list of numbers", []))
@@ -368,6 +377,8 @@ def _read_jsonl(path: Path, fh: BinaryIO, max_rows: int, max_bytes: int,
         "id missing or not a string": "every line needs \"id\": the dataset row id as a string",
         "logits not a list of numbers": "\"logits\" must be a list of numbers, one per option",
         "logits missing": "other lines give logits, so every line must",
+        "truncated not a number": "\"truncated\" must be the count of options the server "
+                                  "did not list (or null)",
         **{f"{name} not a list of numbers": f"\"{name}\" must be a list of numbers, one per "
            "option" for name in LOGP_COLUMNS},
     }

@@ -41,6 +41,11 @@ from vlmrobust.evaluation.predictions.parquet import LOGP_COLUMNS
 RUN_FILE = "run.json"
 ROW_GROUP_BYTES = 64 * 2**20
 FLOAT_LISTS = ("logits", *LOGP_COLUMNS)
+# per-row extras journaled beside the audit trail: the letters a server did not
+# list (a predictions column), a reasoning model's reasoning text (a column) and
+# its reasoning tokens as the server counted them (journal only: the server
+# record's totals are summed from the journal, so a resumed run counts them all)
+JOURNAL_EXTRAS = ("truncated", "reasoning", "reasoning_tokens")
 # (id, float32 logits or None, audit trail: prompt_text / text / prediction)
 JournalRow = tuple[str, np.ndarray | None, dict[str, Any]]
 
@@ -186,13 +191,17 @@ def predictions_table(ids: Sequence[str], configs: Sequence[str],
                       text: Sequence[str | None] | None = None,
                       prompt_text: Sequence[str | None] | None = None,
                       prediction: Sequence[int | None] | None = None,
-                      logp: Mapping[str, Sequence[Sequence[float]]] | None = None) -> Any:
+                      logp: Mapping[str, Sequence[Sequence[float]]] | None = None,
+                      truncated: Sequence[int | None] | None = None,
+                      reasoning: Sequence[str | None] | None = None) -> Any:
     """The predictions table: ``id``, ``config`` and the answer columns given:
     ``logits`` (float32 lists), ``text`` (raw model output), ``prompt_text``
     (the exact text sent to the model) and ``prediction`` (option index, None
     where the text answers none); None entries are nulls. ``logp``: the
-    :data:`LOGP_COLUMNS` lists of a CFG run (float32, one per option). Every
-    column given must have one entry per id."""
+    :data:`LOGP_COLUMNS` lists of a CFG run (float32, one per option).
+    ``truncated``: per row the number of options whose log-prob the server did
+    not list (null: all listed); ``reasoning``: a reasoning model's reasoning
+    text. Every column given must have one entry per id."""
     import pyarrow as pa
 
     n = len(ids)
@@ -201,7 +210,7 @@ def predictions_table(ids: Sequence[str], configs: Sequence[str],
         raise ValueError(f"predictions_table: logp holds {sorted(set(logp) - set(LOGP_COLUMNS))}, "
                          f"not among {LOGP_COLUMNS}")
     given = {"configs": configs, "logits": logits, "text": text, "prompt_text": prompt_text,
-             "prediction": prediction, **logp}
+             "prediction": prediction, "truncated": truncated, "reasoning": reasoning, **logp}
     for name, col in given.items():
         if col is not None and len(col) != n:
             raise ValueError(f"predictions_table: {name} has {len(col)} entries for {n} ids")
@@ -215,7 +224,9 @@ def predictions_table(ids: Sequence[str], configs: Sequence[str],
             cols[name] = _list_column(logp[name])
     if prediction is not None:
         cols["prediction"] = pa.array([None if v is None else int(v) for v in prediction], pa.int64())
-    for name, col in (("text", text), ("prompt_text", prompt_text)):
+    if truncated is not None:
+        cols["truncated"] = pa.array([None if v is None else int(v) for v in truncated], pa.int64())
+    for name, col in (("text", text), ("prompt_text", prompt_text), ("reasoning", reasoning)):
         if col is not None:
             cols[name] = pa.array(list(col), pa.string())
     cols["config"] = pa.array(list(configs), pa.string())
@@ -225,7 +236,8 @@ def predictions_table(ids: Sequence[str], configs: Sequence[str],
 def journal_table(ids: Sequence[str], configs: Sequence[str], rows: Sequence[JournalRow]) -> Any:
     """The predictions table of journalled rows (in plan order): logits when
     every row has them, text / prediction when a generating reader wrote them,
-    prompt_text where given, CFG's :data:`LOGP_COLUMNS` when every row has them."""
+    prompt_text where given, CFG's :data:`LOGP_COLUMNS` when every row has them,
+    ``truncated`` / ``reasoning`` where a row has one."""
 
     def column(key: str) -> list[Any] | None:
         values = [r[2].get(key) for r in rows]
@@ -237,7 +249,8 @@ def journal_table(ids: Sequence[str], configs: Sequence[str], rows: Sequence[Jou
     return predictions_table(
         ids, configs, logits if all(r[1] is not None for r in rows) else None,
         text=column("text") if decided else None, prompt_text=column("prompt_text"),
-        prediction=[r[2].get("prediction") for r in rows] if decided else None, logp=logp)
+        prediction=[r[2].get("prediction") for r in rows] if decided else None, logp=logp,
+        truncated=column("truncated"), reasoning=column("reasoning"))
 
 
 def _list_column(logits: Sequence[Sequence[float]]) -> Any:

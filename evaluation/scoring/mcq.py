@@ -17,6 +17,11 @@ from numpy.typing import NDArray
 
 from vlmrobust.core.errors import SubmissionError
 from vlmrobust.core.imagenet_x import Annotations
+from vlmrobust.evaluation.predictions.truncation import (
+    TRUNCATION_RULE,
+    partial_rows,
+    undetermined_rows,
+)
 from vlmrobust.evaluation.scoring.bench_c.block import bench_c_scores
 from vlmrobust.evaluation.scoring.bench_c.stats import clustered_mean_ci, question_clusters
 from vlmrobust.evaluation.scoring.classification import classification_section
@@ -52,6 +57,9 @@ def _config_scores(report: ValidationReport, rows: NDArray[np.int64], config: st
                    annotations: Annotations | None = None,
                    clusters: NDArray[np.int64] | None = None) -> dict[str, Any]:
     index = report.index
+    all_rows = rows
+    partial, undetermined = _truncation(report)
+    rows = all_rows[~undetermined[all_rows]]  # accuracy: answers still determined
     y = index.answer[rows]
     correct = report.aligned.predicted[rows] == y
     if clusters is None:
@@ -59,24 +67,36 @@ def _config_scores(report: ValidationReport, rows: NDArray[np.int64], config: st
     else:  # Bench-C: a question's copies are one sample (bench_c_stats)
         lo, hi = clustered_mean_ci(correct.astype(np.float64), clusters[rows],
                                    derived_seed(seed, "accuracy", config))
-    out: dict[str, Any] = {"n": int(rows.size), "accuracy": _num(accuracy(correct)), "accuracy_ci": [_num(lo), _num(hi)],
-                           "no_answer": int(report.aligned.no_answer[rows].sum())}
+    out: dict[str, Any] = {"n": int(all_rows.size), "accuracy": _num(accuracy(correct)), "accuracy_ci": [_num(lo), _num(hi)],
+                           "no_answer": int(report.aligned.no_answer[all_rows].sum())}
+    if report.aligned.truncated is not None:
+        out["truncated_excluded"] = int(partial[all_rows].sum())
+        out["undetermined_excluded"] = int(undetermined[all_rows].sum())
     if index.name == "imagenet-mcq":
-        out["variant"] = _only_value(index.columns["variant"][rows]) if "variant" in index.columns else None
-        out["strategy"] = (_only_value(index.columns["distractors"][rows])
+        out["variant"] = _only_value(index.columns["variant"][all_rows]) if "variant" in index.columns else None
+        out["strategy"] = (_only_value(index.columns["distractors"][all_rows])
                            if "distractors" in index.columns else None)
         factors = factor_block(index, rows, correct, annotations)
         if factors is not None and annotations is not None:
             out["factors"] = factors
             out["factor_annotations"] = annotation_record(annotations)
     logits = report.aligned.logits
+    rows = all_rows[~partial[all_rows]]  # calibration: full distributions only
     if logits is not None:
-        cal = calibration_report(logits[rows], y, seed=derived_seed(seed, "temperature", config))
+        cal = calibration_report(logits[rows], index.answer[rows], seed=derived_seed(seed, "temperature", config))
         out.update(ece=cal.ece, nll=cal.nll, ece_ts=cal.ece_ts, nll_ts=cal.nll_ts, temperature=cal.temperature,
                    ts_note=cal.ts_reason)
     else:
         out.update(ece=None, nll=None, ece_ts=None, nll_ts=None, temperature=None, ts_note=None)
     return out
+
+
+def _truncation(report: ValidationReport) -> tuple[NDArray[np.bool_], NDArray[np.bool_]]:
+    """(rows out of calibration, rows out of accuracy too) by their truncated
+    counts (evaluation/predictions/truncation.py)."""
+    a, index = report.aligned, report.index
+    return (partial_rows(a.truncated, index.n_rows),
+            undetermined_rows(a.truncated, index.n_options, a.from_text))
 
 
 def _reference_calibration(report: ValidationReport, configs: dict[str, dict[str, Any]]) -> None:
@@ -95,6 +115,7 @@ def _reference_calibration(report: ValidationReport, configs: dict[str, dict[str
     variant = index.columns["variant"]
     strategy = (index.columns["distractors"] if "distractors" in index.columns
                 else np.full(index.n_rows, "", dtype=object))
+    full = ~_truncation(report)[0]
     fitted: dict[str, tuple[float | None, str | None]] = {}
     for config, out in configs.items():
         fields: dict[str, Any] = {"ece_ref_ts": None, "nll_ref_ts": None, "temperature_ref": None,
@@ -109,14 +130,14 @@ def _reference_calibration(report: ValidationReport, configs: dict[str, dict[str
             out.update(fields)
             continue
         if st not in fitted:
-            rows = np.flatnonzero((variant == ref) & (strategy == st))
+            rows = np.flatnonzero((variant == ref) & (strategy == st) & full)
             fitted[st] = (reference_temperature(logits[rows], index.answer[rows]) if rows.size
                           else (None, f"not estimable: reference variant {ref!r} ({st}) not scored in this run"))
         t, why = fitted[st]
         if t is None:
             fields["ref_ts_note"] = why
         else:
-            rows = np.flatnonzero(index.config == config)
+            rows = np.flatnonzero((index.config == config) & full)
             ece, nll = scaled_calibration(logits[rows], index.answer[rows], t)
             fields.update(ece_ref_ts=_num(ece), nll_ref_ts=_num(nll), temperature_ref=t)
         out.update(fields)
@@ -167,6 +188,7 @@ def option_scores(report: ValidationReport, model_id: str | None, opts: Any,
         "has_logits": report.has_logits,
         "has_text": report.file.has_text,
         "no_answer": int(report.aligned.no_answer.sum()),
+        **_truncated_counts(report),
         "reference_variant": manifest.get("reference_variant") if index.name == "imagenet-mcq" else None,
         "configs": configs,
         "bench_c": None if extra else bench_c_scores(report, seed),
@@ -197,6 +219,16 @@ def accuracy_only(report: ValidationReport) -> str | None:
                               f"({str(reason)[:80]}...) but it carries logits; import the "
                               "harness log again")
     return str(reason)
+
+
+def _truncated_counts(report: ValidationReport) -> dict[str, Any]:
+    """The section's ``truncated`` block, where the predictions have the column."""
+    if report.aligned.truncated is None:
+        return {}
+    partial, undetermined = _truncation(report)
+    return {"truncated": {"rows": int(partial.sum()), "calibration_excluded": int(partial.sum()),
+                          "accuracy_excluded": int(undetermined.sum()),
+                          "rule": TRUNCATION_RULE}}
 
 
 def mcq_scores(report: ValidationReport, model_id: str | None, opts: Any) -> dict[str, Any]:

@@ -42,6 +42,7 @@ from vlmrobust.evaluation.predictions.read import (
     read_predictions,
     row_problem,
 )
+from vlmrobust.evaluation.predictions.truncation import bad_counts
 from vlmrobust.evaluation.scoring.guidance import guidance_problems
 from vlmrobust.evaluation.scoring.text_answers import NO_ANSWER, is_open_world, text_answers
 from vlmrobust.evaluation.validate.dataset_cache import DatasetCache
@@ -139,6 +140,13 @@ def _check(index: DatasetIndex, pf: PredictionsFile,
             problems.append(row_problem(
                 pf, "non-finite logits", "logits must be finite numbers (no NaN, inf or null) "
                 f"of magnitude at most {MAX_ABS_LOGIT:g}", bad))
+    if pf.truncated is not None:
+        cut = bad_counts(pf.truncated, k_of_row)
+        if cut.size:
+            problems.append(row_problem(
+                pf, "truncated out of range", "truncated counts the options whose log-prob "
+                "the server did not list: an integer in [0, K] for the row's K options, or "
+                "null", cut))
     has_text = (np.asarray([t is not None for t in pf.text.tolist()], dtype=bool)
                 if pf.text is not None else np.zeros(n, dtype=bool))
     if has_text.any() and index.options is None and not index.label_spaces:

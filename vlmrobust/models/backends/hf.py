@@ -1,12 +1,9 @@
 """The ``hf`` backend: a transformers image-text-to-text model in this process
 (LLaVA-style, SmolVLM / Idefics3, Qwen2-VL, ...), behind every primitive.
 
-Answer-token rule: what the assistant writes follows the text T the prompt
-renders to (chat template, generation prompt, then any ``assistant_prefix``).
-If T ends in whitespace (``"<|im_start|>assistant\\n"``) an answer is written
-``"A"``; if it ends in a visible character (``"ASSISTANT:"``, ``"[/INST]"``)
-it is written ``" A"``, as these models were trained to answer. An answer's
-tokens are what ``tokenize(T + sep + answer)`` adds after ``tokenize(T)``.
+Answers are read as the tokens the answer-token rule gives
+(vlmrobust.models.backends.answer_tokens: ``"A"`` after a prompt ending in
+whitespace, ``" A"`` after a visible character).
 
 - next_token_logprobs: one forward of the left-padded batch; log-softmax over
   the vocabulary at the last position, read at each candidate's first token
@@ -29,6 +26,11 @@ from typing import Any
 import numpy as np
 
 from vlmrobust.core.errors import VlmrobustError
+from vlmrobust.models.backends.answer_tokens import (  # noqa: F401 (re-exported)
+    answer_separator,
+    answer_token_ids,
+    single_token_ids,
+)
 from vlmrobust.models.backends.base import (
     PRIMITIVES,
     BackendFamily,
@@ -45,15 +47,6 @@ MAX_CHUNK = 256
 MAX_IDS_CACHE = 64
 
 
-def answer_separator(rendered: str) -> str:
-    """'' when the rendered prompt ends in whitespace, else ' ' (module doc).
-
-    >>> answer_separator("<|im_start|>assistant\\n"), answer_separator("ASSISTANT:")
-    ('', ' ')
-    """
-    return "" if not rendered or rendered[-1].isspace() else " "
-
-
 def chat_prompt(processor: Any, text: str, image: bool) -> str:
     """One user turn (the image first, as the processors expect) rendered by the
     processor's chat template, with the assistant's generation prompt; also the
@@ -62,25 +55,6 @@ def chat_prompt(processor: Any, text: str, image: bool) -> str:
     content.append({"type": "text", "text": text})
     out: str = processor.apply_chat_template(
         [{"role": "user", "content": content}], add_generation_prompt=True, tokenize=False)
-    return out
-
-
-def answer_token_ids(tokenizer: Any, rendered: str, answers: Sequence[str]) -> list[list[int]]:
-    """The token ids each answer adds after ``rendered`` (module doc rule)."""
-    sep = answer_separator(rendered)
-    base = tokenizer.encode(rendered, add_special_tokens=False)
-    fulls = tokenizer([rendered + sep + a for a in answers],
-                      add_special_tokens=False)["input_ids"]
-    out = []
-    for answer, full in zip(answers, fulls, strict=True):
-        if full[: len(base)] != base:
-            raise VlmrobustError(
-                f"answer {answer!r} merges with the prompt's last token "
-                f"({rendered[-20:]!r}); its log-probability is not defined after this prompt"
-            )
-        if len(full) == len(base):
-            raise VlmrobustError(f"answer {answer!r} has no tokens")
-        out.append([int(t) for t in full[len(base):]])
     return out
 
 
@@ -145,17 +119,7 @@ class HfBackend:
             # a reasoning model's output makes every tail distinct: keep the cache bounded
             self._ids_cache.clear()
         if key not in self._ids_cache:
-            ids = answer_token_ids(self.tokenizer, tail, candidates)
-            firsts = [t[0] for t in ids]
-            bad = [c for c, t in zip(candidates, ids, strict=True)
-                   if len(t) != 1 or self.tokenizer.decode(t).strip() != c.strip()]
-            if bad or len(set(firsts)) != len(firsts):
-                what = f"{bad[0]!r} is not one token" if bad else "two answers share a token"
-                raise VlmrobustError(
-                    f"{self.name}: {what} after {tail[-20:]!r}; this model cannot be read "
-                    "by next-token log-probs of these answers"
-                )
-            self._ids_cache[key] = firsts
+            self._ids_cache[key] = single_token_ids(self.tokenizer, tail, candidates, self.name)
         return self._ids_cache[key]
 
     # -- tensors ------------------------------------------------------------

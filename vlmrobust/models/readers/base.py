@@ -75,7 +75,10 @@ class Reading:
     the option the matcher found (None: no answer) where the reader decides by
     text; ``logp_with_image`` / ``logp_without_image`` float32 (K,), CFG's two
     terms (log p(option | image, prompt), log p(option | prompt)) that its
-    ``logits`` combine, kept so that scoring can sweep the guidance weight."""
+    ``logits`` combine, kept so that scoring can sweep the guidance weight;
+    ``truncated`` the number of options whose log-prob a server did not list
+    (their logits are placeholders, never probabilities; None: all observed);
+    ``reasoning`` a reasoning model's reasoning text, where its server returns it."""
 
     prompt_text: str
     logits: np.ndarray | None = None
@@ -83,6 +86,8 @@ class Reading:
     prediction: int | None = None
     logp_with_image: np.ndarray | None = None
     logp_without_image: np.ndarray | None = None
+    truncated: int | None = None
+    reasoning: str | None = None
 
 
 class Reader(Protocol):

@@ -64,14 +64,15 @@ class GenerateReader:
         texts = backend.generate(prompts, _config(self.options))
         answers = [match_option(t, options_of(r, row_where(r, i)), row_synonyms(r))
                    for i, (t, r) in enumerate(zip(texts, rows, strict=True))]
-        logits: list[Any] = [None] * len(rows)
+        read: list[tuple[Any, int]] = [(None, 0)] * len(rows)
         cue = self.options.answer_cue
         if cue is not None:
             cued = [Prompt(p.text, image=p.image, assistant_prefix=p.assistant_prefix + t + cue)
                     for p, t in zip(prompts, texts, strict=True)]
-            logits = list(letter_logits(backend, cued, [len(r["options"]) for r in rows]))
-        return [Reading(prompt_text=backend.render(p), logits=v, text=t, prediction=a)
-                for p, v, t, a in zip(prompts, logits, texts, answers, strict=True)]
+            read = letter_logits(backend, cued, [len(r["options"]) for r in rows])
+        return [Reading(prompt_text=backend.render(p), logits=v, text=t, prediction=a,
+                        truncated=n or None)
+                for p, (v, n), t, a in zip(prompts, read, texts, answers, strict=True)]
 
 
 def open_world_prediction(text: str, row: Mapping[str, Any], where: str) -> int | None:

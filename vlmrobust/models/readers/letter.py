@@ -37,29 +37,37 @@ def lettered_prompts(rows: Sequence[Mapping[str, Any]], prompt_id: str,
 
 
 def letter_logits(backend: Backend, prompts: Sequence[Prompt], ks: Sequence[int]
-                  ) -> list[np.ndarray]:
-    """Per prompt, the first ``k`` letters' next-token log-probs."""
+                  ) -> list[tuple[np.ndarray, int]]:
+    """Per prompt, the first ``k`` letters' next-token log-probs and how many of
+    them the backend did not observe (a server's top-20 listing without them:
+    :func:`placeholders`)."""
     if max(ks, default=0) > len(LETTERS):
         raise VlmrobustError(f"{max(ks)} options: at most {len(LETTERS)} can be lettered")
     table = backend.next_token_logprobs(prompts, list(LETTERS[: max(ks, default=1)]))
-    return [floor_unlisted(table[i, :k]) for i, k in enumerate(ks)]
+    return [placeholders(table[i, :k]) for i, k in enumerate(ks)]
 
 
-def floor_unlisted(logprobs: np.ndarray) -> np.ndarray:
-    """A server lists only its top log-probs: a letter absent from them (-inf)
-    is given the row's lowest listed letter log-prob less ln 2, below every
-    listed letter and finite (predictions hold finite logits); a row with no
-    letter listed is uniform.
+def placeholders(logprobs: np.ndarray) -> tuple[np.ndarray, int]:
+    """``(values, unobserved)``: a letter the server did not list (-inf) gets a
+    placeholder, the row's lowest listed letter log-prob less ln 2 (all
+    ``-ln K`` when none is listed), and is counted. Predictions hold finite
+    logits, so the placeholder only keeps the row's argmax where it is
+    determined: a listed token outranks every unlisted one. It is never a
+    probability: the row's ``truncated`` count makes RAS and calibration leave
+    the row out, and accuracy too when no letter was listed
+    (evaluation/predictions/truncation.py).
 
-    >>> [round(float(x), 4) for x in floor_unlisted(np.array([-0.5, -np.inf, -2.0]))]
-    [-0.5, -2.6931, -2.0]
+    >>> v, n = placeholders(np.array([-0.5, -np.inf, -2.0]))
+    >>> [round(float(x), 4) for x in v], n
+    ([-0.5, -2.6931, -2.0], 1)
     """
     out = np.asarray(logprobs, dtype=np.float32).copy()
     listed = np.isfinite(out)
+    unobserved = int((~listed).sum())
     if not listed.any():
-        return np.full(out.shape, -np.log(max(1, out.size)), dtype=np.float32)
+        return np.full(out.shape, -np.log(max(1, out.size)), dtype=np.float32), unobserved
     out[~listed] = out[listed].min() - np.float32(np.log(2.0))
-    return out
+    return out, unobserved
 
 
 class LetterReader:
@@ -75,9 +83,9 @@ class LetterReader:
     def read(self, backend: Backend, rows: Sequence[Mapping[str, Any]],
              prompt_id: str) -> list[Reading]:
         prompts, ks = lettered_prompts(rows, prompt_id)
-        logits = letter_logits(backend, prompts, ks)
-        return [Reading(prompt_text=backend.render(p), logits=v)
-                for p, v in zip(prompts, logits, strict=True)]
+        read = letter_logits(backend, prompts, ks)
+        return [Reading(prompt_text=backend.render(p), logits=v, truncated=n or None)
+                for p, (v, n) in zip(prompts, read, strict=True)]
 
 
 def _build(arg: str | None, options: ReadOptions) -> Reader:

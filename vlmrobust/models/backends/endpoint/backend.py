@@ -9,8 +9,9 @@ anywhere). Primitives:
 - ``generate``: chat completions, temperature 0, ``max_tokens``; the text is cut at
   the first stop string here as well, so servers that return the stop string agree
   with those that strip it;
-- ``next_token_logprobs``: ``logprobs`` + ``top_logprobs`` of the first generated
-  token, where the server returns them;
+- ``next_token_logprobs``: the letters' token ids' log-probs (vLLM's
+  ``logprob_token_ids``), else the top-20 listing of the first generated token,
+  where the server returns one (endpoint.letters);
 - ``continuation_logprobs``: vLLM's ``prompt_logprobs``, K + 1 full prefills per
   row (endpoint/prompt_logprobs.py); with ``--endpoint-engine sglang`` SGLang's
   ``/generate``, one image prefill plus the options' tokens (endpoint/sglang.py).
@@ -50,7 +51,7 @@ from vlmrobust.models.backends.base import (
     GenerationConfig,
     Prompt,
 )
-from vlmrobust.models.backends.endpoint import prompt_logprobs, sglang
+from vlmrobust.models.backends.endpoint import letters, prompt_logprobs, sglang
 from vlmrobust.models.backends.endpoint import protocol as proto
 from vlmrobust.models.backends.endpoint.cache import ResponseCache, default_cache_dir, request_key
 from vlmrobust.models.backends.endpoint.client import (
@@ -59,6 +60,7 @@ from vlmrobust.models.backends.endpoint.client import (
     RetryPolicy,
     check_base_url,
 )
+from vlmrobust.models.backends.endpoint.letters import TOP_LOGPROBS  # noqa: F401 (re-exported)
 from vlmrobust.models.backends.endpoint.pool import in_order
 from vlmrobust.models.backends.endpoint.probe import OPTIONAL, feature_refusals, stop_refusal
 from vlmrobust.models.backends.endpoint.server import server_version
@@ -69,7 +71,6 @@ APIS = ("openai", "openai-reasoning")
 EFFORTS = ("minimal", "low", "medium", "high")  # OpenAI's published reasoning_effort values
 MAX_TIMEOUT_S = 86400.0
 MAX_RESPONSE_MIB = 1024
-TOP_LOGPROBS = 20  # the most OpenAI's API returns; vLLM's default max_logprobs too
 
 
 @dataclass(frozen=True)
@@ -152,6 +153,7 @@ class EndpointBackend:
         self._version: tuple[str | None] | None = None
         self._limit: tuple[tuple[int, str] | None] | None = None
         self._stop_ok: bool | None = None  # whether the server takes stop strings
+        self.letter_ids = letters.LetterIds(self.client, options.model, self.name)
         self._reasoning = options.api == "openai-reasoning"
         # generated rows of this process: with reasoning text, its characters, and
         # the reasoning tokens the server counted (proto.reasoning_counts)
@@ -306,21 +308,7 @@ class EndpointBackend:
     def next_token_logprobs(self, prompts: Sequence[Prompt],
                             candidates: Sequence[str]) -> np.ndarray:
         self.check_reader([NEXT_TOKEN], "the letter reader (option-letter log-probs)")
-        where = self.client.url(proto.CHAT)
-
-        def parse(resp: Any) -> list[tuple[str, float]]:
-            pairs = proto.first_token_logprobs(resp, where)
-            if pairs is None:
-                raise EndpointError(f"{where}: the response has no logprobs")
-            return pairs
-
-        def one(p: Prompt) -> np.ndarray:
-            pairs = self.post(proto.CHAT, self._body(p, max_tokens=1, logprobs=True,
-                                                     top_logprobs=TOP_LOGPROBS), parse)
-            return proto.candidate_logprobs(pairs, candidates)
-
-        rows = self._map(one, prompts)
-        return np.stack(rows) if rows else np.zeros((0, len(candidates)), np.float32)
+        return letters.read_letters(self, prompts, candidates)
 
     def continuation_logprobs(self, prompts: Sequence[Prompt],
                               continuations: Sequence[Sequence[str]]) -> list[list[np.ndarray]]:
@@ -360,6 +348,8 @@ class EndpointBackend:
         return {"backend": "endpoint", "server_url": self.client.base_url,
                 "served_model": self.public_model, "server_version": self.server_version(),
                 "api": "openai-reasoning" if self._reasoning else "openai",
+                **({} if self.letter_ids.offered is None else {"letter_logprobs": (
+                    letters.TOKEN_IDS if self.letter_ids.offered else letters.TOP_LISTING)}),
                 "reasoning_effort": self.options.reasoning_effort,
                 **({"engine": "sglang", "processor": public_name(self.renderer.name, None)[0]}
                    if self.options.engine == "sglang" else {}),

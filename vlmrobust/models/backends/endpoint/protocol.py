@@ -13,8 +13,6 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import numpy as np
-
 from vlmrobust.models.backends.base import Prompt
 from vlmrobust.models.backends.endpoint.body import json_with_digests
 from vlmrobust.models.backends.endpoint.client import EndpointError
@@ -162,25 +160,6 @@ def first_token_logprobs(resp: Any, where: str) -> list[tuple[str, float]] | Non
                                 f"logprob that is not <= 0 ({item!r:.80})")
         pairs.append((token, float(value)))
     return pairs
-
-
-def candidate_logprobs(pairs: Sequence[tuple[str, float]],
-                       candidates: Sequence[str]) -> np.ndarray:
-    """log p(first token is candidate c) for each c: the log-sum-exp over the distinct
-    tokens whose text, whitespace stripped, is c ("A" and " A" both count), -inf
-    for a candidate the server did not list.
-
-    >>> candidate_logprobs([("A", -1.0), (" A", -2.0), ("B", -0.5), ("A", -1.0)],
-    ...                    ["A", "B", "C"]).astype(float).round(4).tolist()
-    [-0.6867, -0.5, -inf]
-    """
-    by_token = dict(pairs)  # the chosen token is also in top_logprobs: count it once
-    out = np.full(len(candidates), -np.inf, dtype=np.float64)
-    for i, cand in enumerate(candidates):
-        values = [v for t, v in by_token.items() if t.strip() == cand.strip()]
-        if values:
-            out[i] = np.logaddexp.reduce(np.asarray(values, dtype=np.float64))
-    return out.astype(np.float32)
 
 
 def prompt_token_logprobs(resp: Any, where: str) -> list[float] | None:
