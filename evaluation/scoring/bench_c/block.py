@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from vlmrobust.evaluation.predictions.truncation import partial_rows, undetermined_rows
 from vlmrobust.evaluation.scoring.bench_c import sensitivity as bench_c_sensitivity
 from vlmrobust.evaluation.scoring.bench_c import stats as bench_c_stats
 from vlmrobust.evaluation.scoring.bench_c.stats import question_clusters
@@ -37,6 +38,7 @@ from vlmrobust.metrics.uncertainty import softmax
 
 BENCH_C_PAIR_METRICS = ("acc", "delta_acc", "S", "S_clean", "delta_S", "C", "C_clean", "delta_C",
                         "ras")
+ACC_METRICS = ("acc", "delta_acc")  # read from answers: kept on truncated rows
 BENCH_C_NOTE = ("Top-level cell and aggregate metrics are κ-weighted (Σκ·x/Σκ per cell, then the "
                 "mean over cells); every cell and aggregate also has 'plain': unweighted means "
                 "over the cell's questions, as in the paper's per-cell tables. S_clean/C_clean "
@@ -44,29 +46,49 @@ BENCH_C_NOTE = ("Top-level cell and aggregate metrics are κ-weighted (Σκ·x/�
                 "and corrective_ras (WR ∪ WW) are per cell too.")
 
 
+def pair_masks(report: ValidationReport, o_rows: NDArray[np.int64], d_rows: NDArray[np.int64]
+               ) -> tuple[dict[str, NDArray[np.bool_]], NDArray[np.bool_], NDArray[np.bool_]]:
+    """Per metric the pairs it is computed over: Acc and ΔAcc over pairs whose
+    two answers are determined, S, C, RAS and the quadrants over pairs whose two
+    rows had every option observed (evaluation/predictions/truncation.py); and
+    per row whether it is determined / full."""
+    a, index = report.aligned, report.index
+    full = ~partial_rows(a.truncated, index.n_rows)
+    det = ~undetermined_rows(a.truncated, index.n_options, a.from_text)
+    by_acc, by_prob = det[o_rows] & det[d_rows], full[o_rows] & full[d_rows]
+    on = {name: by_acc if name in ACC_METRICS else by_prob for name in BENCH_C_PAIR_METRICS}
+    return on, det, full
+
+
 def _bench_c_block(sel: NDArray[np.bool_], values: Mapping[str, NDArray[np.float64]],
                    w: NDArray[np.float64], cells: NDArray[np.int64],
                    cell_keys: list[tuple[str, int]], trans: NDArray[np.int8],
-                   quad: NDArray[np.int8] | None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """Cells and aggregate over the pairs ``sel`` (all pairs, or one category's)."""
+                   quad: NDArray[np.int8] | None, on: Mapping[str, NDArray[np.bool_]]
+                   ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Cells and aggregate over the pairs ``sel`` (all pairs, or one category's),
+    each metric over those of them in ``on[metric]`` (:func:`pair_masks`)."""
+    full = on["ras"]
     n_cells = len(cell_keys)
     c = cells[sel]
     weighted: dict[str, NDArray[np.float64]] = {}
     plain: dict[str, NDArray[np.float64]] = {}
     for name, v in values.items():
-        weighted[name] = kappa_weighted_cell_means(v[sel], w[sel], c, n_cells)
-        plain[name] = aggregate_metrics.plain_cell_means(v[sel], c, n_cells)
+        m = sel & on[name]
+        weighted[name] = kappa_weighted_cell_means(v[m], w[m], cells[m], n_cells)
+        plain[name] = aggregate_metrics.plain_cell_means(v[m], cells[m], n_cells)
     if "ras" in values:
         for subset, codes in (("destructive_ras", DESTRUCTIVE), ("corrective_ras", CORRECTIVE)):
-            part = sel & np.isin(trans, codes)
+            part = sel & full & np.isin(trans, codes)
             weighted[subset] = kappa_weighted_cell_means(values["ras"][part], w[part], cells[part],
                                                          n_cells)
             plain[subset] = aggregate_metrics.plain_cell_means(values["ras"][part], cells[part], n_cells)
     names = [*BENCH_C_PAIR_METRICS, "destructive_ras", "corrective_ras"]
     cell_n = np.bincount(c, minlength=n_cells)
     # per-cell class counts in one pass: row = cell, column = class code
-    t_counts = np.bincount(c * 4 + trans[sel], minlength=n_cells * 4).reshape(n_cells, 4)
-    q_counts = (np.bincount(c * 4 + quad[sel], minlength=n_cells * 4).reshape(n_cells, 4)
+    det = sel & on["acc"]
+    t_counts = np.bincount(cells[det] * 4 + trans[det], minlength=n_cells * 4).reshape(n_cells, 4)
+    q_counts = (np.bincount(cells[sel & full] * 4 + quad[sel & full],
+                            minlength=n_cells * 4).reshape(n_cells, 4)
                 if quad is not None else None)
     out_cells = []
     for i, (corr, sev) in enumerate(cell_keys):
@@ -83,8 +105,8 @@ def _bench_c_block(sel: NDArray[np.bool_], values: Mapping[str, NDArray[np.float
                                  for k in names}
     aggregate["plain"] = {k: _num(mean_over_cells(plain[k])) if k in plain else None
                           for k in names}
-    aggregate["quadrants"] = counts(quad[sel], QUADRANTS) if quad is not None else None
-    aggregate["transitions"] = counts(trans[sel], TRANSITIONS)
+    aggregate["quadrants"] = counts(quad[sel & full], QUADRANTS) if quad is not None else None
+    aggregate["transitions"] = counts(trans[det], TRANSITIONS)
     return out_cells, aggregate
 
 
@@ -141,26 +163,30 @@ def bench_c_scores(report: ValidationReport, seed: int = DEFAULT_SEED) -> dict[s
                                index.n_options[clean_rows])
         s_all, c_all = clean_m.s_clean, clean_m.c_clean
 
+    on, det, full = pair_masks(report, o_rows, d_rows)
+    c_det, c_full = det[clean_rows], full[clean_rows]
+
     def clean_block(rows_sel: NDArray[np.bool_]) -> dict[str, Any]:
-        k = kappa[clean_rows][rows_sel]
+        k = kappa[clean_rows]
+        a, f = rows_sel & c_det, rows_sel & c_full
         out: dict[str, Any] = {"n_questions": int(rows_sel.sum())}
         for label, weigh in (("plain", np.ones(k.shape)), ("kappa_weighted", k)):
-            part = {"acc": _num(kappa_weighted_mean(ok[clean_rows][rows_sel].astype(np.float64),
-                                                    weigh))}
-            part["S"] = _num(kappa_weighted_mean(s_all[rows_sel], weigh)) if s_all is not None else None
-            part["C"] = _num(kappa_weighted_mean(c_all[rows_sel], weigh)) if c_all is not None else None
+            part = {"acc": _num(kappa_weighted_mean(ok[clean_rows][a].astype(np.float64),
+                                                    weigh[a]))}
+            part["S"] = _num(kappa_weighted_mean(s_all[f], weigh[f])) if s_all is not None else None
+            part["C"] = _num(kappa_weighted_mean(c_all[f], weigh[f])) if c_all is not None else None
             out[label] = part
         return out
 
     all_pairs = np.ones(d_rows.size, dtype=bool)
-    out_cells, aggregate = _bench_c_block(all_pairs, values, w, cells, cell_keys, trans, quad)
+    out_cells, aggregate = _bench_c_block(all_pairs, values, w, cells, cell_keys, trans, quad, on)
     categories: dict[str, Any] = {}
     if "category" in cols:
         cat_d = cols["category"][d_rows]
         cat_o = cols["category"][clean_rows]
         for cat in sorted(set(cat_o.tolist())):
             cat_cells, cat_agg = _bench_c_block(cat_d == cat, values, w, cells, cell_keys, trans,
-                                                quad)
+                                                quad, on)
             block = clean_block(cat_o == cat)
             categories[str(cat)] = {"clean": block,
                                     "clean_accuracy": block["kappa_weighted"]["acc"],
@@ -180,10 +206,15 @@ def bench_c_scores(report: ValidationReport, seed: int = DEFAULT_SEED) -> dict[s
         "intervals": bench_c_stats.intervals(
             values, w, cells, len(cell_keys), qc[d_rows], trans, clean_values, kappa[clean_rows],
             qc[clean_rows], int(qc.max()) + 1 if qc.size else 0,
-            derived_seed(seed, "bench-c", "questions")),
-        "sensitivity": bench_c_sensitivity.sensitivity(index, probs),
+            derived_seed(seed, "bench-c", "questions"), on,
+            {"acc": c_det, "S": c_full, "C": c_full}),
+        "sensitivity": bench_c_sensitivity.sensitivity(index, probs, full),
         "corruption_effect": bench_c_stats.corruption_effect(
-            values, corruption[d_rows].tolist(), qc[d_rows], int(qc.max()) + 1 if qc.size else 0),
+            values, corruption[d_rows].tolist(), qc[d_rows], int(qc.max()) + 1 if qc.size else 0,
+            on),
+        **({} if report.aligned.truncated is None else {"truncated_excluded": {
+            "pairs_probability": int((~on["ras"]).sum()),
+            "pairs_accuracy": int((~on["acc"]).sum())}}),
         "accuracy_gain": bench_c_stats.accuracy_gain(out_cells),
     }
 

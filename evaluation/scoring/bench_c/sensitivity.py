@@ -51,13 +51,19 @@ def _num(x: float | None) -> float | None:
     return None if x is None else float(x)
 
 
-def sensitivity(index: Any, probs: NDArray[np.float64] | None) -> dict[str, Any] | None:
+def sensitivity(index: Any, probs: NDArray[np.float64] | None,
+                full: NDArray[np.bool_] | None = None) -> dict[str, Any] | None:
     """The block: per corruption E[|z_RAS|], E[|z_ΔAcc|] and its pair count; the
     corruptions in the test, their mean E[|z|]s, t, df and the one-sided p;
-    corruptions left out (a metric with no spread has no z-score)."""
+    corruptions left out (a metric with no spread has no z-score). ``full``: the
+    rows with every option's log-prob observed (a pair with another row is left
+    out: evaluation/predictions/truncation.py)."""
     if probs is None:
         return None
     lo, hi = adjacent_pairs(index)
+    if full is not None:
+        keep = full[lo] & full[hi]
+        lo, hi = lo[keep], hi[keep]
     y = index.answer
     m = pair_metrics(probs[lo], probs[hi], y[lo], index.n_options[lo])
     res = ras_sensitivity(m.ras, m.delta_acc, index.columns["corruption"][lo])

@@ -71,9 +71,13 @@ def intervals(values: Mapping[str, NDArray[np.float64]], kappa: NDArray[np.float
               cells: NDArray[np.int64], n_cells: int, pair_clusters: NDArray[np.int64],
               trans: NDArray[np.int8], clean: Mapping[str, NDArray[np.float64]],
               clean_kappa: NDArray[np.float64], clean_clusters: NDArray[np.int64],
-              n_clusters: int, seed: int) -> dict[str, Any]:
+              n_clusters: int, seed: int, on: Mapping[str, NDArray[np.bool_]] | None = None,
+              clean_on: Mapping[str, NDArray[np.bool_]] | None = None) -> dict[str, Any]:
     """The ``intervals`` block: one draw of question multiplicities shared by every
-    metric (a joint bootstrap), applied to the pairs' and the clean rows' sums."""
+    metric (a joint bootstrap), applied to the pairs' and the clean rows' sums;
+    ``on`` / ``clean_on``: per metric the pairs / clean rows it is computed over
+    (default all; truncated rows left out: evaluation/predictions/truncation.py)."""
+    on, clean_on = dict(on or {}), dict(clean_on or {})
     w = cluster_multiplicities(n_clusters, N_RESAMPLES, seed)
     out: dict[str, Any] = {"over": "source questions", "n_questions": n_clusters,
                            "n_resamples": N_RESAMPLES, "level": LEVEL}
@@ -82,15 +86,20 @@ def intervals(values: Mapping[str, NDArray[np.float64]], kappa: NDArray[np.float
     for label, weigh in (("kappa_weighted", kappa), ("plain", np.ones(kappa.shape))):
         block: dict[str, Any] = {}
         for name, v in values.items():
-            block[name] = _ci(cell_mean_replicates(v, weigh, cells, pair_clusters, n_cells, w))
+            m = on.get(name, np.ones(v.shape, dtype=bool))
+            block[name] = _ci(cell_mean_replicates(v[m], weigh[m], cells[m], pair_clusters[m],
+                                                   n_cells, w))
         if "ras" in values:
             for name, sel in subsets.items():
+                sel = sel & on.get("ras", np.ones(sel.shape, dtype=bool))
                 block[name] = _ci(cell_mean_replicates(values["ras"][sel], weigh[sel], cells[sel],
                                                        pair_clusters[sel], n_cells, w))
         cw = clean_kappa if label == "kappa_weighted" else np.ones(clean_kappa.shape)
         zeros = np.zeros(clean_clusters.shape, dtype=np.int64)
-        block["clean"] = {k: _ci(cell_mean_replicates(v, cw, zeros, clean_clusters, 1, w))
-                          for k, v in clean.items()}
+        every = np.ones(clean_clusters.shape, dtype=bool)
+        block["clean"] = {k: _ci(cell_mean_replicates(
+            v[m], cw[m], zeros[m], clean_clusters[m], 1, w))
+            for k, v in clean.items() for m in [clean_on.get(k, every)]}
         out[label] = block
     return out
 
@@ -104,7 +113,8 @@ def _question_means(x: NDArray[np.float64], clusters: NDArray[np.int64], n: int,
 
 
 def corruption_effect(values: Mapping[str, NDArray[np.float64]], corruption: Sequence[str],
-                      pair_clusters: NDArray[np.int64], n_clusters: int) -> dict[str, Any]:
+                      pair_clusters: NDArray[np.int64], n_clusters: int,
+                      on: Mapping[str, NDArray[np.bool_]] | None = None) -> dict[str, Any]:
     """Per corruption and for all corruptions together: for Acc, S and C, the mean
     per-question change (corrupted − clean; each question's copies averaged
     first), its z-score among the model's corruptions, and the paired t-test
@@ -125,6 +135,7 @@ def corruption_effect(values: Mapping[str, NDArray[np.float64]], corruption: Seq
         rows: dict[str, dict[str, Any]] = {}
         for name in [*names, "all"]:
             sel = np.ones(corr.shape, bool) if name == "all" else corr == name
+            sel = sel & (on or {}).get(metric, np.ones(corr.shape, bool))
             d, held = _question_means(corrupted[sel], pair_clusters[sel], n_clusters)
             o, _ = _question_means(clean[sel], pair_clusters[sel], n_clusters)
             t = paired_t(d, o)

@@ -54,9 +54,11 @@ def _stats(logits: list[float], answer: int) -> tuple[float, float, int]:
     return s, abs(ok - max(p)), ok
 
 
-def _loop(ds: Path, logits: dict[str, list[float]], category: str | None
+def _loop(ds: Path, logits: dict[str, list[float]], category: str | None,
+          cut: frozenset[str] = frozenset()
           ) -> tuple[dict[tuple[str, int], dict[str, Any]], dict[str, Any]]:
-    """Per cell: plain and κ-weighted means of every metric, plain loops only."""
+    """Per cell: plain and κ-weighted means of every metric, plain loops only;
+    rows in ``cut`` (letters a server did not list) out of every metric but Acc."""
     from vlmrobust.core.datadir import read_table
 
     rows = read_table(ds, "default", columns=["id", "answer", "source_id", "corruption",
@@ -74,9 +76,10 @@ def _loop(ds: Path, logits: dict[str, list[float]], category: str | None
         ds_, dc = sd - so, cd - co
         ras = -dc - max(dc, 0) * max(-ds_, 0) - max(ds_, 0) * max(-dc, 0)
         trans = ("R" if oko else "W") + ("R" if okd else "W")
+        full = r["id"] not in cut and o["id"] not in cut
         pairs[(r["corruption"], r["severity"])].append((r["kappa"], trans, {
-            "acc": okd, "delta_acc": okd - oko, "S": sd, "S_clean": so, "delta_S": ds_,
-            "C": cd, "C_clean": co, "delta_C": dc, "ras": ras}))
+            "acc": okd, "delta_acc": okd - oko, **({"S": sd, "S_clean": so, "delta_S": ds_,
+            "C": cd, "C_clean": co, "delta_C": dc, "ras": ras} if full else {})}))
 
     def mean(items: list[tuple[float, float]], weighted: bool) -> float | None:
         if not items:
@@ -94,21 +97,24 @@ def _loop(ds: Path, logits: dict[str, list[float]], category: str | None
         for weighted in (True, False):
             vals = {}
             for m in METRICS[:9]:
-                vals[m] = mean([(k, v[m]) for k, _, v in items], weighted)
-            vals["destructive_ras"] = mean([(k, v["ras"]) for k, t, v in items if t[0] == "R"],
-                                           weighted)
-            vals["corrective_ras"] = mean([(k, v["ras"]) for k, t, v in items if t[0] == "W"],
-                                          weighted)
+                vals[m] = mean([(k, v[m]) for k, _, v in items if m in v], weighted)
+            vals["destructive_ras"] = mean([(k, v["ras"]) for k, t, v in items
+                                            if t[0] == "R" and "ras" in v], weighted)
+            vals["corrective_ras"] = mean([(k, v["ras"]) for k, t, v in items
+                                           if t[0] == "W" and "ras" in v], weighted)
             cell["kappa_weighted" if weighted else "plain"] = vals
         cells[key] = cell
     cq = list(clean.values())
     clean_stats = [(_stats(logits[r["id"]], r["answer"]), r["kappa"]) for r in cq]
+    full_stats = [(_stats(logits[r["id"]], r["answer"]), r["kappa"]) for r in cq
+                  if r["id"] not in cut]
     summary = {"plain": {"acc": np.mean([s[2] for s, _ in clean_stats]),
-                         "S": np.mean([s[0] for s, _ in clean_stats]),
-                         "C": np.mean([s[1] for s, _ in clean_stats])},
+                         "S": np.mean([s[0] for s, _ in full_stats]),
+                         "C": np.mean([s[1] for s, _ in full_stats])},
                "kappa_weighted": {
-                   m: sum(k * s[i] for s, k in clean_stats) / sum(k for _, k in clean_stats)
-                   for i, m in ((2, "acc"), (0, "S"), (1, "C"))}}
+                   m: sum(k * s[i] for s, k in part) / sum(k for _, k in part)
+                   for i, m, part in ((2, "acc", clean_stats), (0, "S", full_stats),
+                                      (1, "C", full_stats))}}
     return cells, summary
 
 
@@ -155,7 +161,7 @@ def test_plain_and_weighted_cells_match_a_direct_loop(two_categories: Path, tmp_
     _check_block(bc["cells"], bc["aggregate"], ref)
     for label in ("plain", "kappa_weighted"):
         for m in ("acc", "S", "C"):
-            assert bc["clean"][label][m] == pytest.approx(clean[label][m], abs=1e-12)
+            assert bc["clean"][label][m] == pytest.approx(clean[label][m], abs=1e-12), (label, m)
     assert bc["clean_accuracy"] == bc["clean"]["kappa_weighted"]["acc"]
     assert "plain" in bc["note"] and "κ-weighted" in bc["note"]
     assert sorted(bc["categories"]) == ["ocr", "scene"]
@@ -170,3 +176,41 @@ def test_plain_and_weighted_differ_when_kappa_does(two_categories: Path, tmp_pat
     p, _ = _submit(two_categories, tmp_path / "sub", 3)
     bc = score(two_categories, p, tmp_path / "s.json")["datasets"]["bench-c"]["bench_c"]
     assert any(c["ras"] != pytest.approx(c["plain"]["ras"]) for c in bc["cells"])
+
+
+def test_truncated_rows_leave_s_c_and_ras_but_keep_accuracy(two_categories: Path,
+                                                            tmp_path: Path) -> None:
+    """Rows whose letters a server did not all list (issue 36.3): their pairs
+    are out of S, C, RAS and the quadrants (a placeholder is no probability) and
+    in Acc / ΔAcc (a listed letter outranks every unlisted one)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from vlmrobust.core.datadir import read_table
+
+    rows = dataset_rows(two_categories)
+    logits = random_logits(rows, 5)
+    table = read_table(two_categories, "default", columns=["id", "source_id", "corruption"])
+    info = {r["id"]: r for r in table.to_pylist()}
+    clean_ids = [i for i, r in info.items() if r["corruption"] == "none"]
+    corrupted_ids = [i for i, r in info.items() if r["corruption"] != "none"]
+    cut = frozenset([clean_ids[1], *corrupted_ids[::4]])
+    cut_source = info[clean_ids[1]]["source_id"]
+    p = tmp_path / "sub" / "predictions.parquet"
+    p.parent.mkdir()
+    pq.write_table(pa.table({"id": [r["id"] for r in rows], "logits": logits,
+                             "truncated": [1 if r["id"] in cut else None for r in rows]}), p)
+    write_meta(p, two_categories)
+    bc = score(two_categories, p, tmp_path / "s.json")["datasets"]["bench-c"]["bench_c"]
+    by_id = {r["id"]: x for r, x in zip(rows, logits, strict=True)}
+    ref, clean = _loop(two_categories, by_id, None, cut)
+    _check_block(bc["cells"], bc["aggregate"], ref)
+    for label in ("plain", "kappa_weighted"):
+        for m in ("acc", "S", "C"):
+            assert bc["clean"][label][m] == pytest.approx(clean[label][m], abs=1e-12), (label, m)
+    n_cut = sum(1 for i in corrupted_ids if i in cut or info[i]["source_id"] == cut_source)
+    assert bc["truncated_excluded"] == {"pairs_probability": n_cut, "pairs_accuracy": 0}
+    untouched, _ = _loop(two_categories, by_id, None)
+    assert any(c["ras"] != pytest.approx(untouched[(c["corruption"], c["severity"])]
+                                         ["kappa_weighted"]["ras"], abs=1e-12)
+               for c in bc["cells"] if c["ras"] is not None)
