@@ -18,6 +18,7 @@ from vlmrobust.core.errors import VlmrobustError
 from vlmrobust.core.label_space import LabelSpace
 from vlmrobust.core.ordered_threads import stream_groups_in_order
 from vlmrobust.evaluation.predict.rows import DatasetReader, PlannedRow
+from vlmrobust.evaluation.predictions.jsonl import MAX_TEXT_CHARS
 from vlmrobust.evaluation.predictions.write import JOURNAL_EXTRAS, LOGP_COLUMNS, JournalWriter
 from vlmrobust.models.base import Adapter
 from vlmrobust.models.runtime import to_pil
@@ -162,7 +163,11 @@ def batches_in_flight(adapter: Adapter, batch_size: int) -> int:
 def _extras(r: Any) -> dict[str, Any]:
     pairs = [("prompt_text", r.prompt_text), ("text", r.text), ("prediction", r.prediction),
              *((name, getattr(r, name, None)) for name in (*LOGP_COLUMNS, *JOURNAL_EXTRAS))]
-    return {k: v for k, v in pairs if v is not None}
+    out = {k: v for k, v in pairs if v is not None}
+    if "reasoning" in out:  # a column bounded as text is: validate refuses longer values
+        out["reasoning_chars"] = len(out["reasoning"])
+        out["reasoning"] = out["reasoning"][:MAX_TEXT_CHARS]
+    return out
 
 
 def read_label_batch(adapter: Adapter, batch: Sequence[tuple[PlannedRow, dict[str, Any]]],

@@ -51,6 +51,7 @@ from vlmrobust.evaluation.predictions.write import (
     journal_table,
     partial_dir,
     read_journal_rows,
+    reasoning_totals,
     remove_partial,
     start_journal,
     write_predictions,
@@ -157,6 +158,9 @@ def _run(spec: RunSpec, after_batch: Callable[[int], None] | None) -> Path:
         merged = _predict_rows(spec, plan, adapter, ctx, pdir, after_batch)
         if ctx.is_main:
             meta = _meta(adapter, spec, plan, chosen, ctx)
+            totals = reasoning_totals(list(merged.values()))
+            if isinstance(meta.get("server"), dict) and totals is not None:
+                meta["server"]["reasoning"] = totals  # every process's rows, from the journal
             if micro is not None:
                 meta["micro_batch"] = micro
             _merge(spec.out, plan.rows, merged, pdir, publishable_meta(meta, spec.name,

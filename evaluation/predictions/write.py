@@ -42,10 +42,26 @@ RUN_FILE = "run.json"
 ROW_GROUP_BYTES = 64 * 2**20
 FLOAT_LISTS = ("logits", *LOGP_COLUMNS)
 # per-row extras journaled beside the audit trail: the letters a server did not
-# list (a predictions column), a reasoning model's reasoning text (a column) and
-# its reasoning tokens as the server counted them (journal only: the server
-# record's totals are summed from the journal, so a resumed run counts them all)
+# list (a predictions column), a reasoning model's reasoning text (a column, cut
+# at the text bound; reasoning_chars its full length) and its reasoning tokens
+# as the server counted them (journal only: the server record's totals are
+# summed from the journal, so a resumed run counts every row: reasoning_totals)
 JOURNAL_EXTRAS = ("truncated", "reasoning", "reasoning_tokens")
+
+
+def reasoning_totals(rows: Sequence[JournalRow]) -> dict[str, int] | None:
+    """The run's reasoning: rows whose answer carried reasoning text, its
+    characters, and the reasoning tokens the server counted (None: none).
+
+    >>> reasoning_totals([("a", None, {"reasoning": "hm", "reasoning_chars": 2,
+    ...                                "reasoning_tokens": 64}), ("b", None, {})])
+    {'rows': 1, 'chars': 2, 'tokens': 64}
+    """
+    with_text = [r[2] for r in rows if r[2].get("reasoning")]
+    out = {"rows": len(with_text),
+           "chars": sum(int(e.get("reasoning_chars", len(e["reasoning"]))) for e in with_text),
+           "tokens": sum(int(r[2].get("reasoning_tokens") or 0) for r in rows)}
+    return out if any(out.values()) else None
 # (id, float32 logits or None, audit trail: prompt_text / text / prediction)
 JournalRow = tuple[str, np.ndarray | None, dict[str, Any]]
 

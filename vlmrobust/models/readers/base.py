@@ -78,7 +78,8 @@ class Reading:
     ``logits`` combine, kept so that scoring can sweep the guidance weight;
     ``truncated`` the number of options whose log-prob a server did not list
     (their logits are placeholders, never probabilities; None: all observed);
-    ``reasoning`` a reasoning model's reasoning text, where its server returns it."""
+    ``reasoning`` a reasoning model's reasoning text, where its server returns it,
+    and ``reasoning_tokens`` the reasoning tokens the server counted."""
 
     prompt_text: str
     logits: np.ndarray | None = None
@@ -88,6 +89,7 @@ class Reading:
     logp_without_image: np.ndarray | None = None
     truncated: int | None = None
     reasoning: str | None = None
+    reasoning_tokens: int | None = None
 
 
 class Reader(Protocol):

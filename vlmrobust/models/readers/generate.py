@@ -61,7 +61,7 @@ class GenerateReader:
     def read(self, backend: Backend, rows: Sequence[Mapping[str, Any]],
              prompt_id: str) -> list[Reading]:
         prompts = [self.prompt(r, prompt_id, row_where(r, i)) for i, r in enumerate(rows)]
-        texts = backend.generate(prompts, _config(self.options))
+        texts, reasoning = generate_texts(backend, prompts, _config(self.options))
         answers = [match_option(t, options_of(r, row_where(r, i)), row_synonyms(r))
                    for i, (t, r) in enumerate(zip(texts, rows, strict=True))]
         read: list[tuple[Any, int]] = [(None, 0)] * len(rows)
@@ -71,8 +71,20 @@ class GenerateReader:
                     for p, t in zip(prompts, texts, strict=True)]
             read = letter_logits(backend, cued, [len(r["options"]) for r in rows])
         return [Reading(prompt_text=backend.render(p), logits=v, text=t, prediction=a,
-                        truncated=n or None)
-                for p, (v, n), t, a in zip(prompts, read, texts, answers, strict=True)]
+                        truncated=n or None, reasoning=why, reasoning_tokens=tokens or None)
+                for p, (v, n), t, a, (why, tokens)
+                in zip(prompts, read, texts, answers, reasoning, strict=True)]
+
+
+def generate_texts(backend: Backend, prompts: Sequence[Prompt], config: GenerationConfig
+                   ) -> tuple[list[str], list[tuple[str | None, int]]]:
+    """The generated texts and, from a backend that returns them (a served
+    reasoning model: endpoint), each one's reasoning text and token count."""
+    with_reasoning = getattr(backend, "generate_with_reasoning", None)
+    if with_reasoning is None:
+        return backend.generate(prompts, config), [(None, 0)] * len(prompts)
+    out = with_reasoning(prompts, config)
+    return [t for t, _, _ in out], [(r, n) for _, r, n in out]
 
 
 def open_world_prediction(text: str, row: Mapping[str, Any], where: str) -> int | None:
@@ -109,10 +121,12 @@ class OpenWorldReader:
         for r, where in zip(rows, wheres, strict=True):
             open_world_prediction("", r, where)  # a row without an answer fails before generating
         prompts = [self.prompt(r, prompt_id, w) for r, w in zip(rows, wheres, strict=True)]
-        texts = backend.generate(prompts, _config(self.options))
+        texts, reasoning = generate_texts(backend, prompts, _config(self.options))
         return [Reading(prompt_text=backend.render(p), text=t,
-                        prediction=open_world_prediction(t, r, w))
-                for p, t, r, w in zip(prompts, texts, rows, wheres, strict=True)]
+                        prediction=open_world_prediction(t, r, w), reasoning=why,
+                        reasoning_tokens=tokens or None)
+                for p, t, r, w, (why, tokens)
+                in zip(prompts, texts, rows, wheres, reasoning, strict=True)]
 
 
 def _no_arg(name: str, arg: str | None) -> None:

@@ -74,3 +74,36 @@ def test_o_series_generate_completes_and_keeps_the_reasoning(
     assert meta["server"]["reasoning_effort"] == "low"
     assert meta["server"]["reasoning"] == {"rows": 4, "chars": 4 * 28, "tokens": 4 * 64}
     assert main(["validate", "--dataset", str(dataset), "--predictions", str(out)]) == 0
+
+
+def test_reasoning_is_a_column_and_counted_over_a_killed_and_resumed_run(
+        tmp_path: Path) -> None:
+    """The reasoning text of every row is in the predictions (column
+    ``reasoning``), and the server record's totals count the rows of every
+    process of the run, read from the journal, not only the last process's."""
+    from vlmrobust.evaluation.predictions.read import read_predictions
+
+    answered: list[int] = []
+
+    def dies_after_two(n: int, body: dict[str, Any]) -> tuple[int, dict[str, str], bytes]:
+        if len(answered) >= 2:  # the server goes down for good: predict stops
+            return 400, {}, b'{"error": {"message": "server shutting down"}}'
+        answered.append(n)
+        return o_series(n, body)
+
+    flags = ["--endpoint-api", "openai-reasoning", "--batch-size", "1",
+             "--endpoint-concurrency", "1"]
+    with FakeServer(dies_after_two) as fake:
+        rc, dataset, out = predict(fake.url, tmp_path, *flags)
+    assert rc != 0 and not out.exists()
+    with FakeServer(o_series) as fake:
+        rc, dataset, out = predict(fake.url, tmp_path, *flags)
+        resent = [b for b in fake.received if "max_completion_tokens" in b]
+    assert rc == 0
+    assert len(resent) == 2  # the journal kept the first two rows
+    meta = read_prediction_meta(out)
+    assert meta["server"]["reasoning"] == {"rows": 4, "chars": 4 * 28, "tokens": 4 * 64}
+    pf = read_predictions(out)
+    assert pf.reasoning is not None
+    assert pf.reasoning.tolist() == ["Two options; the first fits."] * 4
+    assert main(["validate", "--dataset", str(dataset), "--predictions", str(out)]) == 0

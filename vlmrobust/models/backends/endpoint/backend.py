@@ -155,9 +155,6 @@ class EndpointBackend:
         self._stop_ok: bool | None = None  # whether the server takes stop strings
         self.letter_ids = letters.LetterIds(self.client, options.model, self.name)
         self._reasoning = options.api == "openai-reasoning"
-        # generated rows of this process: with reasoning text, its characters, and
-        # the reasoning tokens the server counted (proto.reasoning_counts)
-        self.reasoning = [0, 0, 0]
         # the served name as published: a local folder (transformers serve DIR)
         # becomes its base name and a hash of the path (core.public_names)
         self.public_model = public_name(options.model, None)[0]
@@ -287,21 +284,25 @@ class EndpointBackend:
         return self._stop_ok
 
     def generate(self, prompts: Sequence[Prompt], config: GenerationConfig) -> list[str]:
+        return [text for text, _, _ in self.generate_with_reasoning(prompts, config)]
+
+    def generate_with_reasoning(self, prompts: Sequence[Prompt], config: GenerationConfig
+                                ) -> list[tuple[str, str | None, int]]:
+        """Per prompt: the answer (cut at the first stop string), a reasoning
+        model's reasoning text (None where the server returns none) and the
+        reasoning tokens the server counted (proto.reasoning_of)."""
         stop = list(config.stop)
         server_stop = bool(stop) and self.options.server_stop and self._server_takes_stop(stop)
         extra: dict[str, Any] = {"stop": stop} if server_stop else {}
-
         where = self.client.url(proto.CHAT)
 
-        def read(resp: Any) -> tuple[str, tuple[int, int, int]]:
-            return proto.chat_text(resp, where), proto.reasoning_counts(resp, where)
+        def read(resp: Any) -> tuple[str, str | None, int]:
+            return (proto.chat_text(resp, where), *proto.reasoning_of(resp, where))
 
-        def one(p: Prompt) -> str:
-            text, counts = self.post(proto.CHAT, self._body(
+        def one(p: Prompt) -> tuple[str, str | None, int]:
+            text, reasoning, tokens = self.post(proto.CHAT, self._body(
                 p, max_tokens=config.max_new_tokens, **extra), read)
-            with self._lock:
-                self.reasoning = [a + b for a, b in zip(self.reasoning, counts, strict=True)]
-            return proto.cut_at_stop(text, stop)
+            return proto.cut_at_stop(text, stop), reasoning, tokens
 
         return self._map(one, prompts)
 
@@ -344,7 +345,8 @@ class EndpointBackend:
         return self._version[0]
 
     def server_record(self) -> dict[str, Any]:
-        """What the predictions metadata records about the server (never the key)."""
+        """What the predictions metadata records about the server (never the key);
+        predict adds the run's reasoning totals, summed from its journal."""
         return {"backend": "endpoint", "server_url": self.client.base_url,
                 "served_model": self.public_model, "server_version": self.server_version(),
                 "api": "openai-reasoning" if self._reasoning else "openai",
@@ -353,8 +355,6 @@ class EndpointBackend:
                 "reasoning_effort": self.options.reasoning_effort,
                 **({"engine": "sglang", "processor": public_name(self.renderer.name, None)[0]}
                    if self.options.engine == "sglang" else {}),
-                **({"reasoning": dict(zip(("rows", "chars", "tokens"), self.reasoning,
-                                          strict=True))} if any(self.reasoning) else {}),
                 "chat_template": "applied by the server; prompt_text is the request as sent"}
 
 

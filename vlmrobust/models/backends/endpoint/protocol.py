@@ -106,16 +106,17 @@ def chat_text(resp: Any, where: str) -> str:
     return content
 
 
-def reasoning_counts(resp: Any, where: str) -> tuple[int, int, int]:
-    """(1 if the answer carries reasoning text else 0, its characters, the
-    reasoning tokens the server counted) of one chat completion: the text from
-    ``message.reasoning_content`` (vLLM, SGLang, DeepSeek) or ``message.reasoning``
-    (newer vLLM), the count from ``usage.completion_tokens_details.reasoning_tokens``
-    (OpenAI, which returns no reasoning text).
+def reasoning_of(resp: Any, where: str) -> tuple[str | None, int]:
+    """A reasoning model's reasoning text and the reasoning tokens the server
+    counted, of one chat completion: the text from ``message.reasoning_content``
+    (vLLM, SGLang, DeepSeek) or ``message.reasoning`` (newer vLLM; None where
+    neither is given), the count from
+    ``usage.completion_tokens_details.reasoning_tokens`` (OpenAI, which returns
+    no reasoning text; 0 where not given).
 
-    >>> reasoning_counts({"choices": [{"message": {"content": "B", "reasoning_content": "hm"}}],
-    ...                   "usage": {"completion_tokens_details": {"reasoning_tokens": 64}}}, "u")
-    (1, 2, 64)
+    >>> reasoning_of({"choices": [{"message": {"content": "B", "reasoning_content": "hm"}}],
+    ...               "usage": {"completion_tokens_details": {"reasoning_tokens": 64}}}, "u")
+    ('hm', 64)
     """
     msg = _choice(resp, where).get("message")
     text = None
@@ -125,8 +126,7 @@ def reasoning_counts(resp: Any, where: str) -> tuple[int, int, int]:
     details = usage.get("completion_tokens_details") if isinstance(usage, dict) else None
     tokens = details.get("reasoning_tokens") if isinstance(details, dict) else None
     n = tokens if isinstance(tokens, int) and not isinstance(tokens, bool) and tokens > 0 else 0
-    chars = len(text) if isinstance(text, str) else 0
-    return int(chars > 0), chars, n
+    return (text if isinstance(text, str) and text else None), n
 
 
 def cut_at_stop(text: str, stop: Sequence[str]) -> str:
