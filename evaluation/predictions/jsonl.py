@@ -31,7 +31,7 @@ TEXT_COLUMNS = ("text", "prompt_text", "reasoning")
 MAX_TEXT_CHARS = 128 * 1024
 
 # One row: an id, one logit per option (a label space of 1000 classes is ~20 KB
-# of text) and the optional text columns (two of MAX_TEXT_CHARS characters,
+# of text) and the optional text columns (three of MAX_TEXT_CHARS characters,
 # up to 6 bytes each as JSON \u escapes). Far above any row the tools write.
 MAX_LINE_BYTES = 4 << 20
 # Malformed lines are listed (the first few) and counted; this many stop the read.

@@ -57,6 +57,8 @@ class Flaky:
         self.answered: list[str] = []
 
     def __call__(self, n: int, body: dict[str, Any]) -> tuple[int, dict[str, str], bytes]:
+        if "max_tokens" not in body:  # /tokenize (letter token ids): not offered, as OpenAI
+            return 404, {}, b'{"detail": "Not Found"}'
         if "prompt_logprobs" in body:
             return 400, {}, b'{"error": {"message": "prompt_logprobs is not supported"}}'
         if self.fail_from is not None and n >= self.fail_from and not self.healed:

@@ -149,7 +149,8 @@ class LetterIds:
         self._lock = threading.Lock()
 
     def note(self) -> bool:
-        """True once, the first time it is asked after the server proved not to offer ids."""
+        """True once, the first time it is asked after the server proved not to
+        offer ids (asked when a letter went unlisted)."""
         with self._lock:
             due = self.offered is False and not self._noted
             self._noted = self._noted or due
@@ -212,7 +213,7 @@ def read_letters(backend: _Served, prompts: Sequence[Prompt], candidates: Sequen
         return spelling_logprobs(pairs, candidates) if got is None else got
 
     rows = backend._map(one, prompts)
-    if backend.letter_ids.note():
+    if any(not np.isfinite(r).all() for r in rows) and backend.letter_ids.note():
         print(f"note: {backend.name}: letters are read from the top-{TOP_LOGPROBS} listing "
               f"(no token-id log-probs: {backend.letter_ids.why}); rows whose letters are not "
               "all listed are marked truncated", file=sys.stderr)
