@@ -50,9 +50,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from vlmrobust.core.errors import VlmrobustError
 from vlmrobust.core.text.class_matcher import DEFAULT_TEXT_RULE, SYNONYMS_RULE
+from vlmrobust.evaluation.predictions.truncation import partial_rows, undetermined_rows
 from vlmrobust.evaluation.scoring.common import derived_seed, json_num
+from vlmrobust.evaluation.scoring.config_rows import config_rows, perturbation_sets
 from vlmrobust.metrics.accuracy import accuracy_ci
 from vlmrobust.metrics.classification import (
     half_temperature,
@@ -102,6 +103,10 @@ class ConfigData:
     anchor: NDArray[np.bool_] | None = None
     # rows read from generated text: per TextRule id, whether each row is right under it
     text_rules: Mapping[str, NDArray[np.bool_]] | None = None
+    # rows whose options a server listed in full (calibration), and whose answer is
+    # determined (accuracy); None: every row (evaluation/predictions/truncation.py)
+    full: NDArray[np.bool_] | None = None
+    determined: NDArray[np.bool_] | None = None
 
     def __post_init__(self) -> None:
         n = self.ids.shape
@@ -110,7 +115,7 @@ class ConfigData:
                 raise ValueError(f"{self.config}: text rule {rule} has shape {col.shape}, expected {n}")
         if (self.pmset is None) != (self.anchor is None):
             raise ValueError(f"{self.config}: pmset and anchor come together")
-        for name in ("valid", "pmset", "anchor"):
+        for name in ("valid", "pmset", "anchor", "full", "determined"):
             col = getattr(self, name)
             if col is not None and col.shape != n:
                 raise ValueError(f"{self.config}: {name} has shape {col.shape}, expected {n}")
@@ -140,14 +145,16 @@ def config_scores(d: ConfigData, seed: int) -> dict[str, Any]:
     """The scores.json entry of one config, before temperature scaling (the
     ``TS_FIELDS`` are filled by :func:`apply_temperature`)."""
     correct = d.predicted == d.answer
-    lo, hi = accuracy_ci(correct, seed=derived_seed(seed, "accuracy", d.config))
+    det = np.ones(d.n, dtype=bool) if d.determined is None else d.determined
+    lo, hi = accuracy_ci(correct[det], seed=derived_seed(seed, "accuracy", d.config))
     # A row is right iff its predicted class is its label, so "label where right,
     # −1 elsewhere" gives per-class accuracy for full and K-option configs alike.
-    per_class = per_class_accuracy(np.where(correct, d.labels, -1), d.labels, d.n_classes)
+    per_class = per_class_accuracy(np.where(correct, d.labels, -1)[det], d.labels[det],
+                                   d.n_classes)
     present = per_class[~np.isnan(per_class)]
     out: dict[str, Any] = {
         "n": d.n, "over": d.over, "n_classes": d.n_classes, "k": d.k, "variant": d.variant,
-        "accuracy": json_num(correct.mean()) if d.n else None,
+        "accuracy": json_num(correct[det].mean()) if det.any() else None,
         "accuracy_ci": [json_num(lo), json_num(hi)],
         "no_answer": int((d.predicted < 0).sum()),
         "mean_per_class_accuracy": json_num(present.mean()) if present.size else None,
@@ -161,8 +168,11 @@ def config_scores(d: ConfigData, seed: int) -> dict[str, Any]:
             out["accuracy_valid_labels"] = json_num(ok.mean())
         if d.pmset is not None:
             out.update(perturbation_set_scores(d, ok, seed))
+    if d.full is not None or d.determined is not None:
+        out.update(truncated_excluded=int(d.n - calibration_rows(d)[1].size),
+                   undetermined_excluded=int(d.n - det.sum()))
     if d.logits is not None and d.n:
-        s = score_logits(d.logits, d.answer)
+        s = score_logits(*calibration_rows(d))
         out.update(ece=json_num(s.ece), nll=json_num(s.nll))
     else:
         out.update(ece=None, nll=None)
@@ -172,6 +182,14 @@ def config_scores(d: ConfigData, seed: int) -> dict[str, Any]:
     elif d.k is not None:
         out["ts_note"] = K_CONFIG_TS
     return out
+
+
+def calibration_rows(d: ConfigData) -> tuple[Any, NDArray[np.int64]]:
+    """(logits, answers) of the rows whose options were all observed (a view
+    when every row was)."""
+    if d.full is None or d.full.all():
+        return d.logits, d.answer
+    return (None if d.logits is None else d.logits[d.full]), d.answer[d.full]
 
 
 def text_rule_scores(correct_by_rule: Mapping[str, NDArray[np.bool_]]) -> dict[str, Any]:
@@ -234,8 +252,9 @@ def seed001_temperature(ref: ConfigData, seed: int) -> dict[str, Any]:
     reference config (:func:`~vlmrobust.metrics.classification.half_temperature`);
     the ``temperature`` block of the section, with the rows of each half."""
     assert ref.logits is not None
-    fit = half_temperature(ref.logits, ref.answer, seed=derived_seed(seed, "temperature-half"),
-                           keys=[str(i) for i in ref.ids.tolist()])
+    ids = ref.ids if ref.full is None else ref.ids[ref.full]
+    fit = half_temperature(*calibration_rows(ref), seed=derived_seed(seed, "temperature-half"),
+                           keys=[str(i) for i in ids.tolist()])
     return {"protocol": TS_PROTOCOL, "reference_config": ref.config, "value": fit.temperature,
             "note": fit.reason, "fit_rows": int(fit.fit_rows.size),
             "held_out_rows": int(fit.held_out_rows.size),
@@ -258,7 +277,7 @@ def apply_temperature(configs: Sequence[ConfigData], scores: Mapping[str, dict[s
             out["ts_note"] = missing_note if block is None else f"{block['note']} (on {block['reference_config']})"
             continue
         t = float(block["value"])
-        z, y = d.logits, d.answer
+        z, y = calibration_rows(d)
         if d.config == block["reference_config"]:
             held = block["_held_out"]
             z, y = z[held], y[held]
@@ -288,15 +307,6 @@ def classification_scores(configs: Sequence[ConfigData], seed: int,
     return scores, public
 
 
-def _rows(config: NDArray[np.object_], name: str) -> slice | NDArray[np.int64]:
-    """The rows of one config: a slice when contiguous (as load_dataset_index
-    reads them), so that the config's logits are a view, not a copy."""
-    rows = np.flatnonzero(config == name)
-    if rows.size and rows[-1] - rows[0] + 1 == rows.size:
-        return slice(int(rows[0]), int(rows[-1]) + 1)
-    return rows
-
-
 def configs_from_report(report: Any) -> list[ConfigData]:
     """A validated report of a classification dataset as :class:`ConfigData`,
     one per config. A config's label-space size is its label space's (the
@@ -314,9 +324,11 @@ def configs_from_report(report: Any) -> list[ConfigData]:
     recorded = index.manifest.get("label_spaces") or {}
     labels_all = getattr(index, "labels", None)
     candidates = getattr(index, "candidates", None)
+    full = ~partial_rows(aligned.truncated, index.n_rows)
+    det = ~undetermined_rows(aligned.truncated, index.n_options, from_text)
     out = []
     for name in index.configs:
-        rows = _rows(index.config, name)
+        rows = config_rows(index.config, name)
         width = index.n_options[rows]
         k_max = int(width.max(initial=1))
         if width.size and int(width.min()) != k_max:
@@ -331,7 +343,7 @@ def configs_from_report(report: Any) -> list[ConfigData]:
                     if "variant" in index.columns else [])
         logits = aligned.logits[rows, :k_max] if aligned.logits is not None else None
         valid = index.columns["valid_labels"][rows] if "valid_labels" in index.columns else None
-        pmset, anchor = _perturbation_sets(index, rows, name)
+        pmset, anchor = perturbation_sets(index, rows, name)
         texts = None
         if by_rule is not None and from_text is not None and from_text[rows].any():
             # a row without text keeps its own answer under every rule
@@ -342,37 +354,10 @@ def configs_from_report(report: Any) -> list[ConfigData]:
             answer=index.answer[rows], predicted=aligned.predicted[rows], logits=logits,
             n_classes=n_classes, k=k_max if has_candidates or k_max != n_classes else None,
             variant=str(variants[0]) if len(variants) == 1 else None, valid=valid,
-            pmset=pmset, anchor=anchor, text_rules=texts))
+            pmset=pmset, anchor=anchor, text_rules=texts,
+            full=None if aligned.truncated is None else full[rows],
+            determined=None if aligned.truncated is None else det[rows]))
     return out
-
-
-def _perturbation_sets(index: Any, rows: slice | NDArray[np.int64], name: str,
-                       ) -> tuple[NDArray[np.object_] | None, NDArray[np.bool_] | None]:
-    """A config's ``pmset`` column and which rows are anchors (their own
-    ``source_file`` is their set's anchor), or (None, None) where no row names a
-    set; a config with some rows in no set, or a set without its anchor frame, is
-    refused."""
-    if "pmset" not in index.columns:
-        return None, None
-    pmset = index.columns["pmset"][rows]
-    missing = np.array([p is None for p in pmset.tolist()], dtype=bool)
-    if missing.all():
-        return None, None
-    if missing.any():
-        j = int(np.flatnonzero(missing)[0])
-        raise VlmrobustError(f"config {name} row id {index.ids[rows][j]!r}: no pmset while other rows "
-                             "of the config have one; rebuild the dataset")
-    if "source_file" in index.columns:
-        own = index.columns["source_file"][rows]
-    else:  # ids are "<config>/<source key>"
-        own = np.array([str(i).split("/", 1)[-1] for i in index.ids[rows].tolist()], dtype=object)
-    anchor = np.asarray(own == pmset, dtype=bool)
-    found = set(pmset[anchor].tolist())
-    lost = next((p for p in pmset.tolist() if p not in found), None)
-    if lost is not None:
-        raise VlmrobustError(f"config {name}: perturbation set {lost!r} has no row for its anchor "
-                             "frame; rebuild the dataset")
-    return pmset, anchor
 
 
 def classification_section(report: Any, seed: int) -> dict[str, Any]:

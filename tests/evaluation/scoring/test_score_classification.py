@@ -367,3 +367,25 @@ def _valid_labels_dataset(tmp_path: Any, rows: list[dict[str, Any]]) -> Any:
                   info=BuildInfo("classification", "0.1.0", 0), kind=CLASSIFICATION,
                   label_spaces={"imagenet-val": toy_label_space()})
     return ds
+
+
+def test_truncated_rows_are_out_of_calibration_and_undetermined_ones_of_accuracy() -> None:
+    """Letters a server did not list (issue 36.3): a K-option config's ece/nll
+    leave the truncated rows out, its accuracy only the rows with no option
+    listed; the counts are in scores.json."""
+    table, manifest, preds, truth = _dataset(np.random.default_rng(7), CONFIGS)
+    ids, y, z = truth["imagenet-val-k5"]
+    k5 = {i: j for j, i in enumerate(ids.tolist())}
+    cut = {j: (K if j % 10 == 0 else 2) for j in range(0, ids.size, 5)}  # 40 rows, 20 with none
+    counts = [cut.get(k5[i]) if i in k5 else None for i in preds.column("id").to_pylist()]
+    preds = preds.append_column("truncated", pa.array(counts, pa.int64()))
+    section = score_tables(table, manifest, preds, "m")["datasets"]["classification"]
+    got = section["configs"]["imagenet-val-k5"]
+    full = np.array([j not in cut for j in range(ids.size)])
+    det = np.array([cut.get(j) != K for j in range(ids.size)])
+    assert (got["truncated_excluded"], got["undetermined_excluded"]) == (40, 20)
+    assert got["nll"] == pytest.approx(_nll(z[full], y[full]), rel=1e-9)
+    assert got["ece"] == pytest.approx(_ece_torchmetrics(z[full], y[full]), abs=1e-6)
+    assert got["accuracy"] == pytest.approx(float((z[det].argmax(1) == y[det]).mean()))
+    assert "truncated_excluded" not in section["configs"]["imagenet-r"] or \
+        section["configs"]["imagenet-r"]["truncated_excluded"] == 0
