@@ -45,9 +45,9 @@ def top20(n: int, body: dict[str, Any]) -> tuple[int, dict[str, str], bytes]:
     return 200, {}, json.dumps(completion(body, top=top)).encode()
 
 
-def run_predict(url: str, tmp_path: Path, n: int) -> tuple[Path, Path]:
+def run_predict(url: str, tmp_path: Path, n: int, name: str = "p.parquet") -> tuple[Path, Path]:
     dataset = write_mcq(tmp_path / "ds", {"default": n}, with_class_ids=False)
-    out = tmp_path / "p.parquet"
+    out = tmp_path / name
     rc = main(["predict", "--model", "endpoint:tiny", "--dataset", str(dataset), "--out", str(out),
                "--endpoint-url", url, "--api-key-env", "NO_SUCH_KEY_VAR", "--no-endpoint-cache",
                "--mode", "letter", "--no-progress"])
@@ -88,6 +88,24 @@ def test_unlisted_letters_are_marked_and_left_out_of_calibration(
         pad[j, :k[i]] = logits[i]
     want_cal = calibration_report(pad, np.asarray([answers[i] for i in full]), seed=0)
     assert cfg["ece"] == pytest.approx(want_cal.ece)
+
+
+def test_the_truncated_column_round_trips_through_jsonl_and_validate(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with FakeServer(top20) as fake:
+        dataset, out = run_predict(fake.url, tmp_path, 4, "p.jsonl")
+    lines = [json.loads(x) for x in out.read_text().splitlines()]
+    assert [x.get("truncated") for x in lines] == [None, 3, None, 1]
+    assert main(["validate", "--dataset", str(dataset), "--predictions", str(out)]) == 0
+    from vlmrobust.evaluation.predictions.read import read_predictions
+    from vlmrobust.evaluation.validate.check import check_predictions
+    from vlmrobust.evaluation.validate.dataset_index import load_dataset_index
+
+    lines[3]["truncated"] = 6  # more than the row's 5 options
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    problems = check_predictions(load_dataset_index(dataset), read_predictions(bad))
+    assert [p.kind for p in problems] == ["truncated out of range"]
 
 
 def vllm_with_token_ids(tok: Any, logprobs: np.ndarray) -> Any:

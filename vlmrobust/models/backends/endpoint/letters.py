@@ -157,25 +157,34 @@ class LetterIds:
             return due
 
     def ids(self, assistant_prefix: str, candidates: Sequence[str]) -> list[int] | None:
-        with self._lock:
-            if self.offered is False:
-                return None
-            try:
+        """The candidates' token ids after the generation prompt and
+        ``assistant_prefix`` (None: the server cannot say). The generation
+        prompt is asked once; a tail's ids are asked outside the lock, so rows
+        with distinct tails (reasoning prefixes) are resolved concurrently."""
+        try:
+            with self._lock:  # once per run; every thread waits for the answer
+                if self.offered is False:
+                    return None
                 if self._gen is None:
                     self._gen = self.tokenizer.generation_prompt()
                 key = (self._gen + assistant_prefix, tuple(candidates))
-                if key not in self._cache:
+                hit = self._cache.get(key)
+            if hit is None:
+                hit = single_token_ids(self.tokenizer, key[0], candidates, self.name)
+                with self._lock:
                     if len(self._cache) >= MAX_IDS_CACHE:  # reasoning prefixes: all distinct
                         self._cache.clear()
-                    self._cache[key] = single_token_ids(self.tokenizer, key[0], candidates,
-                                                        self.name)
-            except Exception as exc:  # a refusal or odd answer: it lists top tokens only
-                if self.offered is None:
-                    self.offered, self.why = False, str(exc).splitlines()[0][:160]
+                    self._cache[key] = hit
+        except Exception as exc:  # a refusal or odd answer: it lists top tokens only
+            with self._lock:
+                if self.offered is not True:
+                    self.offered = False
+                    self.why = self.why or str(exc).splitlines()[0][:160]
                     return None
-                raise
+            raise
+        with self._lock:
             self.offered = True
-            return self._cache[key]
+        return hit
 
 
 class _Served(Protocol):
