@@ -152,6 +152,22 @@ def test_scored_tokens_that_are_not_the_proven_ones_are_refused(processor: Path)
     assert "\n" not in msg and "'cat'" in msg and "cannot be isolated" in msg
 
 
+class ExtraBos(CountingEngine):
+    """A server whose /generate adds a BOS token that its /v1/tokenize does not."""
+
+    def ids(self, text: str, image: str | None) -> list[int]:
+        return [7, *super().ids(text, image)]
+
+
+def test_generate_tokens_that_are_not_tokenize_s_are_refused(processor: Path) -> None:
+    with ExtraBos() as fake:
+        b = sglang(fake.url, processor)
+        with pytest.raises(VlmrobustError) as exc:
+            b.continuation_logprobs([Prompt("What is this?", image=image())], [["cat"]])
+    msg = str(exc.value)
+    assert "\n" not in msg and "row 0" in msg and "not /v1/tokenize's" in msg
+
+
 def test_server_that_is_not_sglang_is_refused_at_load(processor: Path) -> None:
     from tests.fixtures.endpoint import FakeServer
 

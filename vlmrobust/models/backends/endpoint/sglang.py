@@ -11,9 +11,10 @@ Per row (one prompt, K options), three requests:
    ``sep`` the in-process answer separator (backends/hf.py). Each option's text
    tokens must start with T's, token id by token id, else the row is refused
    naming the option (a tokenizer that merges the option into T's last token).
-2. ``POST /generate`` with ``T`` and the image, ``max_new_tokens: 0``: one
-   prefill of image + question, left in SGLang's radix cache; its
-   ``meta_info.prompt_tokens`` is n, the prompt's length with the image expanded.
+2. ``POST /generate`` with ``T`` and the image, ``max_new_tokens: 0`` and its
+   input log-probs from position 0: one prefill of image + question, left in
+   SGLang's radix cache; its tokens must be step 1's tokens of T with the image
+   placeholder expanded (:func:`expands`), and their count is n.
 3. ``POST /generate`` with the K texts (a batch; one ``image_data`` broadcast to
    all), ``return_logprob: true``, ``logprob_start_len: n - 1`` and
    ``max_new_tokens: 0`` (chunks of at most ``CHUNK`` options). SGLang matches
@@ -176,6 +177,26 @@ def input_logprobs(item: Mapping[str, Any], where: str) -> tuple[list[int], list
     return ids, lps
 
 
+def expands(text: Sequence[int], run: Sequence[int], image: bool) -> bool:
+    """Whether ``run`` (the prompt's tokens as /generate ran them) is ``text`` (its
+    /v1/tokenize tokens) with, where there is an image, one token (the image
+    placeholder) replaced by a span: they agree but for at most one token of
+    ``text``, after the longest common prefix and suffix.
+
+    >>> expands([1, 5, 2], [1, 9, 9, 9, 2], True), expands([1, 5, 2], [1, 5, 5, 2], True)
+    (True, True)
+    >>> expands([1, 2], [0, 1, 2], False), expands([1, 5, 2], [0, 9, 9, 2], True)
+    (False, False)
+    """
+    if not image:
+        return list(run) == list(text)
+    a = next((k for k in range(min(len(text), len(run))) if text[k] != run[k]),
+             min(len(text), len(run)))
+    room = min(len(text), len(run)) - a
+    b = next((k for k in range(room) if text[-1 - k] != run[-1 - k]), room)
+    return len(run) >= len(text) and len(text) - a - b <= 1
+
+
 def proven_tail(base: Sequence[int], full: Sequence[int], what: str, where: str) -> list[int]:
     """The option's token ids: ``full`` after ``base``, once ``base`` is proven its
     token prefix (else refused in one line naming ``what``).
@@ -263,9 +284,16 @@ def continuation_logprobs(backend: _Served, prompts: Sequence[Prompt],
         tails = [proven_tail(ids[0], full, f"option {c!r} of {where_row}", tok_url)
                  for c, full in zip(conts, ids[1:], strict=True)]
         image = {} if prompt.image is None else {"image_data": proto.image_data_url(prompt.image)}
-        warm = backend.post(GENERATE, {"text": text, **image,
-                                       "sampling_params": {"max_new_tokens": 0}},
-                            lambda r: prompt_tokens(_items(r, 1, gen_url)[0], gen_url))
+        run = backend.post(GENERATE, {"text": text, **image, "return_logprob": True,
+                                      "logprob_start_len": 0,
+                                      "sampling_params": {"max_new_tokens": 0}},
+                           lambda r: input_logprobs(_items(r, 1, gen_url)[0], gen_url)[0])
+        if not expands(ids[0], run, bool(image)):
+            raise EndpointError(
+                f"{gen_url}: {where_row}: /generate ran {len(run)} tokens that are not "
+                f"/v1/tokenize's {len(ids[0])} with the image expanded; the prefix proof "
+                "does not hold for what was scored")
+        warm = len(run)
         out: list[np.ndarray] = []
         for s in range(0, len(conts), CHUNK):
             chunk = fulls[s:s + CHUNK]
