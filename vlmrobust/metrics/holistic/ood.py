@@ -13,7 +13,7 @@ sort): for an OOD score y, G(y) = #{ID > y} + ½·#{ID = y}.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -174,6 +174,10 @@ def ood_bootstrap_ci(
     class keeps its size. The interval is the [α/2, 1 − α/2] quantile pair of
     the replicates, α = 1 − confidence, from ``numpy.random.default_rng(seed)``.
 
+    The replicates are computed a block at a time (:data:`BOOT_CELLS`), from the
+    draws made replicate after replicate as a one-replicate loop makes them, so
+    the interval is the same for the same seed, bit for bit.
+
     >>> ood_bootstrap_ci([0.9, 0.8], [0.1, 0.2], "auroc")  # separated: always 1
     (1.0, 1.0)
     """
@@ -186,26 +190,91 @@ def ood_bootstrap_ci(
     x, y = _scores(id_scores, "id_scores"), _scores(ood_scores, "ood_scores")
     lay = _layout(x, y)
     rng = np.random.default_rng(seed)
-    n, m = x.size, y.size
-    if ood_classes is not None:
-        _, code = _classes(ood_classes, m)
-        order = np.argsort(code, kind="stable")
-        sizes = np.bincount(code)
-        starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
-        sorted_code = code[order]
+    strata = None if ood_classes is None else _strata(ood_classes, y.size)
     stats = np.empty(n_resamples, dtype=np.float64)
-    for r in range(n_resamples):
-        counts = np.bincount(lay.id_index[rng.integers(0, n, size=n)],
-                             minlength=lay.n_values).astype(np.float64)
-        if ood_classes is None:
-            pick = rng.integers(0, m, size=m)
-            if metric == "auroc":
-                stats[r] = _g_values(lay, counts)[pick].mean()
-            else:
-                stats[r] = _fpr_flags(lay, counts, tpr)[pick].mean()
+    step = max(1, BOOT_CELLS // max(x.size, y.size, lay.n_values))
+    for lo in range(0, n_resamples, step):
+        b = min(step, n_resamples - lo)
+        id_pick, ood_draw = _draws(rng, b, x.size, y.size, strata is not None)
+        counts = _block_counts(lay, id_pick)
+        if strata is None:
+            values = (_block_g(lay, counts) if metric == "auroc"
+                      else _block_fpr_flags(lay, counts, tpr))
+            stats[lo:lo + b] = np.take_along_axis(values, ood_draw, axis=1).mean(axis=1)
         else:
-            # position within each class block, drawn uniformly: a stratified resample
-            offs = np.floor(rng.random(m) * sizes[sorted_code]).astype(np.int64)
-            pick = order[starts[sorted_code] + offs]
-            stats[r] = _class_means(_g_values(lay, counts)[pick], code[pick], sizes.size).mean()
+            stats[lo:lo + b] = _block_class_means(_block_g(lay, counts), ood_draw, strata)
     return _percentiles(stats, confidence)
+
+
+# Bootstrap replicates held at once: a block's draws are (replicates × rows) arrays
+# of this many cells at most (8 MB each as int64), whatever the sample sizes.
+BOOT_CELLS = 1 << 20
+
+
+@dataclass(frozen=True)
+class _Strata:
+    """OOD rows by class for the stratified (class-mean) resample."""
+
+    code: NDArray[np.int64]  # each OOD row's class
+    order: NDArray[np.int64]  # OOD rows sorted by class (stable)
+    sorted_code: NDArray[np.int64]  # code[order]
+    sizes: NDArray[np.int64]  # rows per class
+    starts: NDArray[np.int64]  # each class's first position in ``order``
+
+
+def _strata(ood_classes: ArrayLike, m: int) -> _Strata:
+    _, code = _classes(ood_classes, m)
+    order = np.argsort(code, kind="stable")
+    sizes = np.bincount(code)
+    return _Strata(code, order, code[order], sizes,
+                   np.concatenate(([0], np.cumsum(sizes)[:-1])).astype(np.int64))
+
+
+def _draws(rng: np.random.Generator, b: int, n: int, m: int, stratified: bool
+           ) -> tuple[NDArray[np.int64], NDArray[Any]]:
+    """``b`` replicates' ID indices (b, n) and OOD draws (b, m): indices, or the
+    uniforms of a stratified pick. Drawn in the one-replicate order (ID, then
+    OOD, per replicate): a generator's stream depends on the call sizes."""
+    id_pick = np.empty((b, n), dtype=np.int64)
+    ood: NDArray[Any] = np.empty((b, m), dtype=np.float64 if stratified else np.int64)
+    for r in range(b):
+        id_pick[r] = rng.integers(0, n, size=n)
+        ood[r] = rng.random(m) if stratified else rng.integers(0, m, size=m)
+    return id_pick, ood
+
+
+def _block_counts(lay: _Layout, id_pick: NDArray[np.int64]) -> NDArray[np.float64]:
+    """(b, V): each replicate's count of every distinct ID value."""
+    b, v = id_pick.shape[0], lay.n_values
+    flat = (lay.id_index[id_pick] + (np.arange(b, dtype=np.int64) * v)[:, None]).ravel()
+    return np.bincount(flat, minlength=b * v).reshape(b, v).astype(np.float64)
+
+
+def _block_g(lay: _Layout, counts: NDArray[np.float64]) -> NDArray[np.float64]:
+    """:func:`_g_values` of every replicate: (b, m)."""
+    cum = np.concatenate((np.zeros((counts.shape[0], 1)), np.cumsum(counts, axis=1)), axis=1)
+    n = cum[:, -1:]
+    hi, lo = cum[:, lay.ood_hi], cum[:, lay.ood_lo]
+    return np.asarray(((n - hi) + 0.5 * (hi - lo)) / n, dtype=np.float64)
+
+
+def _block_fpr_flags(lay: _Layout, counts: NDArray[np.float64], tpr: float) -> NDArray[np.bool_]:
+    """:func:`_fpr_flags` of every replicate: (b, m)."""
+    n = counts.sum(axis=1, keepdims=True)
+    kept_from = np.cumsum(counts[:, ::-1], axis=1)[:, ::-1]
+    reached = kept_from / n >= tpr  # always true at k = 0 (every ID row kept)
+    k = counts.shape[1] - 1 - np.argmax(reached[:, ::-1], axis=1)  # the last k reaching it
+    return np.asarray(lay.ood_hi[None, :] > k[:, None])
+
+
+def _block_class_means(g: NDArray[np.float64], uniforms: NDArray[np.float64],
+                       s: _Strata) -> NDArray[np.float64]:
+    """Class-mean AUROC of every replicate: each OOD row drawn within its class
+    (position ⌊u·size⌋ of the class block), then the mean over classes."""
+    b, k = g.shape[0], s.sizes.size
+    offs = np.floor(uniforms * s.sizes[s.sorted_code]).astype(np.int64)
+    pick = s.order[s.starts[s.sorted_code] + offs]
+    flat = (s.code[pick] + (np.arange(b, dtype=np.int64) * k)[:, None]).ravel()
+    sums = np.bincount(flat, weights=np.take_along_axis(g, pick, axis=1).ravel(), minlength=b * k)
+    sizes = np.bincount(flat, minlength=b * k)
+    return np.asarray((sums / sizes).reshape(b, k).mean(axis=1), dtype=np.float64)
