@@ -30,7 +30,7 @@ from vlmrobust.evaluation.model_meta import (
 )
 from vlmrobust.evaluation.model_meta import MODEL_FAMILIES as FAMILIES
 from vlmrobust.leaderboard.fields import Where
-from vlmrobust.leaderboard.scores_json import load_scores
+from vlmrobust.leaderboard.scores_json import parse_scores, read_scores
 from vlmrobust.leaderboard.submission import LeaderboardInputError, Submission
 
 
@@ -99,13 +99,21 @@ def _model_meta(m: Mapping[str, Any], w: Where, model_id: str, family: str,
 
 
 def load_submission(folder: Path) -> Submission:
+    return read_submission(folder)[0]
+
+
+def read_submission(folder: Path) -> tuple[Submission, Any]:
+    """The submission and its scores.json as parsed JSON (read once: re-scoring
+    compares the predictions against that same content)."""
     folder = Path(folder)
     if not is_model_id(folder.name):
         raise LeaderboardInputError(
             f"{folder}: folder name is not a valid model id; rename it to match "
             f"{MODEL_ID_RE.pattern} (the whole name) without '..'")
     meta = load_meta(folder)
-    return Submission(meta=meta, datasets=load_scores(folder, meta.model_id), folder=folder)
+    raw = read_scores(folder)
+    datasets = parse_scores(raw, folder / "scores.json", meta.model_id)
+    return Submission(meta=meta, datasets=datasets, folder=folder), raw
 
 
 def load_submissions(root: Path) -> tuple[Submission, ...]:

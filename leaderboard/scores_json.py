@@ -177,14 +177,18 @@ def _metrics(w: Where, m: Any, keys: tuple[str, ...], where: str) -> dict[str, f
 
 
 def load_scores(folder: Path, model_id: str) -> dict[str, DatasetScores]:
+    return parse_scores(read_scores(folder), folder / "scores.json", model_id)
+
+
+def read_scores(folder: Path) -> Any:
+    """A submission folder's scores.json as parsed JSON, not yet checked (parse_scores)."""
     path = folder / "scores.json"
-    w = Where(path)
     if not (path.exists() or path.is_symlink()):
-        raise w.fail("", "missing", "score the predictions with `vlmrobust score` or `vlmrobust submit`")
-    raw = parse_json_bounded(read_bytes_bounded(path, MAX_SCORES_BYTES, "scores.json",
-                                                LeaderboardInputError), f"{path} (rescore the "
-                             "submission)", LeaderboardInputError)
-    return parse_scores(raw, path, model_id)
+        raise Where(path).fail("", "missing", "score the predictions with `vlmrobust score` or "
+                               "`vlmrobust submit`")
+    return parse_json_bounded(read_bytes_bounded(path, MAX_SCORES_BYTES, "scores.json",
+                                                 LeaderboardInputError), f"{path} (rescore the "
+                              "submission)", LeaderboardInputError)
 
 
 def parse_scores(raw: Any, path: Path, model_id: str) -> dict[str, DatasetScores]:

@@ -96,6 +96,10 @@ def _align_values(index: DatasetIndex, pf: PredictionsFile, row_of: NDArray[np.i
         return Alignment(row_of, None, np.nan_to_num(p[row_of], nan=NO_ANSWER).astype(np.int64))
     assert pf.logits_len is not None and pf.logits_flat is not None
     k_max = int(index.n_options.max()) if index.n_rows else 1
+    if pf.n_rows and bool((pf.logits_len == k_max).all()):
+        # every row holds K_max logits (a whole label space): one gather, nothing to pad
+        full = pf.logits_flat.reshape(pf.n_rows, k_max)[row_of].astype(np.float64, copy=False)
+        return Alignment(row_of, full, np.asarray(full.argmax(axis=1), dtype=np.int64))
     logits = np.full((index.n_rows, k_max), -np.inf, dtype=np.float64)
     lens = pf.logits_len[row_of]
     starts = pf.offsets[row_of]

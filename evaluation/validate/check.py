@@ -52,7 +52,7 @@ from vlmrobust.evaluation.validate.dataset_index import (
     CLEAN,
     DatasetIndex,
     clean_rows_of,
-    load_dataset_index,
+    load_dataset_index,  # noqa: F401  (the old vlmrobust.evaluation.validate path)
     question_keys,
 )
 
@@ -356,11 +356,7 @@ def validate(dataset_dir: Path | str, predictions: Path | str, config: str | Non
     if meta is not None and (line := other_dataset(meta, manifest, dataset_dir)) is not None:
         raise SubmissionError(f"{predictions}: {line}")  # every row would be a symptom
     chosen = [config] if config is not None else _meta_configs(meta, known)
-    key = (str(dataset_dir.resolve()), None if chosen is None else tuple(chosen))
-    index = cache.indexes.get(key)
-    if index is None:
-        index = load_dataset_index(dataset_dir, chosen, check_shards=False)
-        cache.indexes[key] = index
+    index = cache.index(dataset_dir, None if chosen is None else tuple(chosen))
     if meta is not None:
         where = (f"{predictions} (its metadata)" if pf.embedded_meta is not None
                  else str(sidecar_path(predictions)))

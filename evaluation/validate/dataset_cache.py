@@ -19,6 +19,7 @@ from typing import Any
 
 from vlmrobust.evaluation.validate.dataset_index import (
     DatasetIndex,
+    load_dataset_index,
     manifest_configs,
     max_options,
     max_prediction_rows,
@@ -79,6 +80,22 @@ class DatasetCache:
         if key not in self.shards_checked:
             verify_shards(Path(dataset_dir), self.manifest(dataset_dir))
             self.shards_checked.add(key)
+
+    def index(self, dataset_dir: Path, configs: tuple[str, ...] | None) -> DatasetIndex:
+        """The dataset's index over ``configs`` (None: every config), built on first use
+        (its shards are not checked here: :meth:`verify_shards`)."""
+        key = self.index_key(dataset_dir, configs)
+        found = self.indexes.get(key)
+        if found is None:
+            found = load_dataset_index(Path(dataset_dir), None if configs is None else list(configs),
+                                       check_shards=False)
+            self.indexes[key] = found
+        return found
+
+    @staticmethod
+    def index_key(dataset_dir: Path, configs: tuple[str, ...] | None
+                  ) -> tuple[str, tuple[str, ...] | None]:
+        return (str(Path(dataset_dir).resolve()), configs)
 
     def gallery(self, dataset_dir: Path, config: str, read: Callable[[Path, str], Any]) -> Any:
         """``read(dataset_dir, config)`` (a retrieval gallery), once per cache."""

@@ -288,7 +288,7 @@ def _record(reference_runs: RecordArg) -> ReferenceRuns:
 def _leaderboard(submissions: Path | Sequence[Submission], baselines: Path | None,
                  datasets: Sequence[Path] = (), stores: Sequence[Path] = (),
                  reference_runs: RecordArg = None,
-                 timings: dict[str, float] | None = None) -> Leaderboard:
+                 timings: dict[str, float] | None = None, jobs: int | None = None) -> Leaderboard:
     """A folder is loaded and re-scored from its predictions and checked against
     the maintainers' reference-run record (``reference_runs``, default the
     packaged leaderboard/reference_runs.yaml); already-loaded submissions (e.g.
@@ -299,7 +299,8 @@ def _leaderboard(submissions: Path | Sequence[Submission], baselines: Path | Non
         from vlmrobust.leaderboard.trust.verify import load_verified_submissions
 
         record: ReferenceRuns | None = _record(reference_runs)
-        subs = load_verified_submissions(Path(submissions), datasets=datasets, stores=stores)
+        subs = load_verified_submissions(Path(submissions), datasets=datasets, stores=stores,
+                                         jobs=jobs)
     else:
         record = None if reference_runs is None else _record(reference_runs)
         subs = tuple(submissions)
@@ -329,19 +330,21 @@ def build_site(submissions: Path | Sequence[Submission], out: Path, *,
                baselines: Path | None = None, progress: bool = False,
                datasets: Sequence[Path] = (), stores: Sequence[Path] = (),
                reference_runs: RecordArg = None,
-               timings: dict[str, float] | None = None, details: Path | None = None) -> Path:
+               timings: dict[str, float] | None = None, details: Path | None = None,
+               jobs: int | None = None) -> Path:
     """Preview build: render ``submissions`` into ``out`` (no new release; the
     changelog of an existing site in ``out`` is kept), and the per-row details
     dataset into ``details`` when given (version ``preview``). A submissions
     folder is re-scored against ``datasets`` / the dataset ``stores`` first
-    (vlmrobust.leaderboard.trust.verify). ``timings`` (when given) receives the
-    seconds of each stage. Returns ``out/index.html``."""
+    (vlmrobust.leaderboard.trust.verify) by ``jobs`` processes (None: the usable
+    CPUs). ``timings`` (when given) receives the seconds of each stage. Returns
+    ``out/index.html``."""
     out = Path(out)
     subs_dir = Path(submissions) if isinstance(submissions, (str, Path)) else None
     check_apart(out, "--out", [subs_dir, *datasets])
     if details is not None:
         check_apart(details, "--details", [subs_dir, *datasets, out])
-    lb = _leaderboard(submissions, baselines, datasets, stores, reference_runs, timings)
+    lb = _leaderboard(submissions, baselines, datasets, stores, reference_runs, timings, jobs)
     clock = _Clock(timings)
     _refuse_foreign(out)  # before the lock file is created beside it
     with _site_lock(out):
@@ -369,9 +372,10 @@ def publish_site(submissions: Path | Sequence[Submission], site: Path, *,
                  now: dt.datetime | None = None, progress: bool = False,
                  datasets: Sequence[Path] = (), stores: Sequence[Path] = (),
                  reference_runs: RecordArg = None, details: Path | None = None,
-                 push: bool = False, hub_api: Any = None) -> dict[str, Any]:
+                 push: bool = False, hub_api: Any = None,
+                 jobs: int | None = None) -> dict[str, Any]:
     """Render, check and atomically swap in a new release of the site at ``site``
-    (submissions re-scored as in build_site), after the per-row details dataset
+    (submissions re-scored as in build_site, by ``jobs`` processes), after the per-row details dataset
     (``details``, default ``details/`` beside the site; ``push``: to the hub through
     ``hub_api``, builders/hub.py's interface). Returns the release record appended
     to ``releases.json`` (its ``details``: repo, configs, fingerprint, hub tag)."""
@@ -380,7 +384,7 @@ def publish_site(submissions: Path | Sequence[Submission], site: Path, *,
     subs_dir = Path(submissions) if isinstance(submissions, (str, Path)) else None
     check_apart(site, "--site", [subs_dir, *datasets])
     check_apart(details, "--details", [subs_dir, *datasets, site])
-    lb = _leaderboard(submissions, baselines, datasets, stores, reference_runs)
+    lb = _leaderboard(submissions, baselines, datasets, stores, reference_runs, jobs=jobs)
     # Read the changelog under the lock: two publishes must not both append to v1.
     _refuse_foreign(site)  # before the lock file is created beside it
     with _site_lock(site):

@@ -65,8 +65,8 @@ def content_digest(ids: Any, logits: Any, predicted: Any) -> str:
     False
     """
     h = hashlib.sha256()
-    for rid in ids.tolist():
-        h.update(str(rid).encode("utf-8") + b"\x00")
+    # one update of every id and its NUL, not one per id (the same bytes, so the same digest)
+    h.update("".join(f"{rid}\x00" for rid in ids.tolist()).encode("utf-8"))
     if logits is not None:
         h.update(b"logits")
         h.update(np.ascontiguousarray(logits, dtype="<f8").tobytes())

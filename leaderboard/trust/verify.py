@@ -34,6 +34,7 @@ from vlmrobust.leaderboard.registration import kind_evidence
 from vlmrobust.leaderboard.scores_json import parse_scores
 from vlmrobust.leaderboard.submission import LeaderboardInputError, Submission
 from vlmrobust.leaderboard.trust.evidence import DatasetEvidence, copied_runs
+from vlmrobust.leaderboard.trust.parallel import rescore_all
 
 STORE_ENV = "VLMROBUST_DATASETS"
 # Stored and recomputed numbers must agree this closely (same code, same seeds:
@@ -159,16 +160,19 @@ def _disagreement(stored: Any, fresh: Any, where: str) -> str | None:
 
 def rescore_folder(folder: Path, store: DatasetStore,
                    cache: DatasetCache | None = None,
-                   evidence: dict[str, DatasetEvidence] | None = None) -> dict[str, Any]:
+                   evidence: dict[str, DatasetEvidence] | None = None,
+                   stored: Any = None) -> dict[str, Any]:
     """The recomputed scores of one submission folder (refusing any disagreement);
-    ``evidence`` (when given) receives each dataset's :class:`DatasetEvidence`."""
+    ``evidence`` (when given) receives each dataset's :class:`DatasetEvidence`;
+    ``stored`` is its scores.json as already parsed (read here when None)."""
     path = folder / SCORES_NAME
     if not (path.exists() or path.is_symlink()):
         raise LeaderboardInputError(f"{path}: missing; add the submission with `vlmrobust submit`")
     if not inside_tree(path, folder.parent):
         raise LeaderboardInputError(f"{path}: a symlink to a file outside the submissions folder "
                                     f"{folder.parent}; store the file itself")
-    stored = read_json_bounded(path, MAX_SCORES_BYTES, "scores.json", LeaderboardInputError)
+    if stored is None:
+        stored = read_json_bounded(path, MAX_SCORES_BYTES, "scores.json", LeaderboardInputError)
     if not isinstance(stored, dict) or not isinstance(stored.get("datasets"), dict):
         raise LeaderboardInputError(f"{path}: expected {{'schema_version': 1, 'model_id': ..., "
                                     "'datasets': {...}}; resubmit with `vlmrobust submit`")
@@ -274,11 +278,11 @@ def check_folder_model(folder: Path, meta: ModelMeta,
 
 def load_verified_submission(folder: Path, store: DatasetStore,
                              cache: DatasetCache | None = None) -> Submission:
-    from vlmrobust.leaderboard.load import load_submission
+    from vlmrobust.leaderboard.load import read_submission
 
-    parsed = load_submission(folder)  # names, ids and shape errors first
+    parsed, stored = read_submission(folder)  # names, ids and shape errors first
     evidence: dict[str, DatasetEvidence] = {}
-    fresh = rescore_folder(folder, store, cache, evidence)
+    fresh = rescore_folder(folder, store, cache, evidence, stored)
     check_folder_model(folder, parsed.meta, evidence)
     datasets = parse_scores(fresh, folder / SCORES_NAME, parsed.model_id)
     return Submission(meta=parsed.meta, datasets=datasets, folder=folder, evidence=evidence)
@@ -286,23 +290,20 @@ def load_verified_submission(folder: Path, store: DatasetStore,
 
 def load_verified_submissions(root: Path, store: DatasetStore | None = None,
                               datasets: Sequence[Path] = (),
-                              stores: Sequence[Path] = ()) -> tuple[Submission, ...]:
+                              stores: Sequence[Path] = (),
+                              jobs: int | None = None) -> tuple[Submission, ...]:
     """Every submission under ``root``, re-scored from its predictions (model-id
-    order). ``store`` defaults to DatasetStore.default(root, datasets, stores)."""
+    order) by ``jobs`` worker processes (None: the usable CPUs; see
+    leaderboard/trust/parallel.py). ``store`` defaults to
+    DatasetStore.default(root, datasets, stores)."""
     root = Path(root)
     if not root.is_dir():
         raise LeaderboardInputError(f"{root}: not a directory; pass --submissions DIR")
     store = store or DatasetStore.default(root, datasets, stores)
-    # the per-dataset work of re-scoring (shards, caps, indexes) once per build
-    cache = DatasetCache()
-    loaded: list[Submission] = []
-    refused: list[str] = []
     # every folder is checked: one run names every refused submission, not the first
-    for folder in submission_folders(root):
-        try:
-            loaded.append(load_verified_submission(folder, store, cache))
-        except LeaderboardInputError as exc:
-            refused.append(str(exc))
+    results = rescore_all(submission_folders(root), load_verified_submission, store, jobs)
+    loaded = [r for r in results if isinstance(r, Submission)]
+    refused = [r for r in results if isinstance(r, str)]
     if len(refused) == 1:
         raise LeaderboardInputError(refused[0])
     if refused:

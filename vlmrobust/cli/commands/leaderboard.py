@@ -3,12 +3,35 @@
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 from pathlib import Path
 
 from vlmrobust.benchmarks.hub_names import DETAILS_REPO
 
 
+@dataclass(frozen=True)
+class LeaderboardDefaults:
+    """Defaults of `vlmrobust leaderboard build|publish` (one place)."""
+
+    jobs: int | None = None  # re-scoring processes; None: the CPUs this process may use
+
+
+def _jobs(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
+    return value
+
+
 def _dataset_args(p: argparse.ArgumentParser) -> None:
+    defaults = LeaderboardDefaults()
+    p.add_argument("--jobs", type=_jobs, default=defaults.jobs, metavar="N",
+                   help="re-score the submissions in N processes (default: the usable CPUs; "
+                   "fewer than 24 submissions are re-scored in this process); the site "
+                   "is the same for every N")
     p.add_argument("--datasets", type=Path, nargs="+", default=[], metavar="DIR",
                    help="dataset directories the submissions answer; every submission is "
                    "re-scored from its predictions against them")
@@ -77,7 +100,7 @@ def run_build(args: argparse.Namespace) -> int:
     index = build_site(args.submissions, args.out, baselines=args.baselines,
                        progress=not args.quiet, datasets=args.datasets,
                        stores=args.dataset_store, reference_runs=args.reference_runs,
-                       details=args.details)
+                       details=args.details, jobs=args.jobs)
     print(index)
     return 0
 
@@ -90,7 +113,7 @@ def run_publish(args: argparse.Namespace) -> int:
                            baselines=args.baselines, progress=not args.quiet,
                            datasets=args.datasets, stores=args.dataset_store,
                            reference_runs=args.reference_runs, details=args.details,
-                           push=args.push_details)
+                           push=args.push_details, jobs=args.jobs)
     print(f"published release {release['version']} ({release['n_models']} models) "
           f"to {Path(args.site) / 'index.html'}")
     d = release.get("details")
