@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -130,23 +130,36 @@ def _check_content(path: Path, fingerprint: str) -> None:
 def _disagreement(stored: Any, fresh: Any, where: str) -> str | None:
     """The first field where ``stored`` differs from ``fresh`` (fields only the
     fresh scores have are not disagreements: they came with a newer scorer)."""
-    if isinstance(stored, Mapping):
+    found = _first_difference(stored, fresh)
+    return None if found is None else found(where)
+
+
+# Parsed scalars: compared directly, spared the (slow, ABC) container checks.
+_LEAVES = frozenset({str, int, float, bool, type(None)})
+
+
+def _first_difference(stored: Any, fresh: Any) -> Callable[[str], str] | None:
+    """None when ``stored`` agrees with ``fresh``, else the message as a function of
+    where ``stored`` sits: field paths are formatted for the one field that differs
+    only (a Bench-C section holds ~140k values; issue 37.2)."""
+    kind = type(stored)
+    if kind not in _LEAVES and isinstance(stored, Mapping):
         if not isinstance(fresh, Mapping):
-            return f"{where}: stored {type(stored).__name__}, recomputed {fresh!r}"
+            return lambda w: f"{w}: stored {type(stored).__name__}, recomputed {fresh!r}"
         for key, value in stored.items():
             if key not in fresh:
-                return f"{where}.{key}: not something the scorer computes"
-            found = _disagreement(value, fresh[key], f"{where}.{key}")
-            if found:
-                return found
+                return _below(f".{key}", lambda w: f"{w}: not something the scorer computes")
+            inner = _first_difference(value, fresh[key])
+            if inner is not None:
+                return _below(f".{key}", inner)
         return None
-    if isinstance(stored, list):
+    if kind not in _LEAVES and isinstance(stored, list):
         if not isinstance(fresh, list) or len(stored) != len(fresh):
-            return f"{where}: stored {stored!r:.80}, recomputed {fresh!r:.80}"
+            return lambda w: f"{w}: stored {stored!r:.80}, recomputed {fresh!r:.80}"
         for i, (a, b) in enumerate(zip(stored, fresh, strict=True)):
-            found = _disagreement(a, b, f"{where}[{i}]")
-            if found:
-                return found
+            inner = _first_difference(a, b)
+            if inner is not None:
+                return _below(f"[{i}]", inner)
         return None
     numbers = (int, float)
     if (isinstance(stored, numbers) and isinstance(fresh, numbers)
@@ -155,7 +168,11 @@ def _disagreement(stored: Any, fresh: Any, where: str) -> str | None:
             return None
     elif stored == fresh and type(stored) is type(fresh):
         return None
-    return f"{where} is {stored!r}, re-scoring the predictions gives {fresh!r}"
+    return lambda w: f"{w} is {stored!r}, re-scoring the predictions gives {fresh!r}"
+
+
+def _below(step: str, message: Callable[[str], str]) -> Callable[[str], str]:
+    return lambda w: message(f"{w}{step}")
 
 
 def rescore_folder(folder: Path, store: DatasetStore,
