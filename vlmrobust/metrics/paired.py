@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import stats
+from scipy import special, stats
 
 
 @dataclass(frozen=True)
@@ -89,8 +89,13 @@ def paired_t(a: ArrayLike, b: ArrayLike) -> TTest:
     # Differences equal up to rounding have no spread: t is undefined, not huge.
     if d.size < 2 or np.ptp(d) <= 1e-12 * max(1.0, float(np.abs(d).max())):
         return TTest(None, max(d.size - 1, 0), None, mean)
-    res = stats.ttest_rel(x, y)
-    return TTest(float(res.statistic), d.size - 1, float(res.pvalue), mean)
+    # scipy.stats.ttest_rel's own arithmetic (ttest_1samp of d: central second moment
+    # times n/(n−1), t = mean/√(var/n), p = 2·stdtr(df, −|t|)), without its per-call
+    # dispatch: 0.3 ms a call, and a Bench-C section makes ~60 (issue 37.2)
+    n = d.size
+    var = float(((d - d.mean(axis=0, keepdims=True)) ** 2).mean(axis=0)) * (n / (n - 1))
+    t = mean / float(np.sqrt(var / n))
+    return TTest(t, n - 1, float(2 * special.stdtr(float(n - 1), -abs(t))), mean)
 
 
 def z_scores(values: ArrayLike) -> NDArray[np.float64]:
