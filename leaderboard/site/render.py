@@ -13,12 +13,16 @@ or fetch anything from elsewhere. What goes on the pages comes from
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
+import re
 from collections.abc import Mapping, Sequence
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from markupsafe import Markup
 
 from vlmrobust.benchmarks.citations import CITATIONS, VLMROBUST
 from vlmrobust.benchmarks.families import FAMILIES, seed_citation
@@ -109,6 +113,21 @@ def plot_paths(fit_indices: Sequence[int]) -> dict[int, str]:
     return {i: f"plots/fit-{i:03d}.svg" for i in fit_indices}
 
 
+_ARIA_LABEL = re.compile(r'aria-label="([^"]*)"')
+
+
+def shared_chart(files: dict[str, str], path: str, chart: Markup) -> Markup:
+    """A chart that draws every model, moved out of its page into the shared file
+    ``path`` (relative to the site's root, from a page at the root): the page holds
+    an ``<img class="inline">`` that site.js replaces by the SVG once shown, as the
+    robustness charts. Issue 37.2: holistic.html's three OOD charts were 170 of its
+    237 kB at 400 models, and grew with every model."""
+    files[path] = str(chart)
+    label = _ARIA_LABEL.search(chart)  # our own SVG's attribute, already escaped
+    alt = label.group(1) if label else ""
+    return Markup(f'<img class="inline" src="{path}" alt="{alt}" loading="lazy">')
+
+
 def render_site(lb: Leaderboard, *, releases: Sequence[Mapping[str, Any]] = (),
                 release: Mapping[str, Any] | None = None, code_version: str = "",
                 provenances: Mapping[str, Provenance] | None = None,
@@ -183,12 +202,15 @@ def render_site(lb: Leaderboard, *, releases: Sequence[Mapping[str, Any]] = (),
          agg_rows=paged.first_page(agg_rows), sens_rows=paged.first_page(sens_rows),
          page_rows=paged.PAGE_ROWS,
          mean_maps=mean_maps(bc_subs),
-         ras_plot=svg.linear_scatter(ras_points, x_label="destructive RAS (RR ∪ RW)",
-                                     y_label="corrective RAS (WW ∪ WR)",
-                                     title="destructive vs corrective RAS",
-                                     undefined="undefined (no such questions)"),
+         ras_plot=shared_chart(files, "plots/bench-c-ras.svg", svg.linear_scatter(
+             ras_points, x_label="destructive RAS (RR ∪ RW)", y_label="corrective RAS (WW ∪ WR)",
+             title="destructive vs corrective RAS", undefined="undefined (no such questions)")),
          quadrants=QUADRANTS, transitions=TRANSITIONS)
-    page("holistic.html", "holistic.html.j2", sections=holistic_sections(lb))
+    chart_no = itertools.count()
+    sections = [dataclasses.replace(sec, charts=tuple(
+        shared_chart(files, f"plots/holistic-{next(chart_no):03d}.svg", c) for c in sec.charts))
+        for sec in holistic_sections(lb)]
+    page("holistic.html", "holistic.html.j2", sections=sections)
     cls_context, cls_files = classification_page(lb)
     page("classification.html", "classification.html.j2", **cls_context)
     for name in ("classification.html", "holistic.html"):  # a row per model and dataset

@@ -100,3 +100,11 @@ def test_robustness_names_ten_baseline_models_a_line(files: dict[str, bytes]) ->
     ref = [c for c in cells if "classifier-" in c]
     assert ref and all(len(re.findall(r"classifier-\d{4}", c)) == 10 for c in ref)
     assert all("… and 1 more (every one in" in c for c in ref)
+
+
+def test_charts_of_every_model_are_shared_files(files: dict[str, bytes]) -> None:
+    """bench-c.html's scatter drew all models inline (17 kB a hundred models); it is
+    a plot file the page shows, as holistic.html's OOD and factor charts are."""
+    page = files["bench-c.html"].decode()
+    assert '<img class="inline" src="plots/bench-c-ras.svg"' in page and "<circle" not in page
+    assert files["plots/bench-c-ras.svg"].decode().count("<circle") >= N
