@@ -31,6 +31,9 @@ def predictions_parquet_bytes(pf: PredictionsFile, meta: Mapping[str, Any]) -> b
     if pf.prediction is not None and not pf.has_logits:
         cols["prediction"] = pa.array([None if v != v else int(v) for v in pf.prediction.tolist()],
                                       pa.int64())
+    if pf.truncated is not None:  # re-scoring leaves the same rows out (predictions.truncation)
+        cols["truncated"] = pa.array([None if v != v else int(v) for v in pf.truncated.tolist()],
+                                     pa.int64())
     for name in TEXT_COLUMNS:  # the audit trail travels with the stored file
         values = getattr(pf, name)
         if values is not None:

@@ -97,7 +97,13 @@ def test_the_truncated_column_round_trips_through_jsonl_and_validate(
     lines = [json.loads(x) for x in out.read_text().splitlines()]
     assert [x.get("truncated") for x in lines] == [None, 3, None, 1]
     assert main(["validate", "--dataset", str(dataset), "--predictions", str(out)]) == 0
-    from vlmrobust.evaluation.predictions.read import read_predictions
+    # submit stores a JSONL run as parquet: the column goes with it (re-scoring agrees)
+    from vlmrobust.evaluation.predictions.stored import predictions_parquet_bytes
+
+    stored = tmp_path / "stored.parquet"
+    stored.write_bytes(predictions_parquet_bytes(read_predictions(out), {}))
+    np.testing.assert_array_equal(read_predictions(stored).truncated, [np.nan, 3, np.nan, 1])
+
     from vlmrobust.evaluation.validate.check import check_predictions
     from vlmrobust.evaluation.validate.dataset_index import load_dataset_index
 
