@@ -152,6 +152,17 @@ def test_scored_tokens_that_are_not_the_proven_ones_are_refused(processor: Path)
     assert "\n" not in msg and "'cat'" in msg and "cannot be isolated" in msg
 
 
+def test_a_processor_that_does_not_load_is_one_line(tmp_path: Path) -> None:
+    with CountingEngine() as fake:
+        b = sglang(fake.url, tmp_path / "no-such-model")
+        with pytest.raises(VlmrobustError) as exc:
+            b.continuation_logprobs([Prompt("What is this?")], [["cat"]])
+        # the load's probes only: nothing was sent for the row
+        assert fake.paths.count("/generate") == 1 and "/v1/tokenize" not in fake.paths
+    msg = str(exc.value)
+    assert "\n" not in msg and msg.startswith("--endpoint-processor") and "no-such-model" in msg
+
+
 class ExtraBos(CountingEngine):
     """A server whose /generate adds a BOS token that its /v1/tokenize does not."""
 

@@ -114,7 +114,8 @@ class ChatRenderer:
                 except (OSError, ValueError, KeyError, ImportError) as exc:
                     raise VlmrobustError(
                         f"--endpoint-processor {self.name!r}: cannot load the served model's "
-                        f"processor ({str(exc).splitlines()[0][:160]}); give the folder or hub "
+                        f"processor ({(str(exc).splitlines() or [type(exc).__name__])[0][:160]}"
+                        "); give the folder or hub "
                         "id of the model the server runs (its chat template renders the "
                         "prompt for /generate)") from None
         return self._processor
