@@ -43,7 +43,7 @@ class Section:
     columns: tuple[str, ...]
     rows: tuple[HolisticRow, ...]
     notes: tuple[str, ...] = field(default=())
-    charts: tuple[Markup, ...] = field(default=())  # inline SVG (built with escaped text)
+    charts: tuple[Markup, ...] = field(default=())  # SVG (escaped text), a plot file (render.py)
 
     def __post_init__(self) -> None:
         bad = [r.model_id for r in self.rows if len(r.cells) != len(self.columns)]
