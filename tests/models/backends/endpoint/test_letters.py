@@ -161,3 +161,32 @@ def test_token_id_logprobs_equal_the_in_process_quantity() -> None:
     other = tok.encode("A", add_special_tokens=False)[0]
     assert other != ids[0] and not np.isclose(got[0, 0], np.logaddexp(v[ids[0]], v[other]))
     assert b.server_record()["letter_logprobs"].startswith("token ids")
+
+
+def test_sglang_token_ids_logprob_equal_the_in_process_quantity(tmp_path: Path) -> None:
+    """--endpoint-engine sglang: the letters' ids by the server's tokenizer after
+    the prompt rendered as in process, their log-probs from /generate's
+    token_ids_logprob: the stand-in's log-prob of that one token after T."""
+    from PIL import Image
+    from transformers import AutoProcessor
+
+    from tests.fixtures.engine_cache import CountingEngine, make_qwen_processor, sglang
+    from vlmrobust.models.backends.endpoint.protocol import image_data_url
+    from vlmrobust.models.backends.hf import answer_separator, chat_prompt
+
+    proc = make_qwen_processor(tmp_path / "qwen")
+    pixels = np.random.default_rng(2).integers(0, 255, (8, 8, 3), dtype=np.uint8)
+    prompt = Prompt("What is this?\nA. cat\nB. dog\nC. fish", image=Image.fromarray(pixels))
+    with CountingEngine() as fake:
+        b = sglang(fake.url, proc)
+        got = b.next_token_logprobs([prompt], ["A", "B", "C"])
+        text = chat_prompt(AutoProcessor.from_pretrained(proc), prompt.text, True)
+        url = image_data_url(prompt.image)
+        n = len(fake.ids(text, url))
+        want = []
+        for c in "ABC":
+            full = fake.ids(text + answer_separator(text) + c, url)
+            assert len(full) == n + 1  # one token after T
+            want.append(fake.logprobs(full)[n])
+        assert '"text"' in b.render(prompt)  # the audit trail is the /generate prompt
+    np.testing.assert_allclose(got[0], want, rtol=1e-6)

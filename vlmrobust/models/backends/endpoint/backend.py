@@ -163,7 +163,8 @@ class EndpointBackend:
         self.own = own = sglang.own_probes(options.engine, probe)
         self._features = feature_refusals(self, set(probe) - set(own)) if features is None \
             else {p: None if p in features else "was declared without it" for p in OPTIONAL}
-        self._features.update({p: sglang.probe_refusal(self) for p in own if features is None})
+        if own and features is None:  # one /generate probe answers for all of them
+            self._features.update(dict.fromkeys(own, sglang.probe_refusal(self)))
         self.capabilities = frozenset(
             [GENERATE] + [p for p, why in self._features.items() if why is None])
 
@@ -309,6 +310,8 @@ class EndpointBackend:
     def next_token_logprobs(self, prompts: Sequence[Prompt],
                             candidates: Sequence[str]) -> np.ndarray:
         self.check_reader([NEXT_TOKEN], "the letter reader (option-letter log-probs)")
+        if NEXT_TOKEN in self.own:
+            return letters.sglang_letters(self, prompts, candidates)
         return letters.read_letters(self, prompts, candidates)
 
     def continuation_logprobs(self, prompts: Sequence[Prompt],

@@ -17,9 +17,12 @@ serve) only the top-20 listing exists: a letter is read as its likeliest
 listed spelling ("A" or " A", one token's log-prob, never a sum of two), and a
 letter absent from the listing is unobserved (-inf). The letter reader marks
 such rows truncated (readers/letter.py); nothing is invented for them.
-SGLang's ``token_ids_logprob`` exists on its native ``/generate`` only, which
-takes a raw prompt (the chat template rebuilt here, unseen by the server): not
-used, for the reason ``/v1/completions`` is not (endpoint.backend).
+With ``--endpoint-engine sglang`` the letters go through SGLang's native
+``/generate`` with ``token_ids_logprob`` (:func:`sglang_letters`): the prompt T
+rendered by the served model's processor as in process (endpoint/sglang.py),
+each letter's id what its text adds after T by the server's ``/v1/tokenize``
+(one token, proven T's token prefix), read at the first generated position
+(``meta_info.output_token_ids_logprobs[0]``, ``[logprob, token_id, text]``).
 """
 
 from __future__ import annotations
@@ -227,3 +230,61 @@ def read_letters(backend: _Served, prompts: Sequence[Prompt], candidates: Sequen
               f"(no token-id log-probs: {backend.letter_ids.why}); rows whose letters are not "
               "all listed are marked truncated", file=sys.stderr)
     return np.stack(rows) if rows else np.zeros((0, len(candidates)), np.float32)
+
+
+def sglang_letters(backend: Any, prompts: Sequence[Prompt], candidates: Sequence[str]
+                   ) -> np.ndarray:
+    """(B, K) float32 under ``--endpoint-engine sglang`` (the module doc): per
+    row one ``/v1/tokenize`` of ``[T, T + sep + letter, ...]`` and one
+    ``/generate`` of T (+ image) asking for those ids' log-probs."""
+    from vlmrobust.models.backends.answer_tokens import answer_separator
+    from vlmrobust.models.backends.endpoint import sglang
+
+    model = backend.options.model
+    gen_url, tok_url = backend.native.url(sglang.GENERATE), backend.client.url(sglang.TOKENIZE)
+
+    def one(p: Prompt) -> np.ndarray:
+        text = backend.renderer.text(p)
+        sep = answer_separator(text)
+        ids = backend.post(sglang.TOKENIZE, {"model": model, "prompt": [
+            text, *(text + sep + c for c in candidates)], "add_special_tokens": True},
+            lambda r: sglang.token_lists(r, len(candidates) + 1, tok_url))
+        tails = [sglang.proven_tail(ids[0], full, f"letter {c!r}", tok_url)
+                 for c, full in zip(candidates, ids[1:], strict=True)]
+        if any(len(t) != 1 for t in tails) or len({t[0] for t in tails}) != len(tails):
+            raise EndpointError(f"{tok_url}: the letters {list(candidates)} are not one distinct "
+                                f"token each after {text[-20:]!r}; this model cannot be read by "
+                                "next-token log-probs of letters")
+        want = [t[0] for t in tails]
+        image = {} if p.image is None else {"image_data": proto.image_data_url(p.image)}
+        item = backend.post(sglang.GENERATE, {
+            "text": text, **image, "return_logprob": True, "token_ids_logprob": want,
+            "return_text_in_logprobs": False,
+            "sampling_params": {"max_new_tokens": 1, "temperature": 0}},
+            lambda r: sglang._items(r, 1, gen_url)[0])
+        return _first_position(item, want, gen_url)
+
+    rows = backend._map(one, prompts)
+    return np.stack(rows) if rows else np.zeros((0, len(candidates)), np.float32)
+
+
+def _first_position(item: Mapping[str, Any], ids: Sequence[int], where: str) -> np.ndarray:
+    """The log-probs of ``ids`` at the first generated position of one /generate
+    answer (``meta_info.output_token_ids_logprobs[0]``), all of them required.
+
+    >>> _first_position({"meta_info": {"output_token_ids_logprobs": [[[-0.5, 7, None],
+    ...                  [-2.0, 9, None]]]}}, [9, 7], "u").tolist()
+    [-2.0, -0.5]
+    """
+    per_pos = item["meta_info"].get("output_token_ids_logprobs")
+    first = per_pos[0] if isinstance(per_pos, list) and per_pos else None
+    got: dict[int, float] = {}
+    for e in first if isinstance(first, list) else []:
+        if isinstance(e, list) and len(e) >= 2 and isinstance(e[1], int) \
+                and isinstance(e[0], (int, float)) and not isinstance(e[0], bool) and e[0] <= 1e-6:
+            got[e[1]] = float(e[0])
+    missing = [i for i in ids if i not in got]
+    if missing:
+        raise EndpointError(f"{where}: meta_info.output_token_ids_logprobs has no log-prob for "
+                            f"token ids {missing[:5]} (sent as token_ids_logprob)")
+    return np.asarray([got[i] for i in ids], dtype=np.float32)

@@ -46,7 +46,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from vlmrobust.core.errors import VlmrobustError
-from vlmrobust.models.backends.base import CONTINUATION, Prompt
+from vlmrobust.models.backends.base import CONTINUATION, NEXT_TOKEN, Prompt
 from vlmrobust.models.backends.endpoint import protocol as proto
 from vlmrobust.models.backends.endpoint.client import EndpointError, HttpClient
 
@@ -82,8 +82,10 @@ def check_engine(engine: str, processor: str | None) -> None:
 
 
 def own_probes(engine: str, probe: Iterable[str]) -> list[str]:
-    """The primitives this module asks the server about (:func:`probe_refusal`)."""
-    return [CONTINUATION] if engine == "sglang" and CONTINUATION in set(probe) else []
+    """The primitives this module asks the server about (:func:`probe_refusal`):
+    likelihood here, option letters by token id in endpoint/letters.py."""
+    return ([p for p in (CONTINUATION, NEXT_TOKEN) if p in set(probe)]
+            if engine == "sglang" else [])
 
 
 def native_root(base_url: str) -> str:
@@ -238,7 +240,7 @@ def option_logprobs(item: Mapping[str, Any], n: int, last: int, tail: Sequence[i
 
 
 def rendered(backend: _Served, prompt: Prompt) -> str | None:
-    """A likelihood row's prompt text under SGLang: the ``/generate`` prompt (the
+    """A likelihood or letter row's prompt text under SGLang: the ``/generate`` prompt (the
     chat template applied here), the image as its sha256 (protocol.render);
     None where the chat request is what is sent (other modes and engines)."""
     if not backend.own:
