@@ -8,7 +8,7 @@ repo="$(pwd)"
 PY="${PYTHON:-$repo/.venv/bin/python}"
 target="$(mktemp -d)"
 trap 'rm -rf "$target" "$target.log"' EXIT
-if ! "$PY" -m pip install -q --no-deps --no-build-isolation --target "$target" . >"$target.log" 2>&1; then
+if ! "$PY" -m pip install -q --no-deps --no-build-isolation --no-compile --target "$target" . >"$target.log" 2>&1; then
   tail -20 "$target.log" >&2
   exit 1
 fi

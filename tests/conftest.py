@@ -57,15 +57,18 @@ def pytest_configure(config: pytest.Config) -> None:
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Keep ``--dist loadgroup`` grouping on pytest 9.2: pytest-xdist 3.8 tags a
-    grouped test by appending ``@group`` to ``item._nodeid``, which pytest 9.2's
-    structured node ids no longer read (pytest-xdist#1386), so every group was
-    spread over the workers and its session fixture built on each. The same tag,
-    through the structured id; a no-op where xdist's own tag took."""
-    from tests.fixtures.workers import group_tag
+    """Under ``--dist loadgroup``: the longest tests first (tests/fixtures/workers.py
+    FIRST; the test command keeps this order with ``--no-loadscope-reorder``), and
+    the grouping kept on pytest 9.2: pytest-xdist 3.8 tags a grouped test by
+    appending ``@group`` to ``item._nodeid``, which pytest 9.2's structured node
+    ids no longer read (pytest-xdist#1386), so every group was spread over the
+    workers and its session fixture built on each. The same tag, through the
+    structured id; a no-op where xdist's own tag took."""
+    from tests.fixtures.workers import first_order, group_tag
 
     if not getattr(config.option, "loadgroup", False):
         return
+    items[:] = [items[i] for i in first_order([item.nodeid for item in items])]
     for item in items:
         tagged = group_tag(item.nodeid, [m.args[0] if m.args else m.kwargs.get("name", "default")
                                          for m in item.iter_markers("xdist_group")])

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import tomllib
 
-from tests.fixtures.workers import SESSION_GROUPS, THREAD_KEYS, group_tag, worker_threads
+from tests.fixtures.workers import SESSION_GROUPS, THREAD_KEYS, WAIT_KEY, group_tag, worker_threads
 
 REPO = Path(__file__).resolve().parents[2]
 TESTS = REPO / "tests"
@@ -34,6 +34,8 @@ def _pytest_args(script: Path) -> list[str]:
 def test_test_command_runs_on_workers_and_prints_the_slowest() -> None:
     args = _pytest_args(REPO / "scripts" / "run-tests.sh")
     assert args[args.index("-n") + 1] == "2" and args[args.index("--dist") + 1] == "loadgroup"
+    # the conftest's longest-first order is the order xdist hands out (test_test_schedule.py)
+    assert "--no-loadscope-reorder" in args
     assert "--durations=15" in args
     assert args[args.index("-m") + 1] == "not slow"
     dev = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]["dev"]
@@ -109,12 +111,18 @@ def test_readme_lists_every_slow_test_file() -> None:
 
 
 def test_workers_share_the_cpus() -> None:
-    assert worker_threads({"PYTEST_XDIST_WORKER_COUNT": "2"}, 2) == dict.fromkeys(THREAD_KEYS, "1")
-    assert worker_threads({"PYTEST_XDIST_WORKER_COUNT": "3"}, 16) == dict.fromkeys(THREAD_KEYS, "5")
-    assert worker_threads({"PYTEST_XDIST_WORKER_COUNT": "4"}, 2) == dict.fromkeys(THREAD_KEYS, "1")
+    passive = {WAIT_KEY: "PASSIVE"}
+    assert worker_threads({"PYTEST_XDIST_WORKER_COUNT": "2"}, 2) == {
+        **dict.fromkeys(THREAD_KEYS, "1"), **passive}
+    assert worker_threads({"PYTEST_XDIST_WORKER_COUNT": "3"}, 16) == {
+        **dict.fromkeys(THREAD_KEYS, "5"), **passive}
+    assert worker_threads({"PYTEST_XDIST_WORKER_COUNT": "4"}, 2) == {
+        **dict.fromkeys(THREAD_KEYS, "1"), **passive}
     assert worker_threads({"PYTEST_XDIST_WORKER_COUNT": "1"}, 2) == {}
     assert worker_threads({"OMP_NUM_THREADS": "2", "PYTEST_XDIST_WORKER_COUNT": "2"}, 2) == {
-        "MKL_NUM_THREADS": "1"}
+        "MKL_NUM_THREADS": "1", **passive}
+    assert worker_threads({WAIT_KEY: "ACTIVE", "PYTEST_XDIST_WORKER_COUNT": "2"}, 2) == (
+        dict.fromkeys(THREAD_KEYS, "1"))
     with pytest.raises(ValueError, match="cpus must be >= 1, got 0"):
         worker_threads({}, 0)
 
