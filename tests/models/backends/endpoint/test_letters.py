@@ -189,4 +189,5 @@ def test_sglang_token_ids_logprob_equal_the_in_process_quantity(tmp_path: Path) 
             assert len(full) == n + 1  # one token after T
             want.append(fake.logprobs(full)[n])
         assert '"text"' in b.render(prompt)  # the audit trail is the /generate prompt
+        assert b.server_record()["letter_logprobs"].startswith("token ids (SGLang")
     np.testing.assert_allclose(got[0], want, rtol=1e-6)

@@ -353,8 +353,9 @@ class EndpointBackend:
         return {"backend": "endpoint", "server_url": self.client.base_url,
                 "served_model": self.public_model, "server_version": self.server_version(),
                 "api": "openai-reasoning" if self._reasoning else "openai",
-                **({} if self.letter_ids.offered is None else {"letter_logprobs": (
-                    letters.TOKEN_IDS if self.letter_ids.offered else letters.TOP_LISTING)}),
+                **({"letter_logprobs": letters.SGLANG_IDS} if NEXT_TOKEN in self.own else
+                   {} if self.letter_ids.offered is None else {"letter_logprobs": (
+                       letters.TOKEN_IDS if self.letter_ids.offered else letters.TOP_LISTING)}),
                 "reasoning_effort": self.options.reasoning_effort,
                 **({"engine": "sglang", "processor": public_name(self.renderer.name, None)[0]}
                    if self.options.engine == "sglang" else {}),

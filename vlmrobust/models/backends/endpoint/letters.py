@@ -47,6 +47,7 @@ MARKER = "VLMROBUST_MARKER_7F3A"
 MAX_IDS_CACHE = 64
 TOP_LOGPROBS = 20  # the most OpenAI's API returns; vLLM's default max_logprobs too
 TOKEN_IDS = "token ids (logprob_token_ids; ids from the server's /tokenize)"
+SGLANG_IDS = "token ids (SGLang /generate token_ids_logprob; ids from its /v1/tokenize)"
 TOP_LISTING = "top-20 listing by token text (the likeliest spelling; unlisted letters truncated)"
 
 
