@@ -128,20 +128,6 @@ def light_python(tmp_path_factory: pytest.TempPathFactory, vlmrobust_wheel: Path
 
 
 @pytest.fixture(scope="session")
-def demo_discover(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The demo's discover stage at its default settings (DemoDiscover()), run
-    once per session (per xdist worker) into a folder the tests only read: the
-    stage's own test checks it, and the wheel test's demo resumes from a copy
-    instead of training the same questioner again."""
-    pytest.importorskip("trl")
-    from vlmrobust.cli.demo.discover_stage import run_discover
-
-    folder = tmp_path_factory.mktemp("demo") / "discover"
-    run_discover(folder)
-    return folder
-
-
-@pytest.fixture(scope="session")
 def served_llava(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, str]]:
     """A tiny random LLaVA served by a real `transformers serve`: (model folder,
     base URL). Started once per session (per xdist worker; its users share the

@@ -29,9 +29,9 @@ from vlmrobust.metrics.discovery.reward import RewardConfig
 pytest.importorskip("trl")
 
 
-@pytest.mark.xdist_group("wheel")  # beside the wheel test: one stage run for both
-def test_demo_discover_stage(demo_discover: Path, tmp_path: Path) -> None:
-    folder = demo_discover
+def test_demo_discover_stage(tmp_path: Path) -> None:
+    folder = tmp_path / "discover"
+    run_discover(folder)
     s = DemoDiscover()
     assert complete(folder) and not complete(tmp_path)
     rows = json.loads((folder / "metrics.json").read_text())["rows"]
