@@ -10,6 +10,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from vlmrobust.core.errors import SubmissionError
 from vlmrobust.core.files.bounded import read_bytes_bounded
 from vlmrobust.core.writer import WRITE_CHECKSUMS
@@ -31,6 +33,11 @@ def predictions_parquet_bytes(pf: PredictionsFile, meta: Mapping[str, Any]) -> b
     if pf.prediction is not None and not pf.has_logits:
         cols["prediction"] = pa.array([None if v != v else int(v) for v in pf.prediction.tolist()],
                                       pa.int64())
+    for name, (lens, flat) in pf.logp.items():  # CFG's terms: re-scoring sweeps t from them
+        offsets = np.zeros(len(lens) + 1, dtype=np.int64)
+        np.cumsum(np.maximum(lens, 0), out=offsets[1:])
+        cols[name] = pa.ListArray.from_arrays(pa.array(offsets, pa.int64()), pa.array(flat, pa.float64()),
+                                              mask=pa.array(lens < 0)).cast(pa.list_(pa.float64()))
     if pf.truncated is not None:  # re-scoring leaves the same rows out (predictions.truncation)
         cols["truncated"] = pa.array([None if v != v else int(v) for v in pf.truncated.tolist()],
                                      pa.int64())
