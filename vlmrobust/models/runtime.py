@@ -53,8 +53,18 @@ def preferred_dtype(device: Any) -> Any:
     return torch.float32
 
 
+# (mime type, bytes) on a PIL image decoded from stored PNG/JPEG bytes whose
+# decoded pixels are the image's as they are: the endpoint backend can send them
+# unmodified (--endpoint-image-bytes source, endpoint.images)
+SOURCE_ATTR = "_vlmrobust_source"
+_SENDABLE = {"PNG": "image/png", "JPEG": "image/jpeg"}
+_ORIENTATION = 0x0112  # EXIF: a server may rotate by it where to_pil does not
+
+
 def to_pil(image: Any, where: str = "row") -> Any:
-    """A PIL RGB image from a PIL image, an HF ``{"bytes", "path"}`` dict or raw bytes."""
+    """A PIL RGB image from a PIL image, an HF ``{"bytes", "path"}`` dict or raw
+    bytes; from bytes of an RGB PNG or JPEG without an EXIF rotation, carrying
+    those bytes (``SOURCE_ATTR``)."""
     from PIL import Image
 
     if isinstance(image, Image.Image):
@@ -65,8 +75,13 @@ def to_pil(image: Any, where: str = "row") -> Any:
         elif image.get("path"):
             return Image.open(image["path"]).convert("RGB")
     if isinstance(image, (bytes, bytearray, memoryview)):
-        with Image.open(io.BytesIO(bytes(image))) as im:
-            return im.convert("RGB")
+        raw = bytes(image)
+        with Image.open(io.BytesIO(raw)) as im:
+            out = im.convert("RGB")
+            mime = _SENDABLE.get(im.format or "")
+            if mime and im.mode == "RGB" and im.getexif().get(_ORIENTATION, 1) == 1:
+                setattr(out, SOURCE_ATTR, (mime, raw))
+            return out
     raise VlmrobustError(f"{where}: 'image' is not an image (got {type(image).__name__})")
 
 

@@ -104,6 +104,13 @@ def add_backend_args(p: argparse.ArgumentParser) -> None:
     e.add_argument("--endpoint-processor", default=None, metavar="HUB_ID_OR_DIR",
                    help="--endpoint-engine sglang: the served model's processor, whose chat "
                    "template renders the prompt as in process (default: the served name)")
+    e.add_argument("--endpoint-image-bytes", default=None, choices=("png", "source"),
+                   help="what is sent for an image: png (default; the pixels, lossless) or "
+                   "source (the row's stored PNG/JPEG bytes unchanged, decoded by the "
+                   "server's decoder; PNG where a row has none)")
+    e.add_argument("--endpoint-png-level", type=int, default=None, metavar="0..9",
+                   help="zlib level of the PNG sent (default 6; 1 costs about half the CPU "
+                   "for ~6%% more bytes, 0 a quarter for ~1.7x the bytes; same pixels)")
     e.add_argument("--endpoint-local-stop", action="store_true",
                    help="apply --stop here only, not on the server (for servers that fail "
                    "on stop strings, e.g. transformers serve with a VLM); same greedy text")
@@ -141,7 +148,8 @@ def endpoint_options(args: argparse.Namespace) -> dict[str, Any] | None:
              "use_cache": False if args.no_endpoint_cache else None,
              "server_stop": False if args.endpoint_local_stop else None,
              "api": args.endpoint_api, "reasoning_effort": args.endpoint_reasoning_effort,
-             "engine": args.endpoint_engine, "processor": args.endpoint_processor}
+             "engine": args.endpoint_engine, "processor": args.endpoint_processor,
+             "image_bytes": args.endpoint_image_bytes, "png_level": args.endpoint_png_level}
     opts = {k: v for k, v in given.items() if v is not None}
     return opts or None
 

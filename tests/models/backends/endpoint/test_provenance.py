@@ -33,7 +33,8 @@ def test_server_version_from_the_engines_route(route: str, body: bytes, want: st
     assert record == {"backend": "endpoint", "server_url": fake.url,
                       "served_model": "served/name", "server_version": want,
                       "chat_template": "applied by the server; prompt_text is the request "
-                                       "as sent", "api": "openai", "reasoning_effort": None}
+                                       "as sent", "api": "openai", "reasoning_effort": None,
+                      "image_bytes": {"send": "png", "png_level": 6}}
 
 
 def test_render_is_the_request_as_sent() -> None:

@@ -60,6 +60,7 @@ from vlmrobust.models.backends.endpoint.client import (
     RetryPolicy,
     check_base_url,
 )
+from vlmrobust.models.backends.endpoint.images import DEFAULT_PNG_LEVEL, ImageEncoding
 from vlmrobust.models.backends.endpoint.letters import TOP_LOGPROBS  # noqa: F401 (re-exported)
 from vlmrobust.models.backends.endpoint.pool import in_order
 from vlmrobust.models.backends.endpoint.probe import OPTIONAL, feature_refusals, stop_refusal
@@ -98,12 +99,15 @@ class EndpointOptions:
     # ``processor`` (default: the served name) as in process (endpoint/sglang.py)
     engine: str = "openai"
     processor: str | None = None
+    image_bytes: str = "png"  # or "source": the row's stored bytes (endpoint.images)
+    png_level: int = DEFAULT_PNG_LEVEL
 
     def __post_init__(self) -> None:
         check_base_url(self.url)
         if self.api not in APIS:
             raise VlmrobustError(f"--endpoint-api {self.api!r}: give one of {', '.join(APIS)}")
         sglang.check_engine(self.engine, self.processor)
+        ImageEncoding(self.image_bytes, self.png_level)  # refuses a bad flag in one line
         if self.reasoning_effort is not None and self.reasoning_effort not in EFFORTS:
             raise VlmrobustError(f"--endpoint-reasoning-effort {self.reasoning_effort!r}: give "
                                  f"one of {', '.join(EFFORTS)}")
@@ -140,6 +144,7 @@ class EndpointBackend:
                                  options.timeout_s, options.retry, options.max_response_bytes,
                                  **kwargs)  # SGLang's /generate sits at the server root
         self.renderer = sglang.ChatRenderer(options.processor or options.model)
+        self.encoding = ImageEncoding(options.image_bytes, options.png_level)
         root = (options.cache_dir or default_cache_dir()) if options.use_cache else None
         self.cache = ResponseCache(root, options.max_response_bytes)
         self.sent = 0  # request bodies that went to the server (not answered by the cache)
@@ -171,8 +176,8 @@ class EndpointBackend:
     # ---- requests ----
 
     def _body(self, prompt: Prompt, **params: Any) -> dict[str, Any]:
-        body: dict[str, Any] = {"model": self.options.model, "messages": proto.messages(prompt),
-                                "temperature": 0}
+        messages = proto.messages(prompt, self.encoding)
+        body: dict[str, Any] = {"model": self.options.model, "messages": messages, "temperature": 0}
         body.update(proto.continuation_extras(bool(prompt.assistant_prefix)))
         body.update(params)
         return body
@@ -357,6 +362,7 @@ class EndpointBackend:
                    {} if self.letter_ids.offered is None else {"letter_logprobs": (
                        letters.TOKEN_IDS if self.letter_ids.offered else letters.TOP_LISTING)}),
                 "reasoning_effort": self.options.reasoning_effort,
+                "image_bytes": self.encoding.record(),
                 **({"engine": "sglang", "processor": public_name(self.renderer.name, None)[0]}
                    if self.options.engine == "sglang" else {}),
                 "chat_template": "applied by the server; prompt_text is the request as sent"}

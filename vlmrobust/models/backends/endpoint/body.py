@@ -93,8 +93,9 @@ def json_sha256(obj: Any, **dumps: Any) -> str:
     return h.hexdigest()
 
 
-def json_with_digests(obj: Any, label: Callable[[str], str], **dumps: Any) -> str:
+def json_with_digests(obj: Any, label: Callable[[DataURL], str], **dumps: Any) -> str:
     """``json.dumps(obj, ensure_ascii=False, **dumps)`` with each DataURL's text
-    (quotes kept) replaced by ``label(<its sha256>)``: the URL is never scanned."""
-    return json.dumps(_swap(obj, [], lambda url, k: label(url.sha256)),
+    (quotes kept) replaced by ``label(url)``, which reads its ``sha256`` and
+    prefix: the URL is never scanned."""
+    return json.dumps(_swap(obj, [], lambda url, k: label(url)),
                       ensure_ascii=False, **dumps)

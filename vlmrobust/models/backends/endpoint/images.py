@@ -1,4 +1,5 @@
-"""Each image of an endpoint run encoded once (issue 39.3): the request of
+"""Each image of an endpoint run encoded once (issue 39.3), as PNG at a
+chosen zlib level or as the row's stored bytes (:class:`ImageEncoding`): the request of
 every option (likelihood), the audit trail's rendering of it, the other
 answer modes of the same process and the same photo in several configs all
 share one PNG data URL, keyed by the image's pixels. Requests in flight that
@@ -8,11 +9,16 @@ request threads (Pillow releases the GIL while it compresses)."""
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import io
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
+from vlmrobust.core.errors import VlmrobustError
 from vlmrobust.core.ordered_threads import SingleFlight
 from vlmrobust.models.backends.endpoint.body import DataURL
 
@@ -85,6 +91,60 @@ def image_digest(image: Any) -> bytes:
     return digest
 
 
-def cached_data_url(image: Any, encode: Callable[[Any], str]) -> str:
-    """``encode(image)``, once per distinct pixels in this process."""
-    return ENCODED.get(image_digest(image), lambda: encode(image))
+SENDS = ("png", "source")
+DEFAULT_PNG_LEVEL = 6  # what Pillow's PNG writer uses unless told (zlib's default)
+
+
+@dataclass(frozen=True)
+class ImageEncoding:
+    """What the client sends for an image (``--endpoint-image-bytes``,
+    ``--endpoint-png-level``). ``png``: the pixels as PNG at zlib level
+    ``png_level`` (lossless at every level, so the server decodes the pixels the
+    in-process backend sees; lower levels cost less CPU and send more bytes).
+    ``source``: the dataset row's stored PNG/JPEG bytes as they are, no decode or
+    re-encode; where a row's image has none (see runtime.SOURCE_ATTR), PNG."""
+
+    send: str = "png"
+    png_level: int = DEFAULT_PNG_LEVEL
+
+    def __post_init__(self) -> None:
+        if self.send not in SENDS:
+            raise VlmrobustError(f"--endpoint-image-bytes {self.send!r}: give one of "
+                                 f"{', '.join(SENDS)}")
+        if isinstance(self.png_level, bool) or not isinstance(self.png_level, int) \
+                or not 0 <= self.png_level <= 9:
+            raise VlmrobustError(f"--endpoint-png-level {self.png_level!r}: give 0 to 9 "
+                                 "(zlib levels; PNG is lossless at each)")
+
+    def record(self) -> dict[str, Any]:
+        """The server record's ``image_bytes`` entry."""
+        return {"send": self.send, "png_level": self.png_level}
+
+
+PNG_DEFAULT = ImageEncoding()
+
+
+def encode_png(image: Any, level: int = DEFAULT_PNG_LEVEL) -> str:
+    """``data:image/png;base64,...`` of the image's RGB pixels at zlib ``level``."""
+    from vlmrobust.models.runtime import to_pil
+
+    buf = io.BytesIO()
+    to_pil(image).save(buf, format="PNG", compress_level=level)
+    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def data_url(image: Any, encoding: ImageEncoding = PNG_DEFAULT) -> str:
+    """The image's data URL under ``encoding``, encoded once per distinct pixels
+    (PNG) or stored bytes (source) in this process."""
+    from vlmrobust.models.runtime import SOURCE_ATTR
+
+    stored = getattr(image, SOURCE_ATTR, None) if encoding.send == "source" else None
+    if stored is not None:
+        mime, raw = stored
+        key = b"source" + hashlib.sha256(raw).digest()[:16]
+        return ENCODED.get(key, lambda: f"data:{mime};base64," +
+                           base64.b64encode(raw).decode("ascii"))
+    level = encoding.png_level
+    key = image_digest(image) if level == DEFAULT_PNG_LEVEL else \
+        image_digest(image) + bytes([level])
+    return ENCODED.get(key, lambda: encode_png(image, level))

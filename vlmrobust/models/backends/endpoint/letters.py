@@ -257,7 +257,7 @@ def sglang_letters(backend: Any, prompts: Sequence[Prompt], candidates: Sequence
                                 f"token each after {text[-20:]!r}; this model cannot be read by "
                                 "next-token log-probs of letters")
         want = [t[0] for t in tails]
-        image = {} if p.image is None else {"image_data": proto.image_data_url(p.image)}
+        image = {} if p.image is None else {"image_data": proto.image_data_url(p.image, backend.encoding)}
         item = backend.post(sglang.GENERATE, {
             "text": text, **image, "return_logprob": True, "token_ids_logprob": want,
             "return_text_in_logprobs": False,

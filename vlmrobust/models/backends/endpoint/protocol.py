@@ -5,9 +5,7 @@ fields read back (message text, ``logprobs.content[0].top_logprobs``, vLLM's
 
 from __future__ import annotations
 
-import base64
 import hashlib
-import io
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -16,35 +14,27 @@ from typing import Any
 from vlmrobust.models.backends.base import Prompt
 from vlmrobust.models.backends.endpoint.body import json_with_digests
 from vlmrobust.models.backends.endpoint.client import EndpointError
+from vlmrobust.models.backends.endpoint.images import PNG_DEFAULT, ImageEncoding, data_url
 
 CHAT = "chat/completions"
 _DATA_URL = re.compile(r"data:image/png;base64,[A-Za-z0-9+/=]+")
 
 
-def image_data_url(image: Any) -> str:
-    """The image as ``data:image/png;base64,...`` (PNG: lossless, so the server
-    decodes the very pixels the in-process backend would see), encoded once
-    per distinct pixels (endpoint.images)."""
-    from vlmrobust.models.backends.endpoint.images import cached_data_url
-
-    return cached_data_url(image, encode_png)
+def image_data_url(image: Any, encoding: ImageEncoding = PNG_DEFAULT) -> str:
+    """The image as a base64 data URL: PNG by default (lossless, so the server
+    decodes the very pixels the in-process backend would see), encoded once per
+    distinct pixels (endpoint.images)."""
+    return data_url(image, encoding)
 
 
-def encode_png(image: Any) -> str:
-    from vlmrobust.models.runtime import to_pil
-
-    buf = io.BytesIO()
-    to_pil(image).save(buf, format="PNG")
-    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
-
-
-def messages(prompt: Prompt) -> list[dict[str, Any]]:
+def messages(prompt: Prompt, encoding: ImageEncoding = PNG_DEFAULT) -> list[dict[str, Any]]:
     """The chat messages of one prompt: a user turn (image first, then text, as
     the in-process chat template orders them) and, if the assistant has already
     written something, that text as the final assistant message."""
     content: list[dict[str, Any]] = []
     if prompt.image is not None:
-        content.append({"type": "image_url", "image_url": {"url": image_data_url(prompt.image)}})
+        content.append({"type": "image_url", "image_url": {"url": image_data_url(prompt.image,
+                                                                          encoding)}})
     content.append({"type": "text", "text": prompt.text})
     out: list[dict[str, Any]] = [{"role": "user", "content": content}]
     if prompt.assistant_prefix:
@@ -75,17 +65,19 @@ def reasoning_body(body: Mapping[str, Any]) -> dict[str, Any]:
 
 def render(body: dict[str, Any]) -> str:
     """The request as sent, as canonical JSON, with each image data URL replaced by
-    ``<image/png sha256=...>`` (the server applies its own chat template). The
-    images' URLs are labelled from their known digests without being scanned
-    (endpoint.body); any other data URL in the text is found by its pattern."""
+    ``<image/png sha256=...>`` (``image/jpeg`` for a JPEG sent as stored; the
+    server applies its own chat template). The images' URLs are labelled from
+    their known digests without being scanned (endpoint.body); any other data URL
+    in the text is found by its pattern."""
 
     def digest(m: re.Match[str]) -> str:
-        return label(hashlib.sha256(m.group(0).encode()).hexdigest())
+        return label("image/png", hashlib.sha256(m.group(0).encode()).hexdigest())
 
-    def label(sha256: str) -> str:
-        return f"<image/png sha256={sha256[:16]}>"
+    def label(mime: str, sha256: str) -> str:
+        return f"<{mime} sha256={sha256[:16]}>"
 
-    return _DATA_URL.sub(digest, json_with_digests(body, label, sort_keys=True))
+    return _DATA_URL.sub(digest, json_with_digests(
+        body, lambda url: label(url[5:url.index(";")], url.sha256), sort_keys=True))
 
 
 def _choice(resp: Any, where: str) -> dict[str, Any]:

@@ -66,6 +66,7 @@ class _Served(Protocol):
     renderer: ChatRenderer
     own: list[str]
     public_model: str
+    encoding: Any  # endpoint.images.ImageEncoding
 
     def post(self, path: str, body: Mapping[str, Any], parse: Callable[[Any], Any]) -> Any: ...
 
@@ -245,7 +246,7 @@ def rendered(backend: _Served, prompt: Prompt) -> str | None:
     None where the chat request is what is sent (other modes and engines)."""
     if not backend.own:
         return None
-    image = {} if prompt.image is None else {"image_data": proto.image_data_url(prompt.image)}
+    image = {} if prompt.image is None else {"image_data": proto.image_data_url(prompt.image, backend.encoding)}
     return proto.render({"model": backend.public_model, "text": backend.renderer.text(prompt),
                          **image})
 
@@ -286,7 +287,7 @@ def continuation_logprobs(backend: _Served, prompts: Sequence[Prompt],
         where_row = f"row {i} ({prompt.text[:60]!r})"
         tails = [proven_tail(ids[0], full, f"option {c!r} of {where_row}", tok_url)
                  for c, full in zip(conts, ids[1:], strict=True)]
-        image = {} if prompt.image is None else {"image_data": proto.image_data_url(prompt.image)}
+        image = {} if prompt.image is None else {"image_data": proto.image_data_url(prompt.image, backend.encoding)}
         run = backend.post(GENERATE, {"text": text, **image, "return_logprob": True,
                                       "logprob_start_len": 0,
                                       "sampling_params": {"max_new_tokens": 0}},
