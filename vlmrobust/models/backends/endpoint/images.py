@@ -10,6 +10,7 @@ request threads (Pillow releases the GIL while it compresses)."""
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import io
 import threading
@@ -84,10 +85,8 @@ def image_digest(image: Any) -> bytes:
     if isinstance(digest, bytes):
         return digest
     digest = pixel_digest(image)
-    try:
+    with contextlib.suppress(AttributeError):  # a dict or bytes takes no attribute
         setattr(image, _DIGEST_ATTR, digest)
-    except AttributeError:  # not an object that takes attributes (dict, bytes)
-        pass
     return digest
 
 
