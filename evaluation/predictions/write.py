@@ -27,6 +27,7 @@ import json
 import os
 import shutil
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -202,25 +203,33 @@ class JournalWriter:
         self._f.close()
 
 
+@dataclass(frozen=True)
+class ServedColumns:
+    """The columns only a served model fills, one entry per row when given."""
+
+    truncated: Sequence[int | None] | None = None
+    reasoning: Sequence[str | None] | None = None
+
+
 def predictions_table(ids: Sequence[str], configs: Sequence[str],
                       logits: Sequence[Sequence[float]] | None, *,
                       text: Sequence[str | None] | None = None,
                       prompt_text: Sequence[str | None] | None = None,
                       prediction: Sequence[int | None] | None = None,
                       logp: Mapping[str, Sequence[Sequence[float]]] | None = None,
-                      truncated: Sequence[int | None] | None = None,
-                      reasoning: Sequence[str | None] | None = None) -> Any:
+                      served: ServedColumns | None = None) -> Any:
     """The predictions table: ``id``, ``config`` and the answer columns given:
     ``logits`` (float32 lists), ``text`` (raw model output), ``prompt_text``
     (the exact text sent to the model) and ``prediction`` (option index, None
     where the text answers none); None entries are nulls. ``logp``: the
     :data:`LOGP_COLUMNS` lists of a CFG run (float32, one per option).
-    ``truncated``: per row the number of options whose log-prob the server did
+    ``served`` (:class:`ServedColumns`): ``truncated``, per row the number of options whose log-prob the server did
     not list (null: all listed); ``reasoning``: a reasoning model's reasoning
     text. Every column given must have one entry per id."""
     import pyarrow as pa
 
     n = len(ids)
+    truncated, reasoning = (served.truncated, served.reasoning) if served else (None, None)
     logp = dict(logp or {})
     if set(logp) - set(LOGP_COLUMNS):
         raise ValueError(f"predictions_table: logp holds {sorted(set(logp) - set(LOGP_COLUMNS))}, "
@@ -266,7 +275,7 @@ def journal_table(ids: Sequence[str], configs: Sequence[str], rows: Sequence[Jou
         ids, configs, logits if all(r[1] is not None for r in rows) else None,
         text=column("text") if decided else None, prompt_text=column("prompt_text"),
         prediction=[r[2].get("prediction") for r in rows] if decided else None, logp=logp,
-        truncated=column("truncated"), reasoning=column("reasoning"))
+        served=ServedColumns(truncated=column("truncated"), reasoning=column("reasoning")))
 
 
 def _list_column(logits: Sequence[Sequence[float]]) -> Any:
