@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import hashlib
 import json
 import os
 import re
@@ -40,7 +39,6 @@ from typing import Any, TypeAlias
 from tqdm import tqdm
 
 from vlmrobust import __version__
-from vlmrobust.core.errors import VlmrobustError
 from vlmrobust.core.files.atomic import atomic_directory
 from vlmrobust.core.files.output_guard import (
     check_apart,
@@ -50,103 +48,31 @@ from vlmrobust.core.files.output_guard import (
     open_lock_file,
 )
 from vlmrobust.core.files.swap import carry_over, recover
-from vlmrobust.core.text.display import control_char, short_repr
 from vlmrobust.leaderboard.aggregate import aggregate
 from vlmrobust.leaderboard.board import Leaderboard
 from vlmrobust.leaderboard.pages.failure_modes import failure_modes
+from vlmrobust.leaderboard.site.changelog import (
+    RELEASES,
+    PublishError,
+    make_release,
+    next_version,
+    read_releases,
+    releases_json,
+)
 from vlmrobust.leaderboard.site.check import SiteCheckError, check_files
 from vlmrobust.leaderboard.site.details import default_details_dir, publish_details
 from vlmrobust.leaderboard.site.paged import PAGE_ROWS
-from vlmrobust.leaderboard.site.releases import MAX_VERSION_CHARS, RELEASES_SCHEMA
 from vlmrobust.leaderboard.site.render import OVERVIEW_ROWS, render_site, site_assets
 from vlmrobust.leaderboard.submission import Submission
 from vlmrobust.leaderboard.trust.baselines import load_baselines
 from vlmrobust.leaderboard.trust.reference_runs import ReferenceRuns, load_reference_runs
 
-RELEASES = "releases.json"
 # Files whose presence marks a folder as a site we built (and may replace).
 SITE_MARKERS = ("index.html", "leaderboard.json")
 # The list of files the site wrote, so that a later build knows which others
 # (CNAME, .nojekyll, ...) belong to someone else and must be kept. It is the
 # site's marker: without it no old file is ours (issue 41.4), whatever its name.
 OWNED = ".vlmrobust-files.json"
-
-
-class PublishError(VlmrobustError):
-    """The site could not be built, checked or published."""
-
-
-def _submission_digest(s: Submission) -> str:
-    h = hashlib.sha256()
-    for name in ("meta.yaml", "scores.json"):
-        h.update((s.folder / name).read_bytes())
-    return h.hexdigest()
-
-
-def read_releases(site: Path) -> list[dict[str, Any]]:
-    path = Path(site) / RELEASES
-    if not path.exists():
-        return []
-    from vlmrobust.core.files.bounded import (
-        MAX_SCORES_BYTES,
-        parse_json_bounded,
-        read_bytes_bounded,
-    )
-    from vlmrobust.leaderboard.site.releases import FIX, check_releases
-
-    raw = read_bytes_bounded(path, 4 * MAX_SCORES_BYTES, "releases file", PublishError)
-    # every field is checked (leaderboard/site/releases.py): a damaged changelog is one
-    # line naming the release and field, never a traceback from Jinja or int()
-    try:
-        data = parse_json_bounded(raw, str(path), PublishError, max_nodes=len(raw) + 1)
-    except PublishError as exc:
-        raise PublishError(f"{exc}; {FIX}") from None
-    return check_releases(data, path, PublishError)
-
-
-def _next_version(previous: list[dict[str, Any]], requested: str | None) -> str:
-    used = {str(r.get("version")) for r in previous}
-    if requested is not None:
-        if len(requested) > MAX_VERSION_CHARS or control_char(requested) is not None:
-            raise PublishError(f"release version {short_repr(requested)} is longer than "
-                               f"{MAX_VERSION_CHARS} characters or holds a control character; "
-                               "pass a short --version such as 2 or 2026.11")
-        if not requested.strip() or requested in used:
-            raise PublishError(f"release version {requested!r} is empty or already published "
-                               f"(published: {sorted(used)}); pass a new --version")
-        return requested
-    if not previous:
-        return "1"
-    last = str(previous[-1].get("version"))
-    if not (last.isascii() and last.isdigit()):
-        raise PublishError(f"cannot increment the last release version {last!r}; "
-                           "pass --version")
-    return str(int(last) + 1)
-
-
-def make_release(lb: Leaderboard, previous: list[dict[str, Any]], version: str,
-                 now: dt.datetime) -> dict[str, Any]:
-    models = {s.model_id: _submission_digest(s) for s in lb.submissions}
-    release: dict[str, Any] = {
-        "version": version,
-        "date": now.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "code_version": __version__,
-        "baselines": lb.spec.as_record(),
-        "reference_runs": None if lb.record is None else lb.record.as_record(),
-        "overview_strategy": lb.strategy,
-        "fits": [f.as_record() for f in lb.fits],
-        "n_models": len(models),
-        "models": models,
-        "changes": None,
-    }
-    if previous:
-        old: Mapping[str, str] = previous[-1].get("models") or {}
-        release["changes"] = {
-            "added": sorted(set(models) - set(old)),
-            "removed": sorted(set(old) - set(models)),
-            "updated": sorted(m for m in set(models) & set(old) if models[m] != old[m]),
-        }
-    return release
 
 
 _OVERVIEW_ROW_RE = re.compile(r"<tr data-model=")
@@ -355,7 +281,7 @@ def build_site(submissions: Path | Sequence[Submission], out: Path, *,
         releases = read_releases(out) if out.is_dir() else []
         files = render_site(lb, releases=releases, code_version=__version__)
         if releases:
-            files[RELEASES] = _releases_json(releases)
+            files[RELEASES] = releases_json(releases)
         clock.lap("render")
         if details is not None:
             publish_details(lb, details, "preview", [subs_dir, *datasets, out])
@@ -363,11 +289,6 @@ def build_site(submissions: Path | Sequence[Submission], out: Path, *,
         _write_site(out, files, len(lb.submissions), progress)
         clock.lap("write + site check")
     return out / "index.html"
-
-
-def _releases_json(releases: list[dict[str, Any]]) -> bytes:
-    return (json.dumps({"schema_version": RELEASES_SCHEMA, "releases": releases}, indent=1,
-                       ensure_ascii=False, allow_nan=False) + "\n").encode("utf-8")
 
 
 def publish_site(submissions: Path | Sequence[Submission], site: Path, *,
@@ -393,13 +314,13 @@ def publish_site(submissions: Path | Sequence[Submission], site: Path, *,
     with _site_lock(site):
         _refuse_foreign(site)
         previous = read_releases(site) if site.is_dir() else []
-        number = _next_version(previous, version)
+        number = next_version(previous, version)
         release = make_release(lb, previous, number, now or dt.datetime.now(dt.timezone.utc))
         # the details go first: a failed push leaves the previous site in place
         release["details"] = publish_details(lb, details, number, [subs_dir, *datasets, site],
                                             push, hub_api)
         releases = [*previous, release]
         files = render_site(lb, releases=releases, release=release, code_version=__version__)
-        files[RELEASES] = _releases_json(releases)
+        files[RELEASES] = releases_json(releases)
         _write_site(site, files, len(lb.submissions), progress)
     return release
