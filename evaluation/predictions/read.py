@@ -290,14 +290,8 @@ def predictions_from_table(table: Any, path: Path | str = "<table>",
         if lens.shape != (len(ids),):
             raise SubmissionError(f"{path}: {lens.shape[0]} rows of {name} for {len(ids)} ids")
     if "prediction" in names:
-        col = table.column("prediction")
-        if not (pa.types.is_integer(col.type) or pa.types.is_floating(col.type)):
-            raise SubmissionError(
-                f"{path}: column 'prediction' has type {col.type}, expected an int option index"
-            )
-        # via numpy: an int64 beyond 2**53 must become a (wrong, refused) float, not an error
-        raw = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
-        prediction = np.asarray(raw.to_numpy(zero_copy_only=False), dtype=np.float64)
+        prediction = int_column(table, "prediction", path, "an int option index",
+                                allow_null=False)
     truncated = int_column(table, "truncated", path) if "truncated" in names else None
     texts = {name: _text_column(table, name, path) for name in TEXT_COLUMNS if name in names}
     pf = PredictionsFile(path, "parquet", ids, logits_len, logits_flat, prediction,

@@ -30,18 +30,22 @@ TRUNCATION_RULE = ("rows with options the server did not list: out of calibratio
                    "(a listed token outranks every unlisted one)")
 
 
-def int_column(table: Any, name: str, path: Any) -> NDArray[np.float64]:
-    """An integer column of a pyarrow table (nulls allowed) as float64, null as NaN."""
+def int_column(table: Any, name: str, path: Any, expected: str = "an int",
+               allow_null: bool = True) -> NDArray[np.float64]:
+    """An integer column of a pyarrow table as float64, null entries as NaN (via
+    numpy: an int64 beyond 2**53 becomes a wrong float that the checks refuse,
+    not an error here). A column of type null is all NaN where ``allow_null``."""
     import pyarrow as pa
 
     from vlmrobust.core.errors import SubmissionError
 
     col = table.column(name)
-    if not (pa.types.is_integer(col.type) or pa.types.is_floating(col.type)
-            or pa.types.is_null(col.type)):
-        raise SubmissionError(f"{path}: column {name!r} has type {col.type}, expected an int")
-    return np.asarray([np.nan if v is None else float(v) for v in col.to_pylist()],
-                      dtype=np.float64).reshape(len(col))
+    if allow_null and pa.types.is_null(col.type):
+        return np.full(len(col), np.nan)
+    if not (pa.types.is_integer(col.type) or pa.types.is_floating(col.type)):
+        raise SubmissionError(f"{path}: column {name!r} has type {col.type}, expected {expected}")
+    raw = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
+    return np.asarray(raw.to_numpy(zero_copy_only=False), dtype=np.float64)
 
 
 def bad_counts(truncated: NDArray[np.float64], k_of_row: NDArray[np.int64]) -> NDArray[np.int64]:
